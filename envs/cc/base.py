@@ -1,0 +1,25 @@
+"""What every congestion-control model shares: the state slots the core reads.
+
+A CC is a set of compiled functions over one connection's CC state matrix ``C[F, N_CC]``
+(flow ``f`` is the row being updated; coupled MPTCP CCs read the other subflows' rows):
+
+- ``init(C, P, f, now, mss)``
+- ``on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)``
+- ``on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)``
+- ``on_rto(C, P, f, now, inflight, mss)``
+
+``P[F, N_CCP]`` holds the CC's parameters. Each call leaves the congestion window in
+``C[f, CWND]`` (bytes) and the pacing rate in ``C[f, PACING]`` (bytes/s, 0 = not paced).
+Losses arrive aggregated per step with the send time of the latest lost packet, so a CC can apply
+the congestion-recovery rule of RFC 6582 / RFC 9002 (one reduction per round trip: a loss of a
+packet sent before the last reduction does not reduce again).
+"""
+
+CWND = 0
+PACING = 1
+SSTHRESH = 2
+RECOVERY_START = 3  # time of the last window reduction (s)
+FIRST_PRIVATE = 4  # CC-specific slots start here
+
+INIT_CWND_PACKETS = 10.0  # RFC 6928
+MIN_CWND_PACKETS = 2.0

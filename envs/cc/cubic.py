@@ -1,0 +1,110 @@
+"""CUBIC (RFC 9438): W(t) = C (t - K)^3 + W_max, beta 0.7, Reno-friendly region, fast convergence,
+and HyStart++ (RFC 9406) slow-start exit on a per-round RTT increase."""
+
+import math
+
+from numba import njit
+
+from envs.cc.base import (CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, MIN_CWND_PACKETS, PACING,
+                          RECOVERY_START, SSTHRESH)
+
+# parameters
+C_CUBIC = 0  # 0.4 (segments / s^3)
+BETA = 1  # 0.7
+HYSTART = 2  # 1 = HyStart++ on
+DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0}
+
+# state
+W_MAX = FIRST_PRIVATE  # segments
+W_LAST_MAX = FIRST_PRIVATE + 1
+K = FIRST_PRIVATE + 2
+EPOCH = FIRST_PRIVATE + 3  # start of the current congestion-avoidance epoch (s), -1 unset
+W_EST = FIRST_PRIVATE + 4  # Reno-friendly estimate (segments)
+ROUND_MIN = FIRST_PRIVATE + 5  # min RTT in the current round (HyStart++)
+LAST_ROUND_MIN = FIRST_PRIVATE + 6
+
+
+@njit(cache=True)
+def init(C, P, f, now, mss):
+    C[f, CWND] = INIT_CWND_PACKETS * mss
+    C[f, PACING] = 0.0
+    C[f, SSTHRESH] = math.inf
+    C[f, RECOVERY_START] = -1.0
+    C[f, W_MAX] = 0.0
+    C[f, W_LAST_MAX] = 0.0
+    C[f, K] = 0.0
+    C[f, EPOCH] = -1.0
+    C[f, W_EST] = 0.0
+    C[f, ROUND_MIN] = math.inf
+    C[f, LAST_ROUND_MIN] = math.inf
+
+
+@njit(cache=True)
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    if C[f, CWND] < C[f, SSTHRESH]:
+        C[f, CWND] += acked
+        if P[f, HYSTART] > 0.0:
+            if round_start:
+                C[f, LAST_ROUND_MIN] = C[f, ROUND_MIN]
+                C[f, ROUND_MIN] = math.inf
+            C[f, ROUND_MIN] = min(C[f, ROUND_MIN], rtt)
+            last = C[f, LAST_ROUND_MIN]
+            # RFC 9406: exit when this round's min RTT exceeds the last one by eta
+            if last < math.inf and C[f, CWND] >= 16.0 * mss:
+                eta = min(max(last / 8.0, 0.004), 0.016)
+                if C[f, ROUND_MIN] >= last + eta:
+                    C[f, SSTHRESH] = C[f, CWND]
+        return
+    w = C[f, CWND] / mss
+    beta = P[f, BETA]
+    if C[f, EPOCH] < 0.0:
+        C[f, EPOCH] = now
+        if w < C[f, W_MAX]:
+            C[f, K] = math.pow((C[f, W_MAX] - w) / P[f, C_CUBIC], 1.0 / 3.0)
+        else:
+            C[f, K] = 0.0
+            C[f, W_MAX] = w
+        C[f, W_EST] = w
+    t = now - C[f, EPOCH]
+    target = P[f, C_CUBIC] * (t + rtt - C[f, K]) ** 3 + C[f, W_MAX]
+    target = min(max(target, w), 1.5 * w)
+    alpha = 3.0 * (1.0 - beta) / (1.0 + beta)
+    C[f, W_EST] += alpha * (acked / mss) / w
+    w_cubic_now = P[f, C_CUBIC] * (t - C[f, K]) ** 3 + C[f, W_MAX]
+    if w_cubic_now < C[f, W_EST]:
+        w = max(w, C[f, W_EST])  # Reno-friendly region
+    else:
+        w += (target - w) / w * (acked / mss)
+    C[f, CWND] = w * mss
+
+
+@njit(cache=True)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    if lost_sent <= C[f, RECOVERY_START]:
+        return
+    beta = P[f, BETA]
+    w = C[f, CWND] / mss
+    if w < C[f, W_LAST_MAX]:  # fast convergence
+        C[f, W_LAST_MAX] = w
+        C[f, W_MAX] = w * (1.0 + beta) / 2.0
+    else:
+        C[f, W_LAST_MAX] = w
+        C[f, W_MAX] = w
+    w = max(w * beta, MIN_CWND_PACKETS)
+    C[f, CWND] = w * mss
+    C[f, SSTHRESH] = C[f, CWND]
+    C[f, K] = math.pow(C[f, W_MAX] * (1.0 - beta) / P[f, C_CUBIC], 1.0 / 3.0)
+    C[f, EPOCH] = now
+    C[f, W_EST] = w
+    C[f, RECOVERY_START] = now
+
+
+@njit(cache=True)
+def on_rto(C, P, f, now, inflight, mss):
+    w = C[f, CWND] / mss
+    C[f, W_LAST_MAX] = w
+    C[f, W_MAX] = w
+    C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)
+    C[f, CWND] = mss
+    C[f, EPOCH] = -1.0
+    C[f, RECOVERY_START] = now

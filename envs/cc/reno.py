@@ -1,0 +1,43 @@
+"""NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss."""
+
+import math
+
+from numba import njit
+
+from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, PACING, RECOVERY_START, SSTHRESH
+
+# parameters: P[f, 0] = multiplicative decrease (0.5)
+BETA = 0
+DEFAULTS = {"beta": 0.5}
+
+
+@njit(cache=True)
+def init(C, P, f, now, mss):
+    C[f, CWND] = INIT_CWND_PACKETS * mss
+    C[f, PACING] = 0.0
+    C[f, SSTHRESH] = math.inf
+    C[f, RECOVERY_START] = -1.0
+
+
+@njit(cache=True)
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    if C[f, CWND] < C[f, SSTHRESH]:
+        C[f, CWND] += acked  # slow start: +1 MSS per MSS acked
+    else:
+        C[f, CWND] += mss * acked / C[f, CWND]  # congestion avoidance: +1 MSS per RTT
+
+
+@njit(cache=True)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    if lost_sent <= C[f, RECOVERY_START]:
+        return  # same loss episode (RFC 6582 recovery)
+    C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)
+    C[f, CWND] = C[f, SSTHRESH]
+    C[f, RECOVERY_START] = now
+
+
+@njit(cache=True)
+def on_rto(C, P, f, now, inflight, mss):
+    C[f, SSTHRESH] = max(inflight * 0.5, MIN_CWND_PACKETS * mss)
+    C[f, CWND] = mss
+    C[f, RECOVERY_START] = now

@@ -1,0 +1,583 @@
+"""The scenario schema: the network paths and workload of one experiment.
+
+This is the only scenario schema in the project. Rules cite the domain spec:
+``transport.md`` ("Paths", "Workloads", "Connection level") and ``scenarios.md``.
+Scenario files live in ``configs/scenario/*.yaml``; each file is the scenario mapping at
+top level, so it doubles as a Hydra config-group option (group ``scenario``).
+
+Any scenario number may be a distribution instead of a constant, written in YAML as
+``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}`` or ``{choice: [a, b, ...]}``; a
+scenario containing one is a *distribution* and ``Scenario.sample(rng)`` turns it into a
+concrete scenario.
+"""
+
+from __future__ import annotations
+
+import abc
+import difflib
+import math
+import numbers
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import numpy as np
+import yaml
+from envs.errors import ConfigError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+SCENARIO_DIR: Path = Path(__file__).resolve().parent.parent / "configs" / "scenario"
+
+MIN_RECEIVE_BUFFER_BYTES = 64 * 1024
+
+
+class ScenarioError(ConfigError):
+    """A scenario that cannot be found, read or validated; the message says why."""
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+class _DistModel(BaseModel, abc.ABC):
+    """A distribution over one scenario number; the YAML form is ``{<kind>: [...]}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @abc.abstractmethod
+    def values(self) -> tuple[float, ...]:
+        """The numbers that bound the distribution (range rules apply to each)."""
+
+    @abc.abstractmethod
+    def sample(self, rng: np.random.Generator) -> float:
+        """Draw one value."""
+
+
+class Uniform(_DistModel):
+    """``{uniform: [lo, hi]}``: uniform on [lo, hi]."""
+
+    uniform: tuple[float, float]
+
+    @field_validator("uniform")
+    @classmethod
+    def _ordered(cls, bounds: tuple[float, float]) -> tuple[float, float]:
+        if bounds[0] > bounds[1]:
+            raise ValueError(f"needs lo <= hi, got {_fmt_list(bounds)}")
+        return bounds
+
+    def values(self) -> tuple[float, ...]:
+        return self.uniform
+
+    def sample(self, rng: np.random.Generator) -> float:
+        lo, hi = self.uniform
+        return float(rng.uniform(lo, hi))
+
+
+class LogUniform(_DistModel):
+    """``{loguniform: [lo, hi]}``: log(x) uniform on [log lo, log hi], 0 < lo <= hi."""
+
+    loguniform: tuple[float, float]
+
+    @field_validator("loguniform")
+    @classmethod
+    def _positive_ordered(cls, bounds: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < bounds[0] <= bounds[1]:
+            raise ValueError(f"needs 0 < lo <= hi, got {_fmt_list(bounds)}")
+        return bounds
+
+    def values(self) -> tuple[float, ...]:
+        return self.loguniform
+
+    def sample(self, rng: np.random.Generator) -> float:
+        lo, hi = self.loguniform
+        # Clamp: exp(log(hi)) can exceed hi by one ulp, which would break a reload.
+        return min(max(math.exp(rng.uniform(math.log(lo), math.log(hi))), lo), hi)
+
+
+class Choice(_DistModel):
+    """``{choice: [a, b, ...]}``: one of the listed values, each equally likely."""
+
+    choice: list[float] = Field(min_length=1)
+
+    def values(self) -> tuple[float, ...]:
+        return tuple(self.choice)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        return float(self.choice[int(rng.integers(len(self.choice)))])
+
+
+_DIST_KINDS: dict[str, type[_DistModel]] = {"uniform": Uniform, "loguniform": LogUniform, "choice": Choice}
+_DIST_FORMS = "a number or one of {uniform: [lo, hi]}, {loguniform: [lo, hi]}, {choice: [a, b, ...]}"
+
+
+def _parse_dist(value: object) -> object:
+    """Turn a YAML value into a float or a distribution model, with one readable error."""
+    if isinstance(value, _DistModel):
+        return value
+    if isinstance(value, (numbers.Real, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"expected {_DIST_FORMS}, got {value!r}") from None
+        if not math.isfinite(number):
+            raise ValueError(f"must be a finite number, got {value!r}")
+        return number
+    if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in _DIST_KINDS:
+        try:
+            return _DIST_KINDS[next(iter(value))].model_validate(dict(value))
+        except ValidationError as exc:
+            raise ValueError("; ".join(_problem(err) for err in exc.errors())) from None
+    raise ValueError(f"expected {_DIST_FORMS}, got {value!r}")
+
+
+Dist = Annotated[float | Uniform | LogUniform | Choice, BeforeValidator(_parse_dist)]
+"""A scenario number: a constant or a distribution (see the module docstring)."""
+
+
+def sample_value(value: Dist, rng: np.random.Generator) -> float:
+    """A constant as is, or one draw from a distribution."""
+    return value.sample(rng) if isinstance(value, _DistModel) else float(value)
+
+
+def min_value(value: Dist) -> float:
+    """Smallest value ``value`` can take."""
+    return min(value.values()) if isinstance(value, _DistModel) else float(value)
+
+
+def max_value(value: Dist) -> float:
+    """The largest value a constant or distribution can take."""
+    return max(value.values()) if isinstance(value, _DistModel) else float(value)
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def _fmt_list(xs: typing.Iterable[float]) -> str:
+    return "[" + ", ".join(_fmt(x) for x in xs) + "]"
+
+
+def _fmt_rows(rows: typing.Iterable[typing.Iterable[float]]) -> str:
+    return "[" + ", ".join(_fmt_list(row) for row in rows) + "]"
+
+
+def _describe(dist: _DistModel) -> str:
+    kind = next(iter(type(dist).model_fields))
+    return f"{{{kind}: {_fmt_list(dist.values())}}}"
+
+
+def _range(
+    *, gt: float | None = None, ge: float | None = None, lt: float | None = None, le: float | None = None
+) -> AfterValidator:
+    """A range rule applied to a constant, or to every bound/choice of a distribution."""
+    rule = " and ".join(
+        f"{op} {_fmt(bound)}" for op, bound in ((">", gt), (">=", ge), ("<", lt), ("<=", le)) if bound is not None
+    )
+
+    def check(value: Any) -> Any:
+        numbers_ = value.values() if isinstance(value, _DistModel) else (value,)
+        for x in numbers_:
+            if (
+                (gt is not None and not x > gt)
+                or (ge is not None and not x >= ge)
+                or (lt is not None and not x < lt)
+                or (le is not None and not x <= le)
+            ):
+                where = f" in {_describe(value)}" if isinstance(value, _DistModel) else ""
+                raise ValueError(f"must be {rule}, got {_fmt(x)}{where}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _concrete(value: Dist, field: str) -> float:
+    """The constant behind ``value``; distributions must be sampled first."""
+    if isinstance(value, _DistModel):
+        raise ScenarioError(
+            f"{field} is a distribution {_describe(value)}: sample the scenario first (Scenario.sample(rng))"
+        )
+    return value
+
+
+# --------------------------------------------------------------------------- models
+
+
+class _Model(BaseModel):
+    """Unknown fields are refused by name; non-finite numbers are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class CompetingSpec(_Model):
+    """Cross traffic on the path's bottleneck (transport.md, "Paths")."""
+
+    flows: Annotated[int, _range(ge=0, le=64)] = 0
+    """Competing long-lived flows, each running congestion control ``cc``."""
+    cc: str = "cubic"
+    """CC of the competing flows (the name is checked where CCs are registered)."""
+    udp_mbps: Annotated[Dist, _range(ge=0)] = 0.0
+    """Constant-rate UDP cross traffic, Mbit/s."""
+    flows_schedule: list[tuple[float, int]] | None = None
+    """``[[t_s, n_active], ...]``: from t_s on, n_active of the ``flows`` run (a step function)."""
+
+    @field_validator("cc")
+    @classmethod
+    def _lower(cls, cc: str) -> str:
+        return cc.strip().lower()
+
+    @field_validator("flows_schedule")
+    @classmethod
+    def _schedule(cls, steps: list[tuple[float, int]] | None, info: ValidationInfo) -> list[tuple[float, int]] | None:
+        if steps is None:
+            return None
+        if not steps or steps[0][0] != 0:
+            raise ValueError(f"must start at time 0, got {_fmt_rows(steps)}")
+        flows = info.data.get("flows")
+        for i, (t, n) in enumerate(steps):
+            if i and t <= steps[i - 1][0]:
+                raise ValueError(f"times must increase: entry [{i}] has time {_fmt(t)} after {_fmt(steps[i - 1][0])}")
+            if flows is not None and not 0 <= n <= flows:
+                raise ValueError(f"entry [{i}]: active flows must be >= 0 and <= flows ({flows}), got {n}")
+        return steps
+
+
+def _outage(interval: tuple[float, float]) -> tuple[float, float]:
+    start, end = interval
+    if not 0 <= start < end:
+        raise ValueError(f"must satisfy 0 <= start_s < end_s, got {_fmt_list(interval)}")
+    return interval
+
+
+class PathSpec(_Model):
+    """One path of a connection (transport.md, "Paths"). Delays are one-way (scenarios.md)."""
+
+    bandwidth_mbps: Annotated[Dist, _range(gt=0, le=100_000)]
+    """Bottleneck capacity, Mbit/s; the nominal value used for the BDP even with a trace."""
+    bandwidth_trace: list[tuple[float, float]] | None = None
+    """Piecewise-constant capacity ``[[t_s, mbps], ...]`` (0 = outage); overrides bandwidth_mbps over time."""
+    delay_ms: Annotated[Dist, _range(ge=0, le=5000)]
+    """One-way propagation delay, forward (data) direction."""
+    reverse_delay_ms: Annotated[Dist, _range(ge=0, le=5000)] | None = None
+    """One-way delay of the reverse (ACK) direction; None = same as delay_ms."""
+    jitter_ms: Annotated[Dist, _range(ge=0, le=1000)] = 0.0
+    """Standard deviation of the per-packet delay in each direction (a study's variance v gives sqrt(v))."""
+    loss_pct: Annotated[Dist, _range(ge=0, lt=100)] = 0.0
+    """Random (non-congestive) loss probability, percent."""
+    queue_packets: Annotated[Dist, _range(gt=0)] | None = None
+    """Drop-tail bottleneck buffer in packets (of one MSS)."""
+    queue_bdp: Annotated[Dist, _range(gt=0)] | None = None
+    """Drop-tail bottleneck buffer as a multiple of the BDP (bandwidth_mbps x base RTT); default 1.0."""
+    competing: CompetingSpec = Field(default_factory=CompetingSpec)
+    outages: list[Annotated[tuple[float, float], AfterValidator(_outage)]] = []
+    """``[[start_s, end_s], ...]``: intervals with zero capacity (the path fails and comes back)."""
+
+    @field_validator("bandwidth_trace")
+    @classmethod
+    def _trace(cls, trace: list[tuple[float, float]] | None) -> list[tuple[float, float]] | None:
+        if trace is None:
+            return None
+        if not trace or trace[0][0] != 0:
+            raise ValueError(f"must start at time 0, got {_fmt_rows(trace)}")
+        for i, (t, mbps) in enumerate(trace):
+            if i and t < trace[i - 1][0]:
+                previous = _fmt(trace[i - 1][0])
+                raise ValueError(f"times must not decrease: entry [{i}] has time {_fmt(t)} after {previous}")
+            if mbps < 0:
+                raise ValueError(f"entry [{i}]: mbps must be >= 0, got {_fmt(mbps)}")
+        return trace
+
+    @model_validator(mode="after")
+    def _one_queue(self) -> PathSpec:
+        if self.queue_packets is not None and self.queue_bdp is not None:
+            raise ValueError("set at most one of queue_packets and queue_bdp, not both")
+        if self.queue_packets is None and self.queue_bdp is None:
+            self.queue_bdp = 1.0
+        return self
+
+    def base_rtt_ms(self) -> float:
+        """Propagation RTT: forward plus reverse one-way delay (concrete paths only)."""
+        forward = _concrete(self.delay_ms, "delay_ms")
+        if self.reverse_delay_ms is None:
+            return 2 * forward
+        return forward + _concrete(self.reverse_delay_ms, "reverse_delay_ms")
+
+    def queue_bytes(self, mss: int) -> float:
+        """Bottleneck buffer in bytes, never less than 2 MSS (concrete paths only)."""
+        if self.queue_packets is not None:
+            size = _concrete(self.queue_packets, "queue_packets") * mss
+        else:
+            bdp = _concrete(self.bandwidth_mbps, "bandwidth_mbps") * 125_000 * self.base_rtt_ms() / 1000
+            size = _concrete(self.queue_bdp, "queue_bdp") * bdp
+        return max(size, 2.0 * mss)
+
+    def max_bandwidth_mbps(self) -> float:
+        """Largest capacity the path can have at any time (nominal or trace)."""
+        return max([max_value(self.bandwidth_mbps)] + [mbps for _, mbps in self.bandwidth_trace or []])
+
+    def max_one_way_ms(self) -> float:
+        """Upper bound of one-way delay + 4 jitter standard deviations, either direction."""
+        reverse = self.delay_ms if self.reverse_delay_ms is None else self.reverse_delay_ms
+        return max(max_value(self.delay_ms), max_value(reverse)) + 4 * max_value(self.jitter_ms)
+
+
+# Fields each workload type needs and accepts (transport.md, "Workloads").
+# To add a type: extend the Literal in WorkloadSpec.type, add its fields, add a row here.
+_WORKLOAD_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # type: (required, optional)
+    "file": (("file_mb",), ("duration_s",)),
+    "bulk": (("duration_s",), ()),
+}
+
+
+class WorkloadSpec(_Model):
+    """What the application sends (transport.md, "Workloads")."""
+
+    type: Literal["file", "bulk"]
+    """file: one transfer of file_mb; bulk: a backlogged sender for duration_s."""
+    file_mb: Annotated[float, _range(gt=0)] | None = None
+    """File size in MB (1 MB = 10^6 bytes); required for type file."""
+    duration_s: Annotated[float, _range(gt=0)] | None = None
+    """Bulk: transfer length (required). File: optional cap on the episode length."""
+
+    @model_validator(mode="after")
+    def _fields_match_type(self) -> WorkloadSpec:
+        required, optional = _WORKLOAD_FIELDS[self.type]
+        all_params = {f for req, opt in _WORKLOAD_FIELDS.values() for f in req + opt}
+        missing = [f for f in required if getattr(self, f) is None]
+        unused = sorted(f for f in all_params - set(required) - set(optional) if getattr(self, f) is not None)
+        if missing:
+            raise ValueError(f"type {self.type!r} needs {', '.join(missing)}")
+        if unused:
+            raise ValueError(f"type {self.type!r} does not use {', '.join(unused)}")
+        return self
+
+
+def _integer_count(value: Dist) -> Dist:
+    if isinstance(value, (Uniform, LogUniform)):
+        raise ValueError(f"must be an integer or {{choice: [...]}} of integers, got {_describe(value)}")
+    counts = value.values() if isinstance(value, Choice) else (value,)
+    if not all(float(n).is_integer() for n in counts):
+        raise ValueError(f"must be whole numbers, got {_fmt_list(counts)}")
+    return value
+
+
+class Scenario(_Model):
+    """Paths plus workload of one experiment (scenarios.md); may be a distribution."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    source: str = ""
+    """Short name of the study (ISPRAS, SOD, LEEYOO, MPTCP-TUT, KATO, M-PEEKABOO, MPQUIC-SPACE, ...)."""
+    notes: str = ""
+    """Where the study leaves a value open: which value was chosen and why (scenarios.md)."""
+    paths: list[PathSpec]
+    """1..8 paths (XQUIC's limit is 8, transport.md); with n_paths: exactly one template path."""
+    n_paths: Annotated[Dist, _range(ge=1, le=8), AfterValidator(_integer_count)] | None = None
+    """Number of paths to draw from the single template path (a constant or a choice)."""
+    workload: WorkloadSpec
+    receive_buffer_bytes: Annotated[float, _range(gt=0)] | None = None
+    """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer)."""
+    jitter_reorders: bool = True
+    """True: jitter reorders packets as netem does; False: order-preserving delay variation (transport.md)."""
+
+    @field_validator("paths")
+    @classmethod
+    def _path_count(cls, paths: list[PathSpec]) -> list[PathSpec]:
+        if not 1 <= len(paths) <= 8:
+            raise ValueError(f"must list 1..8 paths, got {len(paths)}")
+        return paths
+
+    @field_validator("n_paths")
+    @classmethod
+    def _single_template(cls, n_paths: Dist | None, info: ValidationInfo) -> Dist | None:
+        paths = info.data.get("paths")
+        if n_paths is not None and paths is not None and len(paths) != 1:
+            raise ValueError(f"is set, so paths must hold exactly one template path, got {len(paths)} paths")
+        return n_paths
+
+    @property
+    def is_distribution(self) -> bool:
+        """True if any number is a distribution or n_paths is set: sample() before use."""
+        return self.n_paths is not None or any(_has_dist(path) for path in self.paths)
+
+    def sample(self, rng: np.random.Generator) -> Scenario:
+        """A concrete scenario drawn with ``rng`` (deterministic for a given generator state).
+
+        Draws n_paths first, then every distribution of each path in field order; the
+        template path is drawn independently for each path. A concrete scenario is copied.
+        """
+        templates = self.paths
+        if self.n_paths is not None:
+            templates = templates * int(sample_value(self.n_paths, rng))
+        paths = [_sample_fields(path, rng) for path in templates]
+        return self.model_copy(update={"paths": paths, "n_paths": None}, deep=True)
+
+    def max_one_way_ms(self) -> float:
+        """Upper bound over all paths (and the distribution) of one-way delay + 4 jitter std."""
+        return max(path.max_one_way_ms() for path in self.paths)
+
+    def max_bandwidth_mbps(self) -> float:
+        """Upper bound over all paths (and the distribution) of one path's capacity."""
+        return max(path.max_bandwidth_mbps() for path in self.paths)
+
+    def receive_buffer(self, mss: int) -> float:
+        """Receive buffer in bytes (concrete scenarios only).
+
+        receive_buffer_bytes if set, else RFC 6182's ``2 * max_i RTT_i * sum_i BW_i``
+        (transport.md, "Connection level") with RTT_i the base RTT plus the time to drain
+        a full bottleneck buffer (the largest RTT drop-tail allows) and BW_i the path's
+        peak capacity; at least 64 KiB.
+        """
+        if self.receive_buffer_bytes is not None:
+            return self.receive_buffer_bytes
+        if self.is_distribution:
+            raise ScenarioError("receive_buffer() needs a concrete scenario: sample it first (Scenario.sample(rng))")
+        max_rtt_s = max(
+            (path.base_rtt_ms() + path.queue_bytes(mss) / (path.bandwidth_mbps * 125)) / 1000 for path in self.paths
+        )
+        sum_bw_bytes_s = sum(path.max_bandwidth_mbps() for path in self.paths) * 125_000
+        return max(2 * max_rtt_s * sum_bw_bytes_s, float(MIN_RECEIVE_BUFFER_BYTES))
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _has_dist(model: BaseModel) -> bool:
+    return any(
+        isinstance(value, _DistModel) or (isinstance(value, _Model) and _has_dist(value))
+        for value in (getattr(model, name) for name in type(model).model_fields)
+    )
+
+
+def _sample_fields(model: _M, rng: np.random.Generator) -> _M:
+    """A copy of ``model`` with every distribution (nested models included) drawn."""
+    update: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, _DistModel):
+            update[name] = value.sample(rng)
+        elif isinstance(value, _Model):
+            update[name] = _sample_fields(value, rng)
+    return model.model_copy(update=update, deep=True)
+
+
+# --------------------------------------------------------------------------- loading and errors
+
+
+def list_scenarios() -> list[str]:
+    """Names (file stems) of the scenarios shipped in SCENARIO_DIR, sorted."""
+    return sorted(path.stem for path in SCENARIO_DIR.glob("*.yaml"))
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load a shipped scenario by name (see list_scenarios) or any scenario YAML file by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or len(candidate.parts) > 1:
+        path = candidate
+        if not path.is_file():
+            raise ScenarioError(f"scenario file not found: {path}")
+    else:
+        names = list_scenarios()
+        if name_or_path not in names:
+            raise ScenarioError(
+                f"unknown scenario {name_or_path!r}; valid: {', '.join(names)} (or a path to a YAML file)"
+            )
+        path = SCENARIO_DIR / f"{name_or_path}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"scenario file {path} is not valid YAML: {exc}") from None
+    return _validate(data, f" in {path}")
+
+
+def scenario_from_dict(d: Mapping[str, Any]) -> Scenario:
+    """Validate a plain mapping (convert an OmegaConf config with OmegaConf.to_container first)."""
+    return _validate(d, "")
+
+
+def _validate(data: object, origin: str) -> Scenario:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"a scenario must be a mapping of fields{origin}, got {type(data).__name__}")
+    try:
+        return Scenario.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = "\n".join(f"  {_problem(err)}" for err in exc.errors(include_url=False))
+        raise ScenarioError(f"invalid scenario{origin}:\n{problems}") from None
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    """Pydantic's location as the user wrote it: ``paths[0].bandwidth_mbps``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def _problem(err: Mapping[str, Any]) -> str:
+    """One readable line for one pydantic error."""
+    where = _loc(err["loc"]) or "scenario"
+    kind = err["type"]
+    if kind == "value_error":
+        message = str(err["ctx"]["error"])
+    elif kind == "missing":
+        message = "required field is missing"
+    elif kind == "extra_forbidden":
+        message = _unknown_field(err["loc"])
+    else:
+        message = f"{err['msg']}, got {err['input']!r}"
+    return f"{where}: {message}"
+
+
+def _unknown_field(loc: tuple[int | str, ...]) -> str:
+    model: type[BaseModel] | None = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, str) and model is not None:
+            model = _submodel(model.model_fields[part].annotation)
+    if model is None:
+        return "unknown field"
+    valid = sorted(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown field{hint}; valid fields: {', '.join(valid)}"
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The schema model inside a field annotation such as ``list[PathSpec]``."""
+    if isinstance(annotation, type) and issubclass(annotation, _Model):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+__all__ = [
+    "SCENARIO_DIR",
+    "Choice",
+    "CompetingSpec",
+    "Dist",
+    "LogUniform",
+    "PathSpec",
+    "Scenario",
+    "ScenarioError",
+    "Uniform",
+    "WorkloadSpec",
+    "list_scenarios",
+    "load_scenario",
+    "max_value",
+    "sample_value",
+    "scenario_from_dict",
+]

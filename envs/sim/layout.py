@@ -1,0 +1,157 @@
+"""Column layout of the simulator's struct-of-arrays state.
+
+The batched core keeps every quantity in a few dense float64 arrays so that one compiled call
+advances B connections. This module names their columns. Two groups are *sender-observable*
+(`OBS_*` per path, `COBS_*` per connection): they hold exactly what a real sender knows
+(spec/transport.md, "What a scheduler may look at"), and they are the only arrays a scheduler
+or a feature set receives. Everything else (bottleneck queues, true capacity, loss
+probability, the receiver's buffer) is ground truth the scheduler never sees.
+
+Units: bytes, seconds, bytes/second; times inside the kernel are integer steps stored as float.
+"""
+
+# --- sender-observable, per flow (path): array ``obs[B, F, N_OBS]`` ----------------------------
+OBS_CWND = 0  # congestion window (bytes)
+OBS_SWND = 1  # send window min(cwnd, rwnd) (bytes)
+OBS_SRTT = 2  # smoothed RTT (s), RFC 6298
+OBS_RTTVAR = 3  # RTT variation (s), RFC 6298
+OBS_MIN_RTT = 4  # minimum RTT seen (s)
+OBS_LATEST_RTT = 5  # latest RTT sample (s)
+OBS_INFLIGHT = 6  # bytes sent and not yet acknowledged or declared lost
+OBS_DELIVERY_RATE = 7  # latest delivery-rate sample (bytes/s), as BBR estimates it
+OBS_LOSSES = 8  # packets declared lost (cumulative)
+OBS_RETRANS = 9  # packets retransmitted (cumulative)
+OBS_RTOS = 10  # RTO/PTO events (cumulative)
+OBS_PACING_RATE = 11  # pacing rate (bytes/s), 0 when the CC does not pace
+OBS_AVAILABLE = 12  # 1 when the path has window space for one MSS and pacing credit
+OBS_ACKED = 13  # bytes acknowledged on this path (cumulative)
+OBS_SENT = 14  # bytes sent on this path (cumulative, including retransmissions)
+N_OBS = 15
+OBS_NAMES = (
+    "cwnd", "swnd", "srtt", "rttvar", "min_rtt", "latest_rtt", "inflight", "delivery_rate",
+    "losses", "retrans", "rtos", "pacing_rate", "available", "acked", "sent",
+)
+
+# --- sender-observable, per connection: ``cobs[B, N_COBS]`` --------------------------------------
+COBS_BACKLOG = 0  # bytes waiting to be sent (new data the window allows + pending retransmissions)
+COBS_ACKED = 1  # bytes delivered in order, as acknowledged to the sender
+COBS_ELAPSED = 2  # seconds since the connection started
+COBS_REORDER = 3  # receiver's reorder-buffer occupancy as it advertises it (bytes)
+COBS_RWND = 4  # free receive window as advertised (bytes)
+COBS_REMAINING = 5  # bytes of the transfer not yet acknowledged (inf for bulk)
+N_COBS = 6
+COBS_NAMES = ("backlog", "acked", "elapsed", "reorder", "rwnd", "remaining")
+
+# --- sender bookkeeping per flow, not exposed to schedulers: ``fl[B, F, N_FL]`` -----------------
+FL_PACE_CREDIT = 0  # bytes the pacer allows now
+FL_LAST_PROGRESS = 1  # step of the last ACK that acknowledged new data (RTO timer start)
+FL_RTO_BACKOFF = 2  # exponential RTO back-off multiplier
+FL_NEXT_ROUND = 3  # delivered count that ends the current packet-timed round (BBR)
+FL_LOST_UNNOTIFIED = 4  # lost bytes still counted in flight, not yet detected
+FL_ACTIVE = 5  # 1 when the flow sends (competing flows follow their schedule)
+FL_PATH = 6  # index of the bottleneck (path) the flow crosses
+FL_IS_SUB = 7  # 1 for the connection's own subflows, 0 for competing flows
+FL_RTT_SUM = 8  # sum of RTT samples (metric)
+FL_RTT_CNT = 9  # number of RTT samples (metric)
+FL_SPUR_PENDING = 10  # bytes to resend after spurious (reordering) loss declarations
+FL_CC = 11  # congestion-control id (envs.cc registry)
+FL_SENT_PKTS = 12  # packets sent (metric: loss rate)
+FL_LOST_PKTS = 13  # packets lost in the network (ground truth, metric)
+FL_GOOD = 14  # unique connection bytes that arrived over this flow (per-path goodput)
+FL_SCHED_IDX = 15  # index of the next change in the flow's activity schedule
+FL_LAST_ARRIVE = 16  # arrival step of the flow's latest departed segment (FIFO order)
+N_FL = 17
+
+# --- bottleneck (path) ground truth: ``bn[B, P, N_BN]`` -------------------------------------------
+BN_CAP = 0  # current capacity (bytes/step)
+BN_QCAP = 1  # drop-tail buffer (bytes)
+BN_DFWD = 2  # forward propagation delay (steps, may be fractional)
+BN_DREV = 3  # reverse propagation delay (steps)
+BN_JITTER = 4  # per-packet delay standard deviation (steps)
+BN_LOSS = 5  # random loss probability per packet
+BN_UDP = 6  # constant-rate UDP cross traffic (bytes/step)
+BN_ENQ = 7  # cumulative bytes accepted into the queue (FIFO position)
+BN_DEQ = 8  # cumulative bytes that left the queue
+BN_TRACE_IDX = 9  # index of the next capacity change in the trace
+BN_DELIVERED = 10  # bytes that crossed the bottleneck (all flows; invariant checks)
+BN_DROPPED = 11  # bytes dropped at the tail
+N_BN = 12
+
+# --- connection: ``cn[B, N_CN]`` ---------------------------------------------------------------
+CN_T = 0  # current step
+CN_DONE = 1  # 1 when the episode ended
+CN_RCV_NXT = 2  # receiver: next in-order byte (everything below was delivered)
+CN_RCV_BYTES = 3  # receiver: unique bytes arrived
+CN_RCVBUF = 4  # receive buffer (bytes)
+CN_SND_NXT = 5  # next new byte to send
+CN_SND_LIMIT = 6  # bytes the application offers (file size, inf for bulk)
+CN_END_STEP = 7  # step at which a bulk/capped episode ends
+CN_ACKED_EDGE = 8  # highest in-order point acknowledged to the sender
+CN_DONE_STEP = 9  # step the transfer completed (receiver has every byte)
+CN_REORDER_MAX = 10  # maximum reorder-buffer occupancy (bytes)
+CN_HOLES_HI = 11  # one past the highest hole slot in use
+CN_PENDING = 12  # bytes of detected losses waiting for retransmission
+CN_N_SUB = 13  # number of subflows (paths)
+CN_N_FLOWS = 14  # subflows + competing flows
+CN_REORDERS = 15  # 1 when jitter may reorder packets (spurious loss model), 0 order-preserving
+CN_SCHED = 16  # scheduler id (agents.heuristics registry)
+CN_PAUSE = 17  # why the kernel stopped for this connection (see PAUSE_*)
+CN_MODE_UNTIL = 18  # step at which the current interval decision expires (-1: never)
+CN_ADVISE = 19  # blocked mode: the agent's answer for the rest of this step (-1 none, 0 wait, 1 send)
+CN_REORDER_SUM = 20  # time integral of reorder-buffer occupancy (byte-steps)
+CN_OOO_LIMIT = 21  # out-of-order buffer limit (bytes), inf for none
+CN_OOO_EXCEEDED = 22  # 1 once the reorder buffer exceeded the limit
+CN_END_ON_OOO = 23  # 1 to end the episode when the limit is exceeded
+CN_BLOCKED = 24  # 1 when the connection runs the blocked decision mode
+N_CN = 25
+
+PAUSE_NONE = 0
+PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has
+PAUSE_INTERVAL = 2  # interval/packet mode: the current action expired
+PAUSE_DONE = 3  # episode ended
+PAUSE_LIMIT = 4  # step budget of this call used up
+
+# --- segments in flight, per flow: ``seg[B, F, Q, N_SEG]`` ------------------------------------------
+SEG_SEQ = 0  # lowest connection sequence carried (inf for spurious resends)
+SEG_BYTES = 1  # bytes that will arrive
+SEG_POS = 2  # FIFO position of its last byte in the bottleneck queue
+SEG_SENT = 3  # send step
+SEG_DELIV = 4  # flow's acked bytes when it was sent (BBR delivery-rate sample)
+SEG_ARRIVE = 5  # arrival step at the receiver (set on departure from the queue)
+SEG_HOLE = 6  # hole of the bytes lost from this segment (-1 none)
+SEG_FILL = 7  # hole this segment's retransmitted bytes fill (-1 none)
+SEG_FILL_BYTES = 8  # retransmitted bytes that fill it
+SEG_LOST = 9  # bytes lost from this segment (ground truth; detected on arrival of the rest)
+SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detection threshold
+SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
+N_SEG = 12
+# head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free)
+SI_HEAD, SI_DEP, SI_TAIL = 0, 1, 2
+
+# --- ACK / loss feedback rings, per flow: ``ring[B, F, L, N_RING]`` ---------------------------------
+RING_ACKED = 0  # bytes acknowledged at this step
+RING_SENT = 1  # send step of the latest segment acknowledged
+RING_DELIV = 2  # its SEG_DELIV
+RING_RCV_NXT = 3  # receiver's in-order point carried by the ACK
+RING_LOST = 4  # bytes declared lost at this step
+RING_LOST_SENT = 5  # send step of the latest lost segment (congestion-recovery rule)
+RING_SPUR = 6  # packets spuriously declared lost (reordering)
+N_RING = 7
+
+# --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
+HOLE_SEQ = 0  # sequence of the first lost byte
+HOLE_REM = 1  # bytes not yet arrived (0: slot free)
+HOLE_UNDET = 2  # lost bytes not yet detected by the sender
+HOLE_PENDING = 3  # detected, waiting for retransmission
+HOLE_DETECT_AT = 4  # step at which the sender detects the loss (-1 none scheduled)
+HOLE_FLOW = 5  # flow that lost it last
+N_HOLE = 6
+
+# --- scheduler parameters and state: ``sched[B, N_SCHED]`` ---------------------------------------
+SCHED_PARAMS = 0  # first 16 columns: parameters of the heuristic
+SCHED_STATE = 16  # next 16 columns: its state (RR pointer, ECF waiting flag, ...)
+N_SCHED = 32
+
+# --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
+N_CC = 48
+N_CCP = 8

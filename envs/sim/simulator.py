@@ -1,0 +1,283 @@
+"""``Simulator``: B connections of the fluid core, configured from scenarios.
+
+Each connection runs one episode at a time; ``reset(b)`` draws its scenario (a concrete scenario,
+or a sample of a distribution or of a list of scenarios), its CC and its random stream from the
+run's seed and the episode's index, so every number is reproducible and a connection's
+trajectory does not depend on the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.heuristics import NAMES as SCHEDULER_NAMES, scheduler_id, scheduler_params
+from envs.cc import cc_id, cc_params
+from envs.errors import ConfigError, out_of_range
+from envs.scenario import PathSpec, Scenario, max_value, min_value
+from envs.sim import kernel
+from envs.sim.layout import *  # noqa: F403 (column names)
+from envs.sim.reordering import GRID, spurious_table
+
+MAX_PATHS = 8
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Simulator settings that are not part of a scenario (``configs/env``)."""
+
+    dt_ms: float = 1.0
+    mss: int = 1448
+    max_duration_s: float = 600.0  # cap on any episode, file transfers included
+    ooo_limit_bytes: float = math.inf  # flag episodes whose reorder buffer exceeds this
+    end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
+
+    def __post_init__(self) -> None:
+        if not 0.01 <= self.dt_ms <= 100:
+            raise out_of_range("dt_ms", self.dt_ms, "in [0.01, 100]")
+        if not 500 <= self.mss <= 9000:
+            raise out_of_range("mss", self.mss, "in [500, 9000]")
+        if not self.max_duration_s > 0:
+            raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
+
+
+def _as_list(x: object) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class Simulator:
+    """A batch of B multipath connections.
+
+    scenarios: one scenario (possibly a distribution) or a list to draw from per episode.
+    ccs: one CC name or a list to draw from per episode (every subflow uses the episode's CC).
+    scheduler: heuristic name from ``agents.heuristics`` (default minRTT).
+    """
+
+    def __init__(self, scenarios: Scenario | Sequence[Scenario], ccs: str | Sequence[str],
+                 scheduler: str = "minrtt", batch: int = 1, seed: int = 0,
+                 config: SimConfig | None = None, cc_overrides: dict | None = None,
+                 scheduler_overrides: dict | None = None) -> None:
+        self.scenarios = _as_list(scenarios)
+        self.ccs = _as_list(ccs)
+        if not self.scenarios:
+            raise ConfigError("scenarios: give at least one scenario")
+        if not self.ccs:
+            raise ConfigError("cc: give at least one congestion control")
+        if not isinstance(batch, int) or batch < 1:
+            raise out_of_range("batch", batch, "an integer >= 1")
+        self.cfg = config or SimConfig()
+        self.dt = self.cfg.dt_ms / 1000.0
+        self.mss = float(self.cfg.mss)
+        self.seed = int(seed)
+        self.B = batch
+        self._cc_params = {name: cc_params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
+        for name in self.ccs:
+            cc_id(name)
+        self.scheduler = scheduler
+        self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides))
+        self._allocate()
+        self.episode = np.zeros(self.B, dtype=np.int64)
+        self.current: list[Scenario | None] = [None] * self.B
+        self.current_cc: list[str] = [""] * self.B
+        self.spur_r = GRID.copy()
+        self.spur_p = spurious_table()
+
+    # ------------------------------------------------------------------ sizing and allocation
+    def _allocate(self) -> None:
+        P = max(len(s.paths) if s.n_paths is None else int(max_value(s.n_paths)) for s in self.scenarios)
+        n_comp = max(sum(p.competing.flows for p in s.paths)
+                     * (1 if s.n_paths is None else int(max_value(s.n_paths))) for s in self.scenarios)
+        F = P + n_comp
+        one_way_ms = max(s.max_one_way_ms() for s in self.scenarios)
+        dt_ms = self.cfg.dt_ms
+        L = int(math.ceil(one_way_ms / dt_ms)) + 64
+        inflight_ms = max(self._max_inflight_ms(s) for s in self.scenarios)
+        Q = int(min(16384, math.ceil(inflight_ms / dt_ms * 1.5) + 64))
+        H = 512
+        T = max(self._trace_len(s) for s in self.scenarios)
+        TA = max(self._activity_len(s) for s in self.scenarios)
+        B = self.B
+        self.P, self.F, self.L, self.Q, self.H = P, F, L, Q, H
+        self.obs = np.zeros((B, F, N_OBS))
+        self.cobs = np.zeros((B, N_COBS))
+        self.fl = np.zeros((B, F, N_FL))
+        self.cc = np.zeros((B, F, N_CC))
+        self.ccp = np.zeros((B, F, N_CCP))
+        self.bn = np.zeros((B, P, N_BN))
+        self.cn = np.zeros((B, N_CN))
+        self.seg = np.zeros((B, F, Q, N_SEG))
+        self.segi = np.zeros((B, F, 3), dtype=np.int64)
+        self.ring = np.zeros((B, F, L, N_RING))
+        self.hole = np.zeros((B, H, N_HOLE))
+        self.sched = np.zeros((B, N_SCHED))
+        self.ctrace = np.full((B, P, T, 2), np.inf)
+        self.atrace = np.full((B, F, TA, 2), np.inf)
+        self.rng = np.zeros(B, dtype=np.uint64)
+        self.active = np.ones(B, dtype=np.bool_)
+
+    def _max_inflight_ms(self, s: Scenario) -> float:
+        """Bound on how long a packet can stay in flight: RTT plus a full queue's delay."""
+        worst = 0.0
+        for path in s.paths:
+            rtt = 2 * path.max_one_way_ms()
+            min_bw = max(min([min_value(path.bandwidth_mbps)]
+                             + [m for _, m in path.bandwidth_trace or [] if m > 0]), 0.05)
+            if path.queue_packets is not None:
+                q_ms = max_value(path.queue_packets) * self.cfg.mss * 8 / (min_bw * 1e3)
+            else:
+                q_ms = max_value(path.queue_bdp) * rtt * max_value(path.bandwidth_mbps) / min_bw
+            worst = max(worst, rtt + q_ms)
+        return min(worst, 60_000.0)
+
+    @staticmethod
+    def _trace_len(s: Scenario) -> int:
+        return max(2 + len(p.bandwidth_trace or []) + 2 * len(p.outages) for p in s.paths)
+
+    @staticmethod
+    def _activity_len(s: Scenario) -> int:
+        return max(1 + len(p.competing.flows_schedule or []) for p in s.paths)
+
+    # ------------------------------------------------------------------ episodes
+    def episode_rng(self, b: int) -> np.random.Generator:
+        """The generator of connection b's current episode (scenario sampling, CC choice)."""
+        return np.random.default_rng([self.seed, b, int(self.episode[b])])
+
+    def reset(self, b: int | None = None) -> None:
+        """Start a new episode on connection b (all when None)."""
+        for i in range(self.B) if b is None else [b]:
+            self._configure(i)
+
+    def _configure(self, b: int) -> None:
+        rng = self.episode_rng(b)
+        template = self.scenarios[int(rng.integers(len(self.scenarios)))]
+        scen = template.sample(rng) if template.is_distribution else template
+        cc = self.ccs[int(rng.integers(len(self.ccs)))]
+        self.rng[b] = rng.integers(0, 2**63, dtype=np.uint64)
+        self.current[b] = scen
+        self.current_cc[b] = cc
+        self.episode[b] += 1
+        dt, dt_ms, mss = self.dt, self.cfg.dt_ms, self.cfg.mss
+        nsub = len(scen.paths)
+        if nsub > self.P:
+            raise ConfigError(f"scenario {scen.name!r} has {nsub} paths; this simulator was sized for {self.P}")
+        self.bn[b] = 0.0
+        self.ctrace[b] = np.inf
+        self.atrace[b] = np.inf
+        self.fl[b] = 0.0
+        f = nsub
+        for p, path in enumerate(scen.paths):
+            bn = self.bn[b, p]
+            bn[BN_QCAP] = path.queue_bytes(mss)
+            bn[BN_DFWD] = path.delay_ms / dt_ms
+            rev = path.delay_ms if path.reverse_delay_ms is None else path.reverse_delay_ms
+            bn[BN_DREV] = round(rev / dt_ms)
+            bn[BN_JITTER] = path.jitter_ms / dt_ms
+            bn[BN_LOSS] = path.loss_pct / 100.0
+            bn[BN_UDP] = path.competing.udp_mbps * 125_000 * dt
+            for k, (t_step, mbps) in enumerate(_capacity_steps(path, dt_ms)):
+                self.ctrace[b, p, k] = (t_step, mbps * 125_000 * dt)
+            bn[BN_CAP] = self.ctrace[b, p, 0, 1]
+            self.fl[b, p, FL_PATH] = p
+            self.fl[b, p, FL_IS_SUB] = 1.0
+            self.fl[b, p, FL_CC] = cc_id(cc)
+            self.ccp[b, p] = self._cc_params[cc]
+            comp = path.competing
+            schedule = comp.flows_schedule or [(0.0, comp.flows)]
+            comp_cc = cc_id(comp.cc)
+            for k in range(comp.flows):
+                self.fl[b, f, FL_PATH] = p
+                self.fl[b, f, FL_CC] = comp_cc
+                self.ccp[b, f] = cc_params(comp.cc)
+                for j, (t_s, n_active) in enumerate(schedule):
+                    self.atrace[b, f, j] = (round(t_s / dt_ms), 1.0 if n_active > k else 0.0)
+                f += 1
+        cn = self.cn[b]
+        cn[:] = 0.0
+        cn[CN_N_SUB] = nsub
+        cn[CN_N_FLOWS] = f
+        cn[CN_RCVBUF] = scen.receive_buffer(mss)
+        work = scen.workload
+        cap_s = self.cfg.max_duration_s
+        if work.type == "file":
+            cn[CN_SND_LIMIT] = work.file_mb * 1e6
+            if work.duration_s is not None:
+                cap_s = min(cap_s, work.duration_s)
+        else:
+            cn[CN_SND_LIMIT] = math.inf
+            cap_s = min(cap_s, work.duration_s)
+        cn[CN_END_STEP] = round(cap_s / dt)
+        cn[CN_REORDERS] = 1.0 if scen.jitter_reorders else 0.0
+        cn[CN_OOO_LIMIT] = self.cfg.ooo_limit_bytes
+        cn[CN_END_ON_OOO] = 1.0 if self.cfg.end_on_ooo else 0.0
+        cn[CN_MODE_UNTIL] = -1.0
+        sid, prm = self._sched
+        cn[CN_SCHED] = sid
+        self.sched[b, :SCHED_STATE] = prm
+        kernel.reset_connection(b, self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn,
+                                self.segi, self.ring, self.hole, self.sched, self.mss)
+        # competing flows wait for their schedule; subflows are active from the start
+        for k in range(nsub, f):
+            self.fl[b, k, FL_ACTIVE] = 0.0
+
+    # ------------------------------------------------------------------ running
+    def advance(self, max_steps: int, active: np.ndarray | None = None) -> np.ndarray:
+        """Run every active, unfinished connection up to max_steps steps or its next pause;
+        returns the pause reason per connection (``PAUSE_*``)."""
+        kernel.advance(self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
+                       self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.rng,
+                       self.spur_r, self.spur_p, self.active if active is None else active,
+                       int(max_steps), self.mss, self.dt)
+        return self.cn[:, CN_PAUSE].astype(np.int64)
+
+    def run(self) -> None:
+        """Run every connection's current episode to its end (heuristic scheduling)."""
+        while not np.all(self.cn[:, CN_DONE] > 0):
+            self.advance(10**9)
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.cn[:, CN_DONE] > 0
+
+    def set_mode(self, b: int, scheduler: str | int, params: np.ndarray | None, until_step: float) -> None:
+        """Interval/packet decision modes: run ``scheduler`` until ``until_step``."""
+        sid = scheduler if isinstance(scheduler, int) else scheduler_id(scheduler)
+        self.cn[b, CN_SCHED] = sid
+        if params is not None:
+            self.sched[b, :SCHED_STATE] = params
+        self.cn[b, CN_MODE_UNTIL] = until_step
+
+    def advise(self, b: int, send_on_second: bool) -> None:
+        """Blocked mode: the agent's answer for the rest of this step."""
+        self.cn[b, CN_ADVISE] = 1.0 if send_on_second else 0.0
+
+    # ------------------------------------------------------------------ results
+    def results(self) -> dict[str, np.ndarray]:
+        """Per-connection metrics of the current episodes (``envs.metrics`` summarises them)."""
+        from envs.metrics import connection_metrics
+        return connection_metrics(self)
+
+
+def _capacity_steps(path: PathSpec, dt_ms: float) -> list[tuple[int, float]]:
+    """Piecewise-constant capacity as (step, Mbit/s) change points: the trace, with outages
+    forcing zero."""
+    times = {0.0}
+    trace = path.bandwidth_trace or [(0.0, path.bandwidth_mbps)]
+    times.update(t for t, _ in trace)
+    for start, end in path.outages:
+        times.update((start, end))
+
+    def nominal(t: float) -> float:
+        value = path.bandwidth_mbps
+        for t0, mbps in trace:
+            if t0 <= t:
+                value = mbps
+        return value
+
+    steps = []
+    for t in sorted(times):
+        mbps = 0.0 if any(s <= t < e for s, e in path.outages) else nominal(t)
+        steps.append((round(t * 1000 / dt_ms), mbps))
+    return steps
