@@ -507,6 +507,25 @@ def scenario_from_dict(d: Mapping[str, Any]) -> Scenario:
     return _validate(d, "")
 
 
+ScenarioLike = typing.Union[str, Path, Mapping[str, Any], "Scenario"]
+
+
+def resolve_scenarios(spec: ScenarioLike | typing.Sequence[ScenarioLike]) -> list[Scenario]:
+    """One scenario or a list, each given as a Scenario, a mapping, a name or a file path."""
+    items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+    if not items:
+        raise ScenarioError("scenario: give at least one scenario")
+    out = []
+    for item in items:
+        if isinstance(item, Scenario):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(scenario_from_dict(item))
+        else:
+            out.append(load_scenario(str(item)))
+    return out
+
+
 def _validate(data: object, origin: str) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"a scenario must be a mapping of fields{origin}, got {type(data).__name__}")

@@ -77,6 +77,7 @@ class Simulator:
         for name in self.ccs:
             cc_id(name)
         self.scheduler = scheduler
+        self.blocked = False  # ISPRAS/Peekaboo decision mode: pause when the fast path is blocked
         self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides))
         self._allocate()
         self.episode = np.zeros(self.B, dtype=np.int64)
@@ -213,6 +214,7 @@ class Simulator:
         cn[CN_OOO_LIMIT] = self.cfg.ooo_limit_bytes
         cn[CN_END_ON_OOO] = 1.0 if self.cfg.end_on_ooo else 0.0
         cn[CN_MODE_UNTIL] = -1.0
+        cn[CN_BLOCKED] = 1.0 if self.blocked else 0.0
         sid, prm = self._sched
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm

@@ -1,0 +1,33 @@
+"""Evaluate a scheduler on the simulator: ``python evaluate.py scheduler=minrtt scenario=ispras_s1
+cc=bbr runs=10`` (``format=json`` for one JSON object). See ``configs/evaluate.yaml``."""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from envs import config
+from envs.errors import ConfigError
+from envs.evaluation import evaluate_heuristic, summary, to_json, to_table
+
+
+@hydra.main(config_path="configs", config_name="evaluate", version_base=None)
+def main(cfg: DictConfig) -> None:
+    try:
+        if cfg.format not in ("table", "json"):
+            raise ConfigError(f"format must be table or json, got {cfg.format!r}")
+        if not isinstance(cfg.runs, int) or cfg.runs < 1:
+            raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
+        scen = config.scenario(cfg)
+        cc, cc_params = config.cc(cfg)
+        per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
+                                     cc_params, config.plain(cfg.scheduler_params))
+    except ConfigError as err:
+        sys.exit(f"error: {err}")
+    header = {"scenario": scen.name, "cc": cc, "scheduler": cfg.scheduler, "runs": cfg.runs, "seed": cfg.seed}
+    stats = summary(per_run)
+    print(to_json(header, stats) if cfg.format == "json" else to_table(header, stats))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""``evaluate.py`` from the command line: table, JSON, overrides and clear errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "evaluate.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_json_output_has_every_metric_with_per_run_lists():
+    out = run("scheduler=minrtt", "scenario=ispras_s3", "cc=cubic", "runs=3", "file_mb=2", "format=json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("goodput_mbps", "completion_s", "mean_rtt_ms", "reorder_max_bytes", "loss_rate"):
+        assert len(data[key]["per_run"]) == 3 and data[key]["mean"] is not None
+    assert len(data["per_path_goodput_mbps"]["mean"]) == 2
+    # 2 MB over two 70 Mbit/s paths: at most 140 Mbit/s, and CUBIC gets a good share of it
+    assert 20 < data["goodput_mbps"]["mean"] <= 140
+
+
+def test_table_shows_runs_and_confidence_interval():
+    out = run("scheduler=rr", "scenario=ispras_s2", "cc=bbr", "runs=4", "duration_s=2")
+    assert out.returncode == 0, out.stderr
+    assert "mean ± 95% CI" in out.stdout and out.stdout.count("\n") >= 6
+
+
+def test_user_scenario_file(tmp_path):
+    spec = {"name": "mine", "paths": [{"bandwidth_mbps": 10, "delay_ms": 10}, {"bandwidth_mbps": 5, "delay_ms": 30}],
+            "workload": {"type": "file", "file_mb": 1}}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = run(f"scenario_file={path}", "runs=2", "format=json", "cc=reno")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["scenario"] == "mine"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["scheduler=fastest"], "unknown scheduler 'fastest'; valid:"),
+    (["cc=bbr3"], "Could not find 'cc/bbr3'"),
+    (["scenario=nowhere"], "Could not find 'scenario/nowhere'"),
+    (["scenario.paths.0.loss_pct=100"], "paths[0].loss_pct"),
+    (["runs=0"], "runs must be an integer >= 1"),
+    (["scenario_file=/no/such.yaml"], "scenario file not found"),
+])
+def test_bad_input_fails_with_a_message_and_no_traceback(args, message):
+    out = run(*args)
+    assert out.returncode != 0
+    assert message in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr
