@@ -18,8 +18,14 @@ def main(cfg: DictConfig) -> None:
             raise ConfigError(f"format must be table or json, got {cfg.format!r}")
         if not isinstance(cfg.runs, int) or cfg.runs < 1:
             raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
-        scen = config.scenario(cfg)
-        cc, cc_params = config.cc(cfg)
+        found = config.scenarios(cfg)
+        if len(found) != 1:
+            raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")
+        scen = found[0]
+        selected = config.ccs(cfg)
+        if len(selected) != 1:
+            raise ConfigError(f"evaluate.py runs one cc at a time, got {', '.join(selected)}")
+        (cc, cc_params), = selected.items()
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
                                      cc_params, config.plain(cfg.scheduler_params))
     except ConfigError as err:

@@ -17,32 +17,35 @@ def plain(node: Any) -> Any:
         else node
 
 
-def scenario(cfg: DictConfig) -> Scenario:
-    """``scenario_file=`` if given, else the ``scenario`` group; ``duration_s=`` / ``file_mb=``
-    replace the workload (file_mb: a file transfer, capped by duration_s if both are given;
-    duration_s alone: a bulk transfer of that length)."""
+def scenarios(cfg: DictConfig) -> list[Scenario]:
+    """The scenarios selected in the ``scenario`` group (``scenario=ispras_s1``,
+    ``scenario=[ispras_s1,ispras_s2]``; an episode draws one of them), or ``scenario_file=``.
+    ``duration_s=`` / ``file_mb=`` replace the workload (file_mb: a file transfer, capped by
+    duration_s if both are given; duration_s alone: a bulk transfer of that length)."""
     if cfg.get("scenario_file"):
-        scen = load_scenario(str(cfg.scenario_file))
+        found = [load_scenario(str(cfg.scenario_file))]
     else:
-        scen = scenario_from_dict(plain(cfg.scenario))
+        node = plain(cfg.get("scenario"))
+        if not isinstance(node, dict) or not node:
+            raise ConfigError("scenario: select one or more, e.g. scenario=ispras_s1 or scenario=[ispras_s1,ispras_s2]")
+        found = [scenario_from_dict(spec) for spec in node.values()]
     file_mb, duration_s = cfg.get("file_mb"), cfg.get("duration_s")
     if file_mb is None and duration_s is None:
-        return scen
+        return found
     if file_mb is not None:
         work = {"type": "file", "file_mb": file_mb, **({"duration_s": duration_s} if duration_s else {})}
     else:
         work = {"type": "bulk", "duration_s": duration_s}
-    return scenario_from_dict({**scen.model_dump(exclude_none=True), "workload": work})
+    return [scenario_from_dict({**s.model_dump(exclude_none=True), "workload": work}) for s in found]
 
 
-def cc(cfg: DictConfig) -> tuple[str, dict[str, float]]:
-    """Name and parameter overrides of the ``cc`` group."""
-    node = cfg.cc
-    if isinstance(node, str):
-        return node, {}
-    if "name" not in node:
-        raise ConfigError("cc: the config needs a 'name'")
-    return str(node.name), dict(plain(node.get("params") or {}))
+def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
+    """The CCs selected in the ``cc`` group (``cc=bbr``, ``cc=[cubic,bbr]``, ``cc=mix``), each with
+    its parameter overrides; an episode draws one of them."""
+    node = plain(cfg.cc)
+    if not isinstance(node, dict) or not node:
+        raise ConfigError("cc: select one or more CCs, e.g. cc=bbr2, cc=[cubic,bbr] or cc=mix")
+    return {name: dict((spec or {}).get("params") or {}) for name, spec in node.items()}
 
 
 def sim_config(env: DictConfig) -> SimConfig:

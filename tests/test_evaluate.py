@@ -47,7 +47,7 @@ def test_user_scenario_file(tmp_path):
     (["scheduler=fastest"], "unknown scheduler 'fastest'; valid:"),
     (["cc=bbr3"], "Could not find 'cc/bbr3'"),
     (["scenario=nowhere"], "Could not find 'scenario/nowhere'"),
-    (["scenario.paths.0.loss_pct=100"], "paths[0].loss_pct"),
+    (["scenario.ispras_s1.paths.0.loss_pct=100"], "paths[0].loss_pct"),
     (["runs=0"], "runs must be an integer >= 1"),
     (["scenario_file=/no/such.yaml"], "scenario file not found"),
 ])

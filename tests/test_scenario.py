@@ -71,7 +71,7 @@ def test_file_is_a_hydra_group_option(name: str) -> None:
 
     with hydra.initialize_config_dir(config_dir=str(SCENARIO_DIR.parent), version_base=None):
         cfg = hydra.compose(config_name=None, overrides=[f"+scenario={name}"])
-    plain = OmegaConf.to_container(cfg.scenario, resolve=True)
+    plain = OmegaConf.to_container(cfg.scenario[name], resolve=True)
     assert scenario_from_dict(plain) == load_scenario(name)
 
 

@@ -1,0 +1,27 @@
+"""The one registry of schedulers: heuristics run inside the compiled core
+(``agents.heuristics``), learned agents are built from their config's ``kind``."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agents.base import Agent
+from agents.heuristics import NAMES as HEURISTICS  # noqa: F401 (re-exported)
+from envs.errors import unknown_name
+
+# kind -> "module:Class" (imported on use, so heuristics do not pull in torch)
+AGENT_KINDS = {
+    "sb3": "agents.sb3:SB3Agent",
+}
+
+
+def agent_class(kind: str) -> type[Agent]:
+    if kind not in AGENT_KINDS:
+        raise unknown_name("agent kind", kind, AGENT_KINDS)
+    module, cls = AGENT_KINDS[kind].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_agent(spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> Agent:
+    return agent_class(spec.get("kind", "sb3"))(spec, n_features, n_actions, seed)

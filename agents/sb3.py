@@ -1,0 +1,86 @@
+"""Any Stable-Baselines3 algorithm whose action space fits (DQN, PPO, A2C, ...) as an agent,
+through one code path: ``algorithm`` names the SB3 class, ``hyperparams`` are its keyword
+arguments (``policy_kwargs.activation_fn`` may be written as a name: relu, tanh, ...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import stable_baselines3
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+
+from agents.base import Agent, Monitor
+from envs.errors import ConfigError
+
+ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU}
+MODEL_FILE = "model.zip"
+
+
+def algorithm_class(name: str) -> type[BaseAlgorithm]:
+    cls = getattr(stable_baselines3, name.upper(), None)
+    valid = [n for n in dir(stable_baselines3) if isinstance(getattr(stable_baselines3, n), type)
+             and issubclass(getattr(stable_baselines3, n), BaseAlgorithm)]
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
+        raise ConfigError(f"unknown Stable-Baselines3 algorithm {name!r}; valid: {', '.join(sorted(valid))}")
+    return cls
+
+
+def _kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(hyperparams)
+    policy_kwargs = dict(kwargs.pop("policy_kwargs", {}) or {})
+    act = policy_kwargs.get("activation_fn")
+    if isinstance(act, str):
+        if act not in ACTIVATIONS:
+            raise ConfigError(f"unknown activation_fn {act!r}; valid: {', '.join(ACTIVATIONS)}")
+        policy_kwargs["activation_fn"] = ACTIVATIONS[act]
+    kwargs["policy_kwargs"] = policy_kwargs
+    return kwargs
+
+
+class _Callback(BaseCallback):
+    def __init__(self, monitor: Monitor) -> None:
+        super().__init__()
+        self.monitor = monitor
+
+    def _on_step(self) -> bool:
+        return self.monitor.on_step(self.training_env.num_envs, self.locals["rewards"], self.locals["infos"])
+
+
+class SB3Agent(Agent):
+    """``spec``: {algorithm: DQN, hyperparams: {...}}."""
+
+    def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
+        super().__init__(spec, n_features, n_actions, seed)
+        self.cls = algorithm_class(spec.get("algorithm", "DQN"))
+        self.model: BaseAlgorithm | None = None
+
+    def _ensure(self, env) -> BaseAlgorithm:
+        if self.model is None:
+            try:
+                self.model = self.cls("MlpPolicy", env, seed=self.seed, verbose=0, device="cpu",
+                                      **_kwargs(self.spec.get("hyperparams") or {}))
+            except TypeError as err:
+                raise ConfigError(f"agent.hyperparams: {err}") from None
+        else:
+            self.model.set_env(env)
+        return self.model
+
+    def learn(self, env, steps: int, monitor: Monitor) -> None:
+        model = self._ensure(env)
+        model.learn(steps, callback=_Callback(monitor), reset_num_timesteps=False, progress_bar=False)
+
+    def act(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        if self.model is None:
+            raise ConfigError("the agent has not been trained or loaded yet")
+        actions, _ = self.model.predict(obs, deterministic=deterministic)
+        return np.asarray(actions).reshape(-1)
+
+    def save(self, directory: Path) -> None:
+        self.model.save(directory / MODEL_FILE)
+
+    def load_state(self, directory: Path) -> None:
+        self.model = self.cls.load(directory / MODEL_FILE, device="cpu")

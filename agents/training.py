@@ -1,0 +1,275 @@
+"""Training runs (``train.py``): build the environment and agent from a composed config, train
+with a progress bar, evaluate and checkpoint periodically, track everything in MLflow, and compare
+the trained agent with minRTT at the end."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import numpy as np
+from mlflow.entities import Metric
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.utils import set_random_seed
+from tqdm import tqdm
+
+from agents import checkpoint
+from agents.base import Agent
+from agents.registry import make_agent
+from envs import config
+from envs.errors import ConfigError, out_of_range
+from envs.evaluation import evaluate_heuristic
+from envs.metrics import mean_ci
+from envs.multipath_env import build_process
+from envs.scenario import Scenario
+from envs.sim.simulator import SimConfig
+from envs.vector_env import SB3VecEnv
+
+EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never reuse training seeds
+
+
+@dataclass
+class Setup:
+    """Everything a run needs, resolved and validated from the config."""
+
+    scenarios: list[Scenario]
+    ccs: dict[str, dict[str, float]]
+    env_kwargs: dict[str, Any]
+    agent_spec: dict[str, Any]
+    seed: int
+    steps: int
+    n_envs: int
+    eval_every: int
+    eval_runs: int
+    checkpoint_every: int
+    out_dir: Path
+    config_yaml: str
+    sim: SimConfig
+    interface: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config_hash(self) -> str:
+        return hashlib.sha256(self.config_yaml.encode()).hexdigest()[:12]
+
+
+def setup(cfg: DictConfig, out_dir: Path) -> Setup:
+    t = cfg.train
+    for key in ("steps", "n_envs", "eval_runs"):
+        if not isinstance(t[key], int) or t[key] < 1:
+            raise out_of_range(f"train.{key}", t[key], "an integer >= 1")
+    for key in ("eval_every", "checkpoint_every"):
+        if not isinstance(t[key], int) or t[key] < 0:
+            raise out_of_range(f"train.{key}", t[key], "an integer >= 0 (0: never)")
+    env = cfg.env
+    sim = config.sim_config(env)
+    env_kwargs = {"decision": env.decision, "interval_ms": float(env.interval_ms),
+                  "modes": config.plain(env.modes), "observation": env.observation,
+                  "reward": env.reward.name,
+                  "reward_params": {k: v for k, v in config.plain(env.reward).items() if k != "name"},
+                  "dt_ms": sim.dt_ms, "mss": sim.mss, "max_duration_s": sim.max_duration_s,
+                  "ooo_limit_bytes": sim.ooo_limit_bytes, "end_on_ooo": sim.end_on_ooo}
+    return Setup(config.scenarios(cfg), config.ccs(cfg), env_kwargs, config.plain(cfg.agent), int(cfg.seed),
+                 int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs), int(t.checkpoint_every),
+                 out_dir, OmegaConf.to_yaml(cfg, resolve=True), sim)
+
+
+def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None = None,
+             ccs: list[str] | None = None) -> SB3VecEnv:
+    return SB3VecEnv(batch, scenario=scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
+                     cc_params=s.ccs, **s.env_kwargs)
+
+
+# ---------------------------------------------------------------------------------- evaluation
+def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int) -> dict[str, np.ndarray]:
+    """One episode per run with deterministic actions; per-run metrics."""
+    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs, **s.env_kwargs)
+    process.reset()
+    while not process.sim.done.all():
+        process.step(agent.act(process.observe(), deterministic=True))
+    return process.sim.results()
+
+
+def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any]]:
+    """Rows of (scenario, cc, scheduler, goodput mean/CI, completion mean/CI) for the agent and
+    minRTT on every training scenario and CC, on the same evaluation seeds."""
+    rows = []
+    for scen in s.scenarios:
+        for cc in s.ccs:
+            seed = s.seed + EVAL_SEED_OFFSET
+            results = {s.agent_spec.get("name", "agent"): evaluate_agent(agent, s, scen, cc, runs, seed),
+                       "minrtt": evaluate_heuristic(scen, cc, "minrtt", runs, seed, s.sim, s.ccs.get(cc))}
+            for name, r in results.items():
+                g, gci = mean_ci(r["goodput_mbps"])
+                c, cci = mean_ci(r["completion_s"])
+                rows.append({"scenario": scen.name, "cc": cc, "scheduler": name, "goodput_mbps": g,
+                             "goodput_ci95": gci, "completion_s": c, "completion_ci95": cci, "runs": runs})
+    return rows
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    lines = ["| scenario | cc | scheduler | goodput Mbit/s (95% CI) | completion s (95% CI) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        comp = "n/a" if math.isnan(r["completion_s"]) else f"{r['completion_s']:.3f} ± {r['completion_ci95']:.3f}"
+        lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | "
+                     f"{r['goodput_mbps']:.2f} ± {r['goodput_ci95']:.2f} | {comp} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- monitoring
+class Tracker:
+    """Batches metrics into MLflow (one write per second at most)."""
+
+    def __init__(self) -> None:
+        self.client = mlflow.MlflowClient()
+        self.run_id = mlflow.active_run().info.run_id
+        self.pending: list[Metric] = []
+        self.last_flush = time.monotonic()
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        now = int(time.time() * 1000)
+        self.pending += [Metric(k, float(v), now, step) for k, v in metrics.items() if np.isfinite(v)]
+        if time.monotonic() - self.last_flush > 1.0 or len(self.pending) > 500:
+            self.flush()
+
+    def flush(self) -> None:
+        for i in range(0, len(self.pending), 1000):
+            self.client.log_batch(self.run_id, metrics=self.pending[i:i + 1000])
+        self.pending = []
+        self.last_flush = time.monotonic()
+
+
+class Progress:
+    """The training monitor: progress bar, per-episode metrics, periodic evaluation and
+    checkpoints."""
+
+    def __init__(self, s: Setup, agent: Agent, tracker: Tracker, start_step: int, save) -> None:
+        self.s, self.agent, self.tracker, self.save = s, agent, tracker, save
+        self.steps = start_step
+        self.episodes = 0
+        self.returns = np.zeros(s.n_envs)
+        self.recent = deque(maxlen=50)
+        self.next_eval = start_step + s.eval_every if s.eval_every else math.inf
+        self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
+        self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)
+
+    def on_step(self, n: int, rewards: np.ndarray, infos: list[dict]) -> bool:
+        self.steps += n
+        self.returns += np.asarray(rewards, dtype=float)
+        for b, info in enumerate(infos):
+            ep = info.get("episode_metrics")
+            if ep is not None:
+                self.episodes += 1
+                self.recent.append(ep["goodput_mbps"])
+                self.tracker.log({"episode/goodput_mbps": ep["goodput_mbps"], "episode/return": self.returns[b],
+                                  "episode/reorder_max_bytes": ep["reorder_max_bytes"]}, self.steps)
+                self.returns[b] = 0.0
+        self.bar.update(n)
+        # recent goodput: of finished episodes, or of the running ones before any has finished
+        goodput = np.mean(self.recent) if self.recent else np.mean([i["goodput_mbps"] for i in infos])
+        self.bar.set_postfix(episodes=self.episodes, goodput=f"{goodput:.1f}Mb/s", refresh=False)
+        if self.steps >= self.next_eval:
+            self.next_eval += self.s.eval_every
+            rows = compare_with_minrtt(self.agent, self.s, min(self.s.eval_runs, 5))
+            for r in rows:
+                self.tracker.log({f"eval/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"]},
+                                 self.steps)
+        if self.steps >= self.next_ckpt:
+            self.next_ckpt += self.s.checkpoint_every
+            self.save(finished=False)
+        return self.steps < self.s.steps
+
+    def close(self) -> None:
+        self.bar.close()
+        self.tracker.flush()
+
+
+# ---------------------------------------------------------------------------------- the run
+def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    """Train (or resume) as configured; returns the evaluation rows and where things are."""
+    s = setup(cfg, out_dir)
+    set_random_seed(s.seed)
+    env = make_env(s, s.n_envs, s.seed)
+    n_paths = min(len(sc.paths) for sc in s.scenarios if sc.n_paths is None) if any(
+        sc.n_paths is None for sc in s.scenarios) else env.process.sim.P
+    s.interface = {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
+                   "observation": s.env_kwargs["observation"], "n_features": env.observation_space.shape[0],
+                   "n_actions": int(env.action_space.n), "n_paths": n_paths, "decision": s.env_kwargs["decision"]}
+    resume = cfg.train.get("resume")
+    start = 0
+    if resume:
+        agent, meta = checkpoint.load(Path(resume), expect=s.interface)
+        start = int(meta["steps_done"])
+        if start >= s.steps:
+            raise ConfigError(f"checkpoint {resume} already finished its {start} steps (train.steps={s.steps}); "
+                              f"raise train.steps to train further")
+    else:
+        agent = make_agent(s.agent_spec, s.interface["n_features"], s.interface["n_actions"], s.seed)
+    ckpt_dir = out_dir / "checkpoint"
+    mlflow_cfg = cfg.get("mlflow") or {}
+    if mlflow_cfg.get("tracking_uri"):
+        mlflow.set_tracking_uri(mlflow_cfg["tracking_uri"])
+    mlflow.set_experiment(mlflow_cfg.get("experiment") or "mpsched")
+    with mlflow.start_run(run_name=f"{s.interface['agent']}-{'+'.join(s.ccs)}") as active:
+        mlflow.log_params(_params(s, resume))
+        tracker = Tracker()
+
+        def save(finished: bool) -> None:
+            meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
+                    "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
+                    "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
+                    "mlflow_run_id": active.info.run_id}
+            checkpoint.save(ckpt_dir, agent, meta, s.config_yaml)
+
+        progress = Progress(s, agent, tracker, start, save)
+        try:
+            agent.learn(env, s.steps - start, progress)
+        except KeyboardInterrupt:
+            progress.close()
+            save(finished=False)
+            mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
+            mlflow.end_run(status="KILLED")
+            raise
+        except BaseException:
+            progress.close()  # the last periodic checkpoint stays as it was
+            if ckpt_dir.exists():
+                mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
+            mlflow.end_run(status="FAILED")
+            raise
+        progress.close()
+        save(finished=True)
+        rows = compare_with_minrtt(agent, s, s.eval_runs)
+        table = format_rows(rows)
+        (out_dir / "eval.md").write_text(table + "\n")
+        for r in rows:
+            mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps", r["goodput_mbps"])
+        mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
+        mlflow.log_artifact(str(out_dir / "eval.md"))
+        mlflow.log_text(s.config_yaml, "config.yaml")
+        return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": active.info.run_id,
+                "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes}
+
+
+def _params(s: Setup, resume: str | None) -> dict[str, Any]:
+    flat = {"seed": s.seed, "steps": s.steps, "n_envs": s.n_envs, "scenarios": ",".join(x.name for x in s.scenarios),
+            "ccs": ",".join(s.ccs), "resume": resume or "", "config_hash": s.config_hash}
+    flat.update({f"env.{k}": v for k, v in s.env_kwargs.items() if not isinstance(v, dict)})
+    flat.update({f"env.reward.{k}": v for k, v in s.env_kwargs["reward_params"].items()})
+    flat.update(_flatten(s.agent_spec, "agent"))
+    return {k: str(v)[:500] for k, v in flat.items()}
+
+
+def _flatten(d: dict, prefix: str) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}.{k}"))
+        else:
+            out[f"{prefix}.{k}"] = v
+    return out
