@@ -1,0 +1,129 @@
+"""train.py: the main job end to end, checkpoints, resume, MLflow status, bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from agents import checkpoint
+from agents.training import run
+from envs.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def compose_cfg(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        return compose(config_name="train", overrides=[f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+                                                       "train.eval_every=0", "train.eval_runs=3", *overrides])
+
+
+def test_main_job_runs_and_prints_the_comparison(tmp_path):
+    out = subprocess.run([sys.executable, "train.py", "agent=dqn", "cc=cubic", "train.steps=3000",
+                          "train.eval_runs=3", "train.checkpoint_every=1000",
+                          f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"hydra.run.dir={tmp_path}/run"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "| ispras_s1 | cubic | dqn |" in out.stdout and "| ispras_s1 | cubic | minrtt |" in out.stdout
+    assert "checkpoint:" in out.stdout and "MLflow run:" in out.stdout
+    meta = json.loads((tmp_path / "run" / "checkpoint" / "meta.json").read_text())
+    assert meta["finished"] and meta["steps_done"] >= 3000
+    assert "%" in out.stderr  # the progress bar
+
+
+@pytest.mark.parametrize("agent", ["dqn", "ppo", "a2c"])
+def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
+    cfg = compose_cfg(tmp_path, f"agent={agent}", "cc=bbr", "train.steps=800", "train.checkpoint_every=400",
+                      "file_mb=1")
+    result = run(cfg, tmp_path / "run")
+    loaded, meta = checkpoint.load(result["checkpoint"])
+    obs = np.random.default_rng(0).uniform(0, 2, size=(16, meta["n_features"])).astype(np.float32)
+    assert loaded.act(obs).shape == (16,)
+    assert set(np.unique(loaded.act(obs))) <= {0, 1}
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    run_info = client.get_run(result["run_id"])
+    assert run_info.info.status == "FINISHED"
+    assert any(k.startswith("final/") for k in run_info.data.metrics)
+
+
+def test_resume_continues_and_a_finished_run_says_so(tmp_path):
+    first = run(compose_cfg(tmp_path, "cc=cubic", "train.steps=800", "file_mb=1"), tmp_path / "a")
+    ckpt = str(first["checkpoint"])
+    with pytest.raises(ConfigError, match="already finished its 800 steps"):
+        run(compose_cfg(tmp_path, "cc=cubic", "train.steps=800", "file_mb=1", f"train.resume={ckpt}"), tmp_path / "b")
+    more = run(compose_cfg(tmp_path, "cc=cubic", "train.steps=1600", "file_mb=1", f"train.resume={ckpt}"),
+               tmp_path / "c")
+    assert checkpoint.read_meta(more["checkpoint"])["steps_done"] >= 1600
+
+
+def test_checkpoint_of_another_agent_or_feature_set_is_refused(tmp_path):
+    first = run(compose_cfg(tmp_path, "cc=cubic", "train.steps=400", "file_mb=1"), tmp_path / "a")
+    ckpt = str(first["checkpoint"])
+    with pytest.raises(ConfigError, match="agent: checkpoint has 'dqn', this run needs 'ppo'"):
+        run(compose_cfg(tmp_path, "agent=ppo", "train.steps=800", f"train.resume={ckpt}"), tmp_path / "b")
+    with pytest.raises(ConfigError, match="observation: checkpoint has 'ispras_dqn', this run needs 'peekaboo'"):
+        run(compose_cfg(tmp_path, "env.observation=peekaboo", "train.steps=800", f"train.resume={ckpt}"), tmp_path / "c")
+    with pytest.raises(ConfigError, match="n_paths: checkpoint has 2, this run needs 5"):
+        run(compose_cfg(tmp_path, "scenario=mptcp_tut_e0", "train.steps=800", f"train.resume={ckpt}"), tmp_path / "d")
+
+
+def test_a_crash_marks_the_run_failed_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    from agents import training
+
+    calls = {"n": 0}
+    original = training.Progress.on_step
+
+    def crashing(self, n, rewards, infos):
+        calls["n"] += 1
+        if calls["n"] == 300:
+            raise RuntimeError("simulated crash")
+        return original(self, n, rewards, infos)
+
+    monkeypatch.setattr(training.Progress, "on_step", crashing)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run(compose_cfg(tmp_path, "cc=cubic", "train.steps=4000", "train.checkpoint_every=800", "file_mb=1"),
+            tmp_path / "run")
+    meta = checkpoint.read_meta(tmp_path / "run" / "checkpoint")
+    assert not meta["finished"] and 800 <= meta["steps_done"] < 4000
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    (failed,) = client.search_runs([client.get_experiment_by_name("mpsched").experiment_id])
+    assert failed.info.status == "FAILED"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("agent=telepathy", "Could not find 'agent/telepathy'"),
+    ("cc=bbr9", "Could not find 'cc/bbr9'"),
+    ("train.steps=-5", "train.steps must be an integer >= 1"),
+    ("agent.algorithm=XYZ", "unknown Stable-Baselines3 algorithm 'XYZ'; valid: A2C, DDPG, DQN"),
+])
+def test_bad_input_is_named_without_traceback(override, message):
+    out = subprocess.run([sys.executable, "train.py", override], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and message in out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_learning_is_real_dqn_learns_to_wait_for_the_fast_path(tmp_path):
+    """On a path pair where the slow path's data blocks delivery of a small file, the trained DQN
+    completes the file clearly faster than a random policy (and than minRTT)."""
+    from agents.training import evaluate_agent, setup
+
+    cfg = compose_cfg(tmp_path, f"scenario_file={ROOT / 'tests' / 'data' / 'wait_matters.yaml'}", "cc=cubic",
+                      "env.reward.name=completion", "train.steps=20000")
+    result = run(cfg, tmp_path / "run")
+    agent, _ = checkpoint.load(result["checkpoint"])
+    s = setup(cfg, tmp_path)
+
+    class RandomPolicy:
+        rng = np.random.default_rng(0)
+
+        def act(self, obs, deterministic=True):
+            return self.rng.integers(0, 2, size=len(obs))
+
+    trained = np.nanmean(evaluate_agent(agent, s, s.scenarios[0], "cubic", 10, 99)["completion_s"])
+    random = np.nanmean(evaluate_agent(RandomPolicy(), s, s.scenarios[0], "cubic", 10, 99)["completion_s"])
+    minrtt = [r for r in result["rows"] if r["scheduler"] == "minrtt"][0]["completion_s"]
+    assert trained < 0.9 * random and trained < 0.9 * minrtt
