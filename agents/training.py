@@ -14,6 +14,7 @@ from typing import Any
 
 import mlflow
 import numpy as np
+import torch
 from mlflow.entities import Metric
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
@@ -51,6 +52,7 @@ class Setup:
     out_dir: Path
     config_yaml: str
     sim: SimConfig
+    torch_threads: int
     interface: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -76,7 +78,14 @@ def setup(cfg: DictConfig, out_dir: Path) -> Setup:
                   "ooo_limit_bytes": sim.ooo_limit_bytes, "end_on_ooo": sim.end_on_ooo}
     return Setup(config.scenarios(cfg), config.ccs(cfg), env_kwargs, config.plain(cfg.agent), int(cfg.seed),
                  int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs), int(t.checkpoint_every),
-                 out_dir, OmegaConf.to_yaml(cfg, resolve=True), sim)
+                 out_dir, OmegaConf.to_yaml(cfg, resolve=True), sim, int(t.get("torch_threads", 1)))
+
+
+def apply_runtime(s: Setup) -> None:
+    """Seed every random source and size torch's thread pool (small networks run fastest on one
+    thread, leaving the other core to the simulator)."""
+    set_random_seed(s.seed)
+    torch.set_num_threads(s.torch_threads)
 
 
 def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None = None,
@@ -194,7 +203,7 @@ class Progress:
 def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     """Train (or resume) as configured; returns the evaluation rows and where things are."""
     s = setup(cfg, out_dir)
-    set_random_seed(s.seed)
+    apply_runtime(s)
     env = make_env(s, s.n_envs, s.seed)
     n_paths = min(len(sc.paths) for sc in s.scenarios if sc.n_paths is None) if any(
         sc.n_paths is None for sc in s.scenarios) else env.process.sim.P

@@ -2,9 +2,33 @@
 
 ``gymnasium.make("mpsched/Multipath-v0", scenario="ispras_s1", cc="bbr2", decision="blocked")``
 and ``gymnasium.make_vec("mpsched/Multipath-v0", num_envs=64, vectorization_mode="vector_entry_point")``.
+
+It also points numba's on-disk cache at a directory named after a hash of the compiled sources:
+numba does not notice that a function called from a cached one changed in another module (a new
+CC in ``envs/cc`` would otherwise run stale code), so every change of the sources gets a fresh
+cache.
 """
 
+import hashlib
+import os
+from pathlib import Path
+
+import numba
 from gymnasium.envs.registration import register, registry
+
+
+def _numba_cache_dir() -> str:
+    roots = [Path(__file__).parent, Path(__file__).parent.parent / "agents" / "heuristics"]
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.read_bytes())
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "mpsched", "numba")
+    return os.path.join(base, digest.hexdigest()[:16])
+
+
+numba.config.CACHE_DIR = _numba_cache_dir()
 
 if "mpsched/Multipath-v0" not in registry:
     register(id="mpsched/Multipath-v0", entry_point="envs.multipath_env:MultipathEnv",

@@ -20,8 +20,8 @@ from agents.heuristics import scheduler_id, scheduler_params
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
-from envs.rewards import RewardSpec, Snapshot, reward
-from envs.sim.layout import CN_N_SUB, CN_T
+from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
+from envs.sim.layout import CN_N_SUB, CN_T, COBS_ACKED, COBS_ELAPSED
 from envs.sim.simulator import Simulator
 
 DECISION_MODES = ("blocked", "interval", "packet")
@@ -67,7 +67,9 @@ class DecisionProcess:
             self.modes = []
         self.n_actions = 2 if decision.mode == "blocked" else len(self.modes)
         sim.blocked = decision.mode == "blocked"
-        self.before: Snapshot | None = None
+        self._reward_prm = reward_spec.vector()
+        self._prev = np.zeros((sim.B, snapshot_width(sim.P)))
+        self._rewards = np.zeros(sim.B)
         self.decisions = np.zeros(sim.B, dtype=np.int64)
 
     @staticmethod
@@ -80,9 +82,6 @@ class DecisionProcess:
         return scheduler_id(name), scheduler_params(name, m.get("params"))
 
     # ------------------------------------------------------------------ running
-    def _real(self) -> np.ndarray:
-        return np.arange(self.sim.P)[None, :] < self.sim.cn[:, CN_N_SUB][:, None]
-
     def observe(self) -> np.ndarray:
         s = self.sim
         return compute(self._table, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB])
@@ -108,12 +107,8 @@ class DecisionProcess:
             mask[b] = True
         self.decisions[mask] = 0
         self._run(mask)
-        snap = Snapshot.take(s.obs, s.cobs, s.P)
-        if self.before is None or b is None:
-            self.before = snap
-        else:
-            for name in vars(snap):
-                getattr(self.before, name)[b] = getattr(snap, name)[b]
+        reward_and_snapshot(self._reward_prm, self._prev, s.obs, s.cobs, s.cn[:, CN_N_SUB], s.mss,
+                            np.zeros(s.B, dtype=np.bool_), self._rewards)
 
     def step(self, actions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         """Apply one action per unfinished connection and run each to its next decision.
@@ -139,12 +134,12 @@ class DecisionProcess:
                 s.set_mode(b, sid, prm, s.cn[b, CN_T] + self.interval_steps)
         self.decisions[live] += 1
         self._run(live)
-        now = Snapshot.take(s.obs, s.cobs, s.P)
-        rew = np.where(live, reward(self.reward_spec, self.before, now, self._real(), s.mss), 0.0)
-        self.before = now
+        reward_and_snapshot(self._reward_prm, self._prev, s.obs, s.cobs, s.cn[:, CN_N_SUB], s.mss, live,
+                            self._rewards)
         done = s.done
-        goodput = now.acked * 8 / np.maximum(now.elapsed, 1e-9) / 1e6
-        infos = [{"goodput_mbps": float(goodput[b]), "elapsed_s": float(now.elapsed[b]),
+        elapsed = s.cobs[:, COBS_ELAPSED]
+        goodput = s.cobs[:, COBS_ACKED] * 8 / np.maximum(elapsed, 1e-9) / 1e6
+        infos = [{"goodput_mbps": float(goodput[b]), "elapsed_s": float(elapsed[b]),
                   "decisions": int(self.decisions[b]), "cc": s.current_cc[b]} for b in range(s.B)]
         terminated = np.zeros(s.B, dtype=bool)
         if done.any():
@@ -154,4 +149,4 @@ class DecisionProcess:
             for b in np.flatnonzero(done):
                 infos[b]["episode_metrics"] = {k: (v[b].tolist() if v.ndim > 1 else float(v[b]))
                                                for k, v in metrics.items()}
-        return rew.astype(np.float32), terminated, done & ~terminated, infos
+        return self._rewards.astype(np.float32), terminated, done & ~terminated, infos

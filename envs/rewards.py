@@ -1,17 +1,18 @@
 """Reward presets: the one definition of each reward, computed from sender-observable state only
 (so the same reward can be computed inside a real transport for online learning).
 
-A reward is evaluated per decision from two snapshots of the sender's state, at the previous
-decision and now; ``Snapshot`` holds what they need.
+A reward is evaluated per decision from the sender's counters at the previous decision (a
+snapshot) and now; both the reward and the snapshot are computed in one compiled call.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.errors import out_of_range, unknown_name
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, OBS_ACKED, OBS_LATEST_RTT, OBS_LOSSES, OBS_SENT, OBS_SRTT
 
 MBIT_S = 125_000.0
@@ -41,51 +42,55 @@ class RewardSpec:
                 raise out_of_range(f"reward.{k}", getattr(self, k), "> 0")
 
 
-@dataclass
-class Snapshot:
-    """Sender-observable counters of B connections at one decision."""
-
-    acked: np.ndarray  # [B] in-order bytes acknowledged
-    path_acked: np.ndarray  # [B, P]
-    path_sent: np.ndarray  # [B, P] bytes
-    losses: np.ndarray  # [B, P] packets declared lost
-    elapsed: np.ndarray  # [B] s
-    srtt: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [B, P] s
-    latest_rtt: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-    @classmethod
-    def take(cls, obs: np.ndarray, cobs: np.ndarray, P: int) -> Snapshot:
-        o = obs[:, :P]
-        return cls(cobs[:, COBS_ACKED].copy(), o[..., OBS_ACKED].copy(), o[..., OBS_SENT].copy(),
-                   o[..., OBS_LOSSES].copy(), cobs[:, COBS_ELAPSED].copy(), o[..., OBS_SRTT].copy(),
-                   o[..., OBS_LATEST_RTT].copy())
+    def vector(self) -> np.ndarray:
+        """Parameters in the order the compiled evaluator reads them."""
+        return np.array([REWARDS.index(self.name), self.alpha, self.beta, self.gamma,
+                         self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s])
 
 
-def reward(spec: RewardSpec, before: Snapshot, now: Snapshot, real: np.ndarray, mss: float) -> np.ndarray:
-    """Reward per connection for the decision that led from ``before`` to ``now``.
+# A snapshot of the sender's counters at a decision: [acked, elapsed, then per path: acked, sent, losses]
+SNAP_ACKED, SNAP_ELAPSED, SNAP_PATHS = 0, 1, 2
 
-    real: [B, P] mask of the connections' real paths.
-    - throughput: in-order goodput over the interval, / thr_norm.
+
+def snapshot_width(n_paths: int) -> int:
+    return SNAP_PATHS + 3 * n_paths
+
+
+@njit(cache=True)
+def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
+    """Reward of each live connection for the decision that led from its snapshot ``prev[b]`` to
+    now, then ``prev[b]`` := now.
+
+    - throughput: in-order goodput over the interval / thr_norm.
     - ispras: alpha * sum_i thr_i / thr_norm - beta * sum_i srtt_i / rtt_norm - gamma * sum_i loss_i
-      (ISPRAS, spec/schedulers.md; each term normalised; loss_i = packets lost per packet sent).
-    - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020), / thr_norm.
-    - completion: -elapsed time / time_norm, so an episode's return is minus its completion time.
+      (ISPRAS, spec/schedulers.md: each term normalised; loss_i = packets declared lost per packet
+      sent on path i during the interval).
+    - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
+    - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
     """
-    dt = np.maximum(now.elapsed - before.elapsed, 1e-9)
-    thr_norm = spec.thr_norm_mbps * MBIT_S
-    if spec.name == "throughput":
-        return (now.acked - before.acked) / dt / thr_norm
-    if spec.name == "ispras":
-        thr = np.where(real, (now.path_acked - before.path_acked) / dt[:, None], 0.0).sum(1) / thr_norm
-        rtt = np.where(real, now.srtt, 0.0).sum(1) / (spec.rtt_norm_ms / 1000)
-        sent = np.maximum(now.path_sent - before.path_sent, mss)
-        loss = np.where(real, np.minimum((now.losses - before.losses) * mss / sent, 1.0), 0.0).sum(1)
-        return spec.alpha * thr - spec.beta * rtt - spec.gamma * loss
-    if spec.name == "peekaboo":
-        per_rtt = np.where(real, (now.path_acked - before.path_acked) / np.maximum(now.latest_rtt, 1e-3), 0.0)
-        return per_rtt.sum(1) / thr_norm
-    if spec.name == "completion":
-        return -dt / spec.time_norm_s
-    raise ConfigError(f"reward {spec.name!r} has no definition")  # unreachable: validated
-
-
+    kind = int(prm[0])
+    for b in range(prev.shape[0]):
+        dt = max(cobs[b, COBS_ELAPSED] - prev[b, SNAP_ELAPSED], 1e-9)
+        r = 0.0
+        if kind == 0:
+            r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
+        elif kind == 3:
+            r = -dt / prm[6]
+        else:
+            for i in range(int(nsub[b])):
+                base = SNAP_PATHS + 3 * i
+                acked = obs[b, i, OBS_ACKED] - prev[b, base]
+                if kind == 1:
+                    sent = max(obs[b, i, OBS_SENT] - prev[b, base + 1], mss)
+                    loss = min((obs[b, i, OBS_LOSSES] - prev[b, base + 2]) * mss / sent, 1.0)
+                    r += prm[1] * acked / dt / prm[4] - prm[2] * obs[b, i, OBS_SRTT] / prm[5] - prm[3] * loss
+                else:
+                    r += acked / max(obs[b, i, OBS_LATEST_RTT], 1e-3) / prm[4]
+        out[b] = r if live[b] else 0.0
+        prev[b, SNAP_ACKED] = cobs[b, COBS_ACKED]
+        prev[b, SNAP_ELAPSED] = cobs[b, COBS_ELAPSED]
+        for i in range(int(nsub[b])):
+            base = SNAP_PATHS + 3 * i
+            prev[b, base] = obs[b, i, OBS_ACKED]
+            prev[b, base + 1] = obs[b, i, OBS_SENT]
+            prev[b, base + 2] = obs[b, i, OBS_LOSSES]

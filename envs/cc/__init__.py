@@ -10,11 +10,11 @@ from collections.abc import Mapping
 import numpy as np
 from numba import njit
 
-from envs.cc import bbr, cubic, reno
+from envs.cc import bbr, bbr2, cubic, reno
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import N_CCP
 
-MODULES = {"reno": reno, "cubic": cubic, "bbr": bbr}
+MODULES = {"reno": reno, "cubic": cubic, "bbr": bbr, "bbr2": bbr2}
 NAMES = tuple(MODULES)
 
 
@@ -45,8 +45,10 @@ def cc_init(cid, C, P, f, now, mss):
         reno.init(C, P, f, now, mss)
     elif cid == 1:
         cubic.init(C, P, f, now, mss)
-    else:
+    elif cid == 2:
         bbr.init(C, P, f, now, mss)
+    else:
+        bbr2.init(C, P, f, now, mss)
 
 
 @njit(cache=True)
@@ -55,8 +57,10 @@ def cc_on_ack(cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, roun
         reno.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
     elif cid == 1:
         cubic.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
-    else:
+    elif cid == 2:
         bbr.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+    else:
+        bbr2.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
 
 
 @njit(cache=True)
@@ -65,8 +69,10 @@ def cc_on_loss(cid, C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
     elif cid == 1:
         cubic.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
-    else:
+    elif cid == 2:
         bbr.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    else:
+        bbr2.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
 
 
 @njit(cache=True)
@@ -75,5 +81,7 @@ def cc_on_rto(cid, C, P, f, now, inflight, mss):
         reno.on_rto(C, P, f, now, inflight, mss)
     elif cid == 1:
         cubic.on_rto(C, P, f, now, inflight, mss)
-    else:
+    elif cid == 2:
         bbr.on_rto(C, P, f, now, inflight, mss)
+    else:
+        bbr2.on_rto(C, P, f, now, inflight, mss)

@@ -15,13 +15,12 @@ HYSTART = 2  # 1 = HyStart++ on
 DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0}
 
 # state
-W_MAX = FIRST_PRIVATE  # segments
-W_LAST_MAX = FIRST_PRIVATE + 1
-K = FIRST_PRIVATE + 2
-EPOCH = FIRST_PRIVATE + 3  # start of the current congestion-avoidance epoch (s), -1 unset
-W_EST = FIRST_PRIVATE + 4  # Reno-friendly estimate (segments)
-ROUND_MIN = FIRST_PRIVATE + 5  # min RTT in the current round (HyStart++)
-LAST_ROUND_MIN = FIRST_PRIVATE + 6
+W_MAX = FIRST_PRIVATE  # segments; 0 = unset (the next epoch starts at K = 0 from cwnd)
+K = FIRST_PRIVATE + 1
+EPOCH = FIRST_PRIVATE + 2  # start of the current congestion-avoidance epoch (s), -1 unset
+W_EST = FIRST_PRIVATE + 3  # Reno-friendly estimate (segments)
+ROUND_MIN = FIRST_PRIVATE + 4  # min RTT in the current round (HyStart++)
+LAST_ROUND_MIN = FIRST_PRIVATE + 5
 
 
 @njit(cache=True)
@@ -31,7 +30,6 @@ def init(C, P, f, now, mss):
     C[f, SSTHRESH] = math.inf
     C[f, RECOVERY_START] = -1.0
     C[f, W_MAX] = 0.0
-    C[f, W_LAST_MAX] = 0.0
     C[f, K] = 0.0
     C[f, EPOCH] = -1.0
     C[f, W_EST] = 0.0
@@ -84,16 +82,15 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         return
     beta = P[f, BETA]
     w = C[f, CWND] / mss
-    if w < C[f, W_LAST_MAX]:  # fast convergence
-        C[f, W_LAST_MAX] = w
+    if w < C[f, W_MAX]:  # fast convergence (RFC 9438 section 4.7): W_max still being approached
         C[f, W_MAX] = w * (1.0 + beta) / 2.0
     else:
-        C[f, W_LAST_MAX] = w
         C[f, W_MAX] = w
     w = max(w * beta, MIN_CWND_PACKETS)
     C[f, CWND] = w * mss
     C[f, SSTHRESH] = C[f, CWND]
-    C[f, K] = math.pow(C[f, W_MAX] * (1.0 - beta) / P[f, C_CUBIC], 1.0 / 3.0)
+    # RFC 9438 section 4.2: K = cubic_root((W_max - cwnd_epoch) / C)
+    C[f, K] = math.pow(max(C[f, W_MAX] - w, 0.0) / P[f, C_CUBIC], 1.0 / 3.0)
     C[f, EPOCH] = now
     C[f, W_EST] = w
     C[f, RECOVERY_START] = now
@@ -101,9 +98,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True)
 def on_rto(C, P, f, now, inflight, mss):
-    w = C[f, CWND] / mss
-    C[f, W_LAST_MAX] = w
-    C[f, W_MAX] = w
+    C[f, W_MAX] = 0.0  # RFC 9438 section 4.8: the next epoch starts at K = 0, W_max = its cwnd
     C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)
     C[f, CWND] = mss
     C[f, EPOCH] = -1.0

@@ -392,17 +392,17 @@ def _send_packet(b, f, t, obs, fl, bn, cn, seg, segi, hole, rng, mss, kind):
                 return 0.0
             seq = cn[b, CN_SND_NXT]
     # the tail segment takes the packet if it was opened this step for the same kind of data
-    # and stays within one step of bottleneck service (fidelity fix: a whole-window burst held
-    # in one segment departed, and was ACKed, only when its last byte left the queue, which
-    # destroyed ACK clocking and halved the throughput of unpaced CCs at a 1-BDP buffer)
+    # and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
+    # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
+    # left the queue, which broke ACK clocking and halved unpaced CCs' throughput at 1 BDP)
     tl = segi[b, f, SI_TAIL]
     s = -1
     if tl > segi[b, f, SI_DEP]:
         last = (tl - 1) % Q
-        if seg[b, f, last, SEG_SENT] == t and int(seg[b, f, last, SEG_FILL]) == fill \
-                and (fill >= 0 or (seg[b, f, last, SEG_SEQ] == math.inf) == (seq == math.inf)) \
-                and seg[b, f, last, SEG_BYTES] + seg[b, f, last, SEG_LOST] + size \
-                <= max(bn[b, p, BN_CAP], mss) + EPS:
+        room = seg[b, f, last, SEG_BYTES] + seg[b, f, last, SEG_LOST] < max(bn[b, p, BN_CAP], mss) - EPS \
+            or tl - segi[b, f, SI_HEAD] >= Q
+        if room and seg[b, f, last, SEG_SENT] == t and int(seg[b, f, last, SEG_FILL]) == fill \
+                and (fill >= 0 or (seg[b, f, last, SEG_SEQ] == math.inf) == (seq == math.inf)):
             s = last
     if s < 0:
         s = _new_segment(b, f, t, obs, seg, segi, bn, p, seq, float(fill))

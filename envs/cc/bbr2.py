@@ -1,0 +1,487 @@
+"""BBRv2 (draft-cardwell-iccrg-bbr-congestion-control-01/-02, which specify BBR version 2;
+Linux ``net/ipv4/tcp_bbr2.c`` of the v2alpha branch, github.com/google/bbr).
+
+BBRv1 (``envs.cc.bbr``) plus a loss response through bounds on the model:
+
+- ``inflight_hi``: long-term upper bound on data in flight. Unset (inf) until loss says otherwise;
+  raised during ProbeBW_UP with an exponentially growing slope (1, 2, 4, ... packets per round,
+  ``BBRRaiseInflightHiSlope``); cut to ``max(tx_in_flight, beta * target_inflight)`` with
+  ``beta = 0.7`` when a probing round's loss rate exceeds ``loss_thresh`` = 2%
+  (``BBRHandleInflightTooHigh``); raised to the flight seen while the loss rate is safe
+  (``BBRAdaptUpperBounds``); in ProbeBW_CRUISE and ProbeRTT cwnd stays 15% below it
+  (``BBRInflightWithHeadroom``).
+- ``inflight_lo`` / ``bw_lo``: short-term lower bounds. At the end of every round with loss,
+  outside bandwidth probing, ``x_lo = max(x_latest, beta * x_lo)``, a 30% cut that never goes
+  below what the last round delivered (``BBRLossLowerBounds``); reset when probing starts.
+- ProbeBW sub-phases DOWN (pacing gain 0.75) -> CRUISE (1.0) -> REFILL (1.0, one round) ->
+  UP (1.25) -> DOWN, with the next probe ``probe_wait_base_s`` + U(0, 1) s after DOWN started,
+  or earlier after ``min(target_inflight_packets, 63)`` rounds (Reno coexistence).
+- The max-bandwidth filter covers the current and the previous ProbeBW cycle (2 slots).
+- ProbeRTT every ``probe_rtt_interval_s`` (5 s, its own min-RTT filter), cwnd = BDP/2 for
+  ``probe_rtt_s`` (200 ms) and one round; min_rtt itself keeps a 10 s window.
+- Startup (pacing and cwnd gain 2/ln2) exits on a bandwidth plateau (< 25% growth over 3 rounds)
+  or on excessive loss (a round with more than 2% loss and at least 8 loss events), setting
+  ``inflight_hi`` to ``max(BDP, inflight_latest)`` (``BBRCheckStartupHighLoss``).
+- Pacing is 1% below ``gain * bw`` (``BBRPacingMarginPercent``), ``bw = min(max_bw, bw_lo)``.
+
+Readings chosen where the fluid core lacks per-packet state:
+
+- ``rs.tx_in_flight`` / ``rs.lost`` (loss since the acked packet was sent) become per-round
+  quantities: the data in flight when the current packet-timed round started, and the bytes
+  declared lost since. "Inflight too high" is ``lost_in_round > loss_thresh * flight_at_round_start``,
+  checked at each loss declaration. Rounds are the draft's packet-timed rounds, kept here (not the
+  core's) so a phase can start a round (``BBRStartRound``): the acked packet's prior delivered count
+  is ``delivered - rate * rtt``, the core's delivery-rate sample being ``(delivered - prior) / rtt``.
+- A "loss event" for the Startup exit is one loss declaration from the core (losses are
+  aggregated per step, as discontiguous ranges would be).
+- ProbeBW_DOWN paces at 0.75 and cwnd gain is 2 throughout ProbeBW, as in v2alpha (BBRv3 later
+  moved to 0.9 and a cwnd gain of 2.25 in UP).
+- Loss recovery does not modulate cwnd (no packet conservation), as in ``envs.cc.bbr``: the loss
+  response modelled is exactly the bounds above, so BBRv1 and BBRv2 differ only by them.
+- Not modelled: ECN (and bw_hi, which only ECN sets), ack-aggregation (extra_acked), v2alpha's
+  "risky probe" re-probing and its per-packet inflight_hi from the lost skb.
+"""
+
+import math
+
+from numba import njit
+
+from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, SSTHRESH
+from envs.sim.rng import uniform
+
+# parameters
+HIGH_GAIN = 0  # Startup pacing and cwnd gain, 2/ln2
+CWND_GAIN = 1  # 2
+LOSS_THRESH = 2  # 0.02 (BBRLossThresh)
+BETA = 3  # 0.7 (BBRBeta: bounds keep 70% on a cut)
+HEADROOM = 4  # 0.15 (BBRHeadroom)
+PROBE_RTT_S = 5  # 0.2 s (ProbeRTTDuration)
+PROBE_RTT_INTERVAL_S = 6  # 5 s (ProbeRTTInterval)
+PROBE_WAIT_BASE_S = 7  # 2 s (BBRPickProbeWait: 2 + U(0, 1) s)
+DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7,
+            "headroom": 0.15, "probe_rtt_s": 0.2, "probe_rtt_interval_s": 5.0,
+            "probe_wait_base_s": 2.0}
+
+MIN_RTT_WIN_S = 10.0  # MinRTTFilterLen
+PROBE_RTT_CWND_GAIN = 0.5
+PROBE_WAIT_RAND_S = 1.0
+MAX_PROBE_ROUNDS = 63.0  # Reno-coexistence bound on rounds between probes
+FULL_LOSS_CNT = 8.0  # v2alpha bbr_full_loss_cnt
+PACING_MARGIN = 0.01
+MIN_PIPE_PACKETS = 4.0
+UP_GAIN, DOWN_GAIN = 1.25, 0.75
+
+STARTUP, DRAIN, DOWN, CRUISE, REFILL, UP, PROBE_RTT = 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0
+
+MODE = FIRST_PRIVATE
+PACING_GAIN = FIRST_PRIVATE + 1
+CWND_GAIN_NOW = FIRST_PRIVATE + 2
+DELIVERED = FIRST_PRIVATE + 3  # bytes acknowledged since init
+ROUND_END = FIRST_PRIVATE + 4  # delivered count whose acknowledgement starts the next round
+ROUND = FIRST_PRIVATE + 5  # packet-timed rounds so far
+BW_HI0 = FIRST_PRIVATE + 6  # max delivery rate, previous ProbeBW cycle
+BW_HI1 = FIRST_PRIVATE + 7  # max delivery rate, current cycle
+BW_LO = FIRST_PRIVATE + 8
+INFLIGHT_HI = FIRST_PRIVATE + 9
+INFLIGHT_LO = FIRST_PRIVATE + 10
+BW_LATEST = FIRST_PRIVATE + 11  # max delivery rate in the last round
+INFLIGHT_LATEST = FIRST_PRIVATE + 12  # max delivered volume of one sample in the last round
+MIN_RTT = FIRST_PRIVATE + 13
+MIN_RTT_STAMP = FIRST_PRIVATE + 14
+PRT_MIN = FIRST_PRIVATE + 15  # ProbeRTT's own min-RTT filter (5 s)
+PRT_MIN_STAMP = FIRST_PRIVATE + 16
+PRT_DONE = FIRST_PRIVATE + 17  # ProbeRTT end time (s), 0 = cwnd not yet down
+PRT_ROUND_DONE = FIRST_PRIVATE + 18
+PRIOR_CWND = FIRST_PRIVATE + 19
+CYCLE_STAMP = FIRST_PRIVATE + 20  # start of the current ProbeBW phase (s)
+PROBE_WAIT = FIRST_PRIVATE + 21  # s from DOWN's start to the next probe
+ROUNDS_SINCE_PROBE = FIRST_PRIVATE + 22
+PROBE_UP_ROUNDS = FIRST_PRIVATE + 23
+PROBE_UP_CNT = FIRST_PRIVATE + 24  # bytes acked per byte of inflight_hi growth in UP
+PROBE_SAMPLES = FIRST_PRIVATE + 25  # 1 while losses may cut inflight_hi (bw_probe_samples)
+ADVANCE_BW = FIRST_PRIVATE + 26  # 1: advance the bw filter at the next round (ACKS_PROBE_STOPPING)
+LOST_RND = FIRST_PRIVATE + 27  # bytes declared lost in this round
+FLIGHT_RND = FIRST_PRIVATE + 28  # bytes in flight when this round started
+LOSS_EVENTS_RND = FIRST_PRIVATE + 29
+FULL_BW = FIRST_PRIVATE + 30
+FULL_BW_CNT = FIRST_PRIVATE + 31
+FILLED = FIRST_PRIVATE + 32
+
+
+@njit(cache=True)
+def init(C, P, f, now, mss):
+    C[f, CWND] = INIT_CWND_PACKETS * mss
+    C[f, PACING] = 0.0
+    C[f, SSTHRESH] = math.inf
+    C[f, RECOVERY_START] = -1.0
+    for k in range(FIRST_PRIVATE, FILLED + 1):
+        C[f, k] = 0.0
+    C[f, MODE] = STARTUP
+    C[f, PACING_GAIN] = P[f, HIGH_GAIN]
+    C[f, CWND_GAIN_NOW] = P[f, HIGH_GAIN]
+    C[f, BW_LO] = math.inf
+    C[f, INFLIGHT_HI] = math.inf
+    C[f, INFLIGHT_LO] = math.inf
+    C[f, MIN_RTT] = math.inf
+    C[f, MIN_RTT_STAMP] = now
+    C[f, PRT_MIN] = math.inf
+    C[f, PRT_MIN_STAMP] = now
+
+
+# ----------------------------------------------------------------------------- model helpers
+@njit(cache=True)
+def _bw(C, f):
+    """BBRBoundBWForModel: bw = min(max_bw, bw_lo)."""
+    return min(max(C[f, BW_HI0], C[f, BW_HI1]), C[f, BW_LO])
+
+
+@njit(cache=True)
+def _bdp(C, f, bw, gain, mss):
+    """BBRBDPMultiple: gain * bw * min_rtt (the initial window before any RTT sample)."""
+    if C[f, MIN_RTT] == math.inf:
+        return gain * INIT_CWND_PACKETS * mss
+    return gain * bw * C[f, MIN_RTT]
+
+
+@njit(cache=True)
+def _target_inflight(C, f, mss):
+    """BBRTargetInflight: min(BDP, cwnd)."""
+    return min(_bdp(C, f, _bw(C, f), 1.0, mss), C[f, CWND])
+
+
+@njit(cache=True)
+def _with_headroom(C, P, f, mss):
+    """BBRInflightWithHeadroom: inflight_hi less 15%, at least the minimum pipe."""
+    if C[f, INFLIGHT_HI] == math.inf:
+        return math.inf
+    return max((1.0 - P[f, HEADROOM]) * C[f, INFLIGHT_HI], MIN_PIPE_PACKETS * mss)
+
+
+@njit(cache=True)
+def _in_probe_bw(C, f):
+    return DOWN <= C[f, MODE] <= UP
+
+
+@njit(cache=True)
+def _start_round(C, f):
+    """BBRStartRound: the round ends when data sent from now on is acknowledged."""
+    C[f, ROUND_END] = C[f, DELIVERED]
+
+
+@njit(cache=True)
+def _set_phase(C, f, mode, gain, now):
+    C[f, MODE] = mode
+    C[f, PACING_GAIN] = gain
+    C[f, CYCLE_STAMP] = now
+
+
+# ----------------------------------------------------------------------------- ProbeBW phases
+@njit(cache=True)
+def _start_down(C, f, now, P, rng, b):
+    """BBRStartProbeBW_DOWN, with BBRPickProbeWait's randomised timing of the next probe."""
+    C[f, PROBE_UP_CNT] = math.inf
+    C[f, ROUNDS_SINCE_PROBE] = math.floor(uniform(rng, b) * 2.0)
+    C[f, PROBE_WAIT] = P[f, PROBE_WAIT_BASE_S] + PROBE_WAIT_RAND_S * uniform(rng, b)
+    C[f, ADVANCE_BW] = 1.0
+    C[f, CWND_GAIN_NOW] = P[f, CWND_GAIN]
+    _reset_congestion_signals(C, f)
+    _start_round(C, f)
+    _set_phase(C, f, DOWN, DOWN_GAIN, now)
+
+
+@njit(cache=True)
+def _start_cruise(C, f, now):
+    """BBRStartProbeBW_CRUISE."""
+    C[f, INFLIGHT_LO] = min(C[f, INFLIGHT_LO], C[f, INFLIGHT_HI])
+    _set_phase(C, f, CRUISE, 1.0, now)
+
+
+@njit(cache=True)
+def _start_refill(C, f, now):
+    """BBRStartProbeBW_REFILL: drop the short-term bounds and refill the pipe for one round."""
+    C[f, BW_LO] = math.inf
+    C[f, INFLIGHT_LO] = math.inf
+    C[f, PROBE_UP_ROUNDS] = 0.0
+    _start_round(C, f)
+    _set_phase(C, f, REFILL, 1.0, now)
+
+
+@njit(cache=True)
+def _raise_inflight_hi_slope(C, f, mss):
+    """BBRRaiseInflightHiSlope: grow inflight_hi by 1, 2, 4, ... packets per round in UP."""
+    growth = mss * 2.0 ** C[f, PROBE_UP_ROUNDS]
+    C[f, PROBE_UP_ROUNDS] = min(C[f, PROBE_UP_ROUNDS] + 1.0, 30.0)
+    C[f, PROBE_UP_CNT] = max(C[f, CWND] / growth, 1.0)
+
+
+@njit(cache=True)
+def _start_up(C, f, now, mss):
+    C[f, PROBE_SAMPLES] = 1.0
+    _start_round(C, f)
+    _set_phase(C, f, UP, UP_GAIN, now)
+    _raise_inflight_hi_slope(C, f, mss)
+
+
+@njit(cache=True)
+def _time_to_probe(C, f, now, mss):
+    """BBRCheckTimeToProbeBW: the randomised wait elapsed, or the Reno-coexistence round bound."""
+    reno_rounds = min(_target_inflight(C, f, mss) / mss, MAX_PROBE_ROUNDS)
+    return now - C[f, CYCLE_STAMP] > C[f, PROBE_WAIT] or C[f, ROUNDS_SINCE_PROBE] >= reno_rounds
+
+
+@njit(cache=True)
+def _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b):
+    """BBRUpdateProbeBWCyclePhase."""
+    mode = C[f, MODE]
+    if mode == DOWN or mode == CRUISE:
+        if _time_to_probe(C, f, now, mss):
+            _start_refill(C, f, now)
+        elif mode == DOWN and inflight <= _with_headroom(C, P, f, mss) \
+                and inflight <= _bdp(C, f, max(C[f, BW_HI0], C[f, BW_HI1]), 1.0, mss):
+            _start_cruise(C, f, now)
+    elif mode == REFILL:
+        if round_start:
+            _start_up(C, f, now, mss)
+    elif mode == UP:
+        max_bw = max(C[f, BW_HI0], C[f, BW_HI1])
+        if now - C[f, CYCLE_STAMP] > C[f, MIN_RTT] and inflight > _bdp(C, f, max_bw, UP_GAIN, mss):
+            _start_down(C, f, now, P, rng, b)
+
+
+@njit(cache=True)
+def _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss):
+    """BBRProbeInflightHiUpward: while cwnd-limited at inflight_hi, raise it along the slope,
+    which doubles every such round."""
+    if C[f, CWND] < C[f, INFLIGHT_HI] or inflight + acked + mss < C[f, CWND]:
+        return
+    C[f, INFLIGHT_HI] += acked / C[f, PROBE_UP_CNT]
+    if round_start:
+        _raise_inflight_hi_slope(C, f, mss)
+
+
+@njit(cache=True)
+def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
+    """BBRAdaptUpperBounds: one round after probing stopped, end the probe's samples and start a
+    new cycle of the max-bw filter; while the loss rate is safe, raise inflight_hi to the flight
+    seen and, in UP, along the probing slope."""
+    if round_start and C[f, ADVANCE_BW] > 0.0:
+        C[f, ADVANCE_BW] = 0.0
+        C[f, PROBE_SAMPLES] = 0.0
+        if _in_probe_bw(C, f):
+            C[f, BW_HI0] = C[f, BW_HI1]  # BBRAdvanceMaxBwFilter
+            C[f, BW_HI1] = 0.0
+    if _inflight_too_high(C, P, f) or C[f, INFLIGHT_HI] == math.inf:
+        return
+    C[f, INFLIGHT_HI] = max(C[f, INFLIGHT_HI], C[f, FLIGHT_RND])
+    if C[f, MODE] == UP:
+        _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss)
+
+
+# ----------------------------------------------------------------------------- loss response
+@njit(cache=True)
+def _inflight_too_high(C, P, f):
+    """IsInflightTooHigh, per round: losses exceed loss_thresh of the round's flight."""
+    return C[f, LOST_RND] > P[f, LOSS_THRESH] * max(C[f, FLIGHT_RND], 1.0)
+
+
+@njit(cache=True)
+def _handle_inflight_too_high(C, P, f, now, rng, b, mss):
+    """BBRHandleInflightTooHigh: cut inflight_hi once per probe; leave UP."""
+    C[f, PROBE_SAMPLES] = 0.0
+    C[f, INFLIGHT_HI] = max(C[f, FLIGHT_RND], P[f, BETA] * _target_inflight(C, f, mss))
+    if C[f, MODE] == UP:
+        _start_down(C, f, now, P, rng, b)
+
+
+@njit(cache=True)
+def _adapt_lower_bounds(C, P, f):
+    """BBRAdaptLowerBoundsFromCongestion at a round's end: cut bw_lo / inflight_lo by 30% after
+    a round with loss, never below the latest round's delivery (not while probing)."""
+    mode = C[f, MODE]
+    if C[f, LOST_RND] <= 0.0 or mode == STARTUP or mode == REFILL or mode == UP:
+        return
+    if C[f, BW_LO] == math.inf:
+        C[f, BW_LO] = max(C[f, BW_HI0], C[f, BW_HI1])
+    if C[f, INFLIGHT_LO] == math.inf:
+        C[f, INFLIGHT_LO] = C[f, CWND]
+    C[f, BW_LO] = max(C[f, BW_LATEST], P[f, BETA] * C[f, BW_LO])
+    C[f, INFLIGHT_LO] = max(C[f, INFLIGHT_LATEST], P[f, BETA] * C[f, INFLIGHT_LO])
+
+
+@njit(cache=True)
+def _check_startup_done(C, P, f, now, round_start, mss):
+    """BBRCheckStartupFullBandwidth (plateau for 3 rounds) and BBRCheckStartupHighLoss."""
+    if C[f, FILLED] > 0.0 or not round_start:
+        return
+    bw = max(C[f, BW_HI0], C[f, BW_HI1])
+    if bw >= C[f, FULL_BW] * 1.25:
+        C[f, FULL_BW] = bw
+        C[f, FULL_BW_CNT] = 0.0
+    else:
+        C[f, FULL_BW_CNT] += 1.0
+    if C[f, FULL_BW_CNT] >= 3.0:
+        C[f, FILLED] = 1.0
+    elif C[f, MODE] == STARTUP and C[f, ROUND] > 1.0 and _inflight_too_high(C, P, f) \
+            and C[f, LOSS_EVENTS_RND] >= FULL_LOSS_CNT:
+        C[f, FILLED] = 1.0
+        C[f, INFLIGHT_HI] = max(_bdp(C, f, bw, 1.0, mss), C[f, INFLIGHT_LATEST])
+    if C[f, FILLED] > 0.0 and C[f, MODE] == STARTUP:
+        C[f, CWND_GAIN_NOW] = P[f, HIGH_GAIN]
+        _reset_congestion_signals(C, f)
+        _set_phase(C, f, DRAIN, 1.0 / P[f, HIGH_GAIN], now)
+
+
+# ----------------------------------------------------------------------------- min RTT, ProbeRTT
+@njit(cache=True)
+def _update_min_rtt(C, P, f, now, rtt):
+    """BBRUpdateMinRTT: a 5 s filter for ProbeRTT feeding the 10 s min_rtt. Returns whether the
+    5 s filter had expired (time for ProbeRTT)."""
+    expired = now > C[f, PRT_MIN_STAMP] + P[f, PROBE_RTT_INTERVAL_S]
+    if rtt > 0.0 and (rtt < C[f, PRT_MIN] or expired):
+        C[f, PRT_MIN] = rtt
+        C[f, PRT_MIN_STAMP] = now
+    if C[f, PRT_MIN] < C[f, MIN_RTT] or now > C[f, MIN_RTT_STAMP] + MIN_RTT_WIN_S:
+        C[f, MIN_RTT] = C[f, PRT_MIN]
+        C[f, MIN_RTT_STAMP] = C[f, PRT_MIN_STAMP]
+    return expired
+
+
+@njit(cache=True)
+def _probe_rtt_cwnd(C, f, mss):
+    return max(_bdp(C, f, _bw(C, f), PROBE_RTT_CWND_GAIN, mss), MIN_PIPE_PACKETS * mss)
+
+
+@njit(cache=True)
+def _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b):
+    """BBRCheckProbeRTT / BBRHandleProbeRTT / BBRCheckProbeRTTDone / BBRExitProbeRTT."""
+    if expired and C[f, MODE] != PROBE_RTT:
+        C[f, PRIOR_CWND] = C[f, CWND]
+        C[f, PRT_DONE] = 0.0
+        C[f, ADVANCE_BW] = 1.0
+        C[f, CWND_GAIN_NOW] = 1.0
+        _start_round(C, f)
+        _set_phase(C, f, PROBE_RTT, 1.0, now)
+        return
+    if C[f, MODE] != PROBE_RTT:
+        return
+    if C[f, PRT_DONE] == 0.0:
+        if inflight <= _probe_rtt_cwnd(C, f, mss):
+            C[f, PRT_DONE] = now + P[f, PROBE_RTT_S]
+            C[f, PRT_ROUND_DONE] = 0.0
+            _start_round(C, f)
+        return
+    if round_start:
+        C[f, PRT_ROUND_DONE] = 1.0
+    if C[f, PRT_ROUND_DONE] > 0.0 and now > C[f, PRT_DONE]:
+        C[f, PRT_MIN_STAMP] = now
+        C[f, CWND] = max(C[f, CWND], C[f, PRIOR_CWND])
+        C[f, BW_LO] = math.inf
+        C[f, INFLIGHT_LO] = math.inf
+        if C[f, FILLED] > 0.0:
+            _start_down(C, f, now, P, rng, b)
+            _start_cruise(C, f, now)
+        else:
+            C[f, CWND_GAIN_NOW] = P[f, HIGH_GAIN]
+            _set_phase(C, f, STARTUP, P[f, HIGH_GAIN], now)
+
+
+# ----------------------------------------------------------------------------- control
+@njit(cache=True)
+def _cwnd_cap(C, P, f, mss):
+    """BBRBoundCwndForModel (and BBRBoundCwndForProbeRTT)."""
+    mode = C[f, MODE]
+    cap = math.inf
+    if mode == DOWN or mode == REFILL or mode == UP:
+        cap = C[f, INFLIGHT_HI]
+    elif mode == CRUISE or mode == PROBE_RTT:
+        cap = _with_headroom(C, P, f, mss)
+    cap = max(min(cap, C[f, INFLIGHT_LO]), MIN_PIPE_PACKETS * mss)
+    if mode == PROBE_RTT:
+        cap = min(cap, _probe_rtt_cwnd(C, f, mss))
+    return cap
+
+
+@njit(cache=True)
+def _set_rate_and_cwnd(C, P, f, acked, rtt, mss):
+    """BBRSetPacingRate (1% margin) and BBRSetCwnd."""
+    bw = _bw(C, f)
+    if bw > 0.0:
+        C[f, PACING] = C[f, PACING_GAIN] * bw * (1.0 - PACING_MARGIN)
+    elif rtt > 0.0:
+        C[f, PACING] = P[f, HIGH_GAIN] * INIT_CWND_PACKETS * mss / rtt
+    target = _bdp(C, f, bw, C[f, CWND_GAIN_NOW], mss) + 3.0 * mss
+    if C[f, FILLED] > 0.0:
+        C[f, CWND] = min(C[f, CWND] + acked, target)
+    elif C[f, CWND] < target:
+        C[f, CWND] += acked
+    C[f, CWND] = min(max(C[f, CWND], MIN_PIPE_PACKETS * mss), _cwnd_cap(C, P, f, mss))
+
+
+@njit(cache=True)
+def _update_round(C, f, acked, rtt, rate):
+    """Packet-timed rounds (BBRUpdateRound): True when the acknowledged packet was sent after the
+    current round started."""
+    C[f, DELIVERED] += acked
+    prior_delivered = C[f, DELIVERED] - rate * rtt
+    round_start = prior_delivered >= C[f, ROUND_END] - 1.0
+    if round_start:
+        C[f, ROUND_END] = C[f, DELIVERED]
+        C[f, ROUND] += 1.0
+        C[f, ROUNDS_SINCE_PROBE] += 1.0
+    return round_start
+
+
+@njit(cache=True)
+def _reset_congestion_signals(C, f):
+    """BBRResetCongestionSignals."""
+    C[f, BW_LATEST] = 0.0
+    C[f, INFLIGHT_LATEST] = 0.0
+    C[f, LOST_RND] = 0.0
+    C[f, LOSS_EVENTS_RND] = 0.0
+
+
+@njit(cache=True)
+def _end_round(C, f, rate, rtt, inflight):
+    """BBRAdvanceLatestDeliverySignals and the per-round loss counters."""
+    _reset_congestion_signals(C, f)
+    C[f, BW_LATEST] = rate
+    C[f, INFLIGHT_LATEST] = rate * rtt
+    C[f, FLIGHT_RND] = inflight
+
+
+@njit(cache=True)
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    """BBRUpdateModelAndState then BBRUpdateControlParameters, in the draft's order. The core's
+    round_start is replaced by this module's rounds, which phase changes restart."""
+    round_start = _update_round(C, f, acked, rtt, rate)
+    C[f, BW_LATEST] = max(C[f, BW_LATEST], rate)
+    C[f, INFLIGHT_LATEST] = max(C[f, INFLIGHT_LATEST], rate * rtt)
+    C[f, BW_HI1] = max(C[f, BW_HI1], rate)
+    if round_start:
+        _adapt_lower_bounds(C, P, f)
+    _check_startup_done(C, P, f, now, round_start, mss)
+    if C[f, MODE] == DRAIN and inflight <= _bdp(C, f, _bw(C, f), 1.0, mss):
+        _start_down(C, f, now, P, rng, b)
+    if C[f, FILLED] > 0.0:
+        _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss)
+        _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b)
+    expired = _update_min_rtt(C, P, f, now, rtt)
+    _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b)
+    if round_start:
+        _end_round(C, f, rate, rtt, inflight)
+    _set_rate_and_cwnd(C, P, f, acked, rtt, mss)
+
+
+@njit(cache=True)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    C[f, LOST_RND] += lost
+    C[f, LOSS_EVENTS_RND] += 1.0
+    if C[f, PROBE_SAMPLES] > 0.0 and _inflight_too_high(C, P, f):
+        _handle_inflight_too_high(C, P, f, now, rng, b, mss)
+        C[f, CWND] = min(C[f, CWND], _cwnd_cap(C, P, f, mss))
+
+
+@njit(cache=True)
+def on_rto(C, P, f, now, inflight, mss):
+    C[f, CWND] = mss
+    C[f, RECOVERY_START] = now
