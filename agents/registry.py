@@ -13,6 +13,11 @@ from envs.errors import unknown_name
 # kind -> "module:Class" (imported on use, so heuristics do not pull in torch)
 AGENT_KINDS = {
     "sb3": "agents.sb3:SB3Agent",
+    "qlearning": "agents.qlearning:QLearning",
+    "linucb_ispras": "agents.linucb:IsprasLinUCB",
+    "linucb": "agents.linucb:LinUCB",
+    "peekaboo": "agents.peekaboo:Peekaboo",
+    "falcon": "agents.falcon:Falcon",
 }
 
 

@@ -63,6 +63,15 @@ FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
             ("cwnd_rate", "cwnd", "srtt", 100 * MBIT_S),
             ("swnd_rate", "swnd", "srtt", 100 * MBIT_S),
             ("inflight_rate", "inflight", "srtt", 100 * MBIT_S)])),
+    # ISPRAS tabular Q-learning (agents/qlearning.py): per path (by index) srtt in units of 100 ms
+    # (clipped at 1 s), RTO count (clipped at 10), loss % = losses * 1448 / sent * 100 (packets
+    # declared lost per packet sent, since the connection started; assumes the default MSS of
+    # 1448 B; clipped at 10 %), delivery rate in units of 10 Mbit/s (clipped at 100 Mbit/s)
+    "ispras_q": tuple(
+        f for i in range(2) for f in _per_path(i, [
+            ("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0),
+            ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)),
+            ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)])),
     # LEEYOO: per path srtt, cwnd, in flight; send window; elapsed; chunk bytes left and acked
     "leeyoo": tuple(
         [f for i in range(2) for f in _per_path(i, [("srtt", "srtt", None, 0.1), ("cwnd", "cwnd", None, MB),

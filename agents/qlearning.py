@@ -1,0 +1,181 @@
+"""ISPRAS tabular Q-learning (spec/schedulers.md, "ISPRAS family").
+
+State: a performance class per path, from sender-observable RTT, RTO count, loss and throughput:
+
+- **low** (0): ``srtt >= rtt_high_ms`` or ``rtos >= rtos_many`` or ``loss >= loss_high_pct``;
+- **high** (2): ``srtt < rtt_low_ms`` and ``loss < loss_low_pct`` and no RTO and
+  ``delivery rate >= thr_low_mbps``;
+- **medium** (1): everything else (medium RTT, low throughput or moderate loss).
+
+Two paths give ``3 * 3 = 9`` states, ``state = 3 * class(path 1) + class(path 2)``. Actions, as
+ISPRAS defines them: send on path 1, send on path 2; the Q-table is ``Q[state, path]``.
+
+Mapping onto the ``blocked`` decision mode (``envs.decision``): the agent is asked only when the
+fast path F (lowest srtt) has no window and the other path has; "send on F" can then only mean
+*wait for F* (env action 0) and "send on the other path" is *send on the second path* (env
+action 1). So ``env_action = 0 if chosen path == F else 1``, and an env action is mapped back to
+the path (``F`` for 0, the other path for 1) for the update. F is found as the environment finds
+it: the path of lower srtt, path 1 on a tie (``envs.features.path_roles``), read from the
+observation's srtt (clipped at 1 s; beyond that both read 1 s and path 1 counts as F).
+When F and the second path coincide the environment sends without asking (ISPRAS: "send there").
+
+Observation: the ``ispras_q`` feature set (``envs.features``), per path by index: srtt in units
+of 100 ms (clip 1 s), RTO count (clip 10), loss in percent of packets sent (losses x 1448 / bytes
+sent x 100, clip 10 %), delivery rate in units of 10 Mbit/s (clip 100 Mbit/s). Readings chosen:
+RTO count and loss are cumulative since the connection started (the observation carries no
+windowed counters); the throughput term uses the latest delivery-rate sample; the loss rate
+assumes the default MSS (1448 B). Thresholds, in natural units (``agent.params``), defaults
+chosen for the shipped scenarios (base RTTs 20-80 ms, loss 0-1 %): ``rtt_low_ms`` 50,
+``rtt_high_ms`` 200, ``loss_low_pct`` 0.25, ``loss_high_pct`` 2, ``rtos_many`` 3,
+``thr_low_mbps`` 1 (0 disables the throughput condition).
+
+Learning: one-step Q-learning ``Q[s, p] += lr * (r + gamma * (1 - done) * max_p' Q[s', p'] -
+Q[s, p])``, rows of a batch applied in row order; epsilon-greedy over the two paths with epsilon
+decaying linearly from ``epsilon`` to ``epsilon_final`` over ``epsilon_decay_steps``
+transitions (0: constant). Q starts at 0; greedy ties go to path 1. ``act(deterministic=True)``
+is greedy; ``deterministic=False`` uses the current epsilon.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.base import OnlineAgent
+from agents.linucb import (as_rows, check_blocked, integer, load_json, number, read_params, rng_state, save_json,
+                           set_rng_state)
+from envs.errors import ConfigError, out_of_range
+from envs.features import FEATURE_SETS
+
+OBSERVATION = "ispras_q"
+FEATURES = ("srtt", "rtos", "loss_pct", "delivery_rate")  # per path, in this order
+# feature value -> natural unit (see envs.features "ispras_q")
+TO_MS, TO_COUNT, TO_PCT, TO_MBPS = 100.0, 1.0, 1.0, 10.0
+LOW, MEDIUM, HIGH = 0, 1, 2
+N_PATHS = 2
+Q_FILE = "qtable.npz"
+
+assert tuple(f.name for f in FEATURE_SETS[OBSERVATION]) == tuple(
+    f"{n}_{i + 1}" for i in range(N_PATHS) for n in FEATURES), "ispras_q layout changed: update agents/qlearning.py"
+
+
+class QLearning(OnlineAgent):
+    DEFAULTS: dict[str, Any] = {
+        "lr": 0.1, "gamma": 0.9, "epsilon": 0.2, "epsilon_final": 0.02, "epsilon_decay_steps": 20000,
+        "rtt_low_ms": 50.0, "rtt_high_ms": 200.0, "loss_low_pct": 0.25, "loss_high_pct": 2.0,
+        "rtos_many": 3, "thr_low_mbps": 1.0,
+    }
+    RULES = {
+        "lr": number(0.0, 1.0, lo_open=True), "gamma": number(0.0, 1.0), "epsilon": number(0.0, 1.0),
+        "epsilon_final": number(0.0, 1.0), "epsilon_decay_steps": integer(0),
+        "rtt_low_ms": number(0.0, 1000.0, lo_open=True), "rtt_high_ms": number(0.0, 1000.0, lo_open=True),
+        "loss_low_pct": number(0.0, 10.0, lo_open=True), "loss_high_pct": number(0.0, 10.0, lo_open=True),
+        "rtos_many": integer(1), "thr_low_mbps": number(0.0, 100.0),
+    }
+
+    def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
+        super().__init__(spec, n_features, n_actions, seed)
+        check_blocked(n_actions, "qlearning")
+        if n_features != len(FEATURE_SETS[OBSERVATION]):
+            raise ConfigError(f"qlearning reads the {OBSERVATION!r} observation set ({len(FEATURE_SETS[OBSERVATION])} "
+                              f"features); this environment gives {n_features} (set env.observation: {OBSERVATION})")
+        p = read_params(spec, self.DEFAULTS, self.RULES)
+        if not p["rtt_low_ms"] < p["rtt_high_ms"]:
+            raise out_of_range("agent.params.rtt_low_ms", p["rtt_low_ms"], f"< rtt_high_ms ({p['rtt_high_ms']})")
+        if not p["loss_low_pct"] <= p["loss_high_pct"]:
+            raise out_of_range("agent.params.loss_low_pct", p["loss_low_pct"],
+                               f"<= loss_high_pct ({p['loss_high_pct']})")
+        self.params = p
+        self.q = np.zeros((3 ** N_PATHS, N_PATHS))
+        self.rng = np.random.default_rng(seed)
+        self.steps = 0  # transitions learned from (drives the epsilon schedule)
+
+    # ------------------------------------------------------------------ state and action mapping
+    def classes(self, obs: np.ndarray) -> np.ndarray:
+        """Performance class (0 low, 1 medium, 2 high) per row and path: [N, 2]."""
+        x = as_rows(obs, self.n_features).reshape(-1, N_PATHS, len(FEATURES))
+        srtt_ms, rtos = x[..., 0] * TO_MS, x[..., 1] * TO_COUNT
+        loss_pct, thr = x[..., 2] * TO_PCT, x[..., 3] * TO_MBPS
+        p = self.params
+        low = (srtt_ms >= p["rtt_high_ms"]) | (rtos >= p["rtos_many"]) | (loss_pct >= p["loss_high_pct"])
+        high = (srtt_ms < p["rtt_low_ms"]) & (loss_pct < p["loss_low_pct"]) & (rtos < 1) & (thr >= p["thr_low_mbps"])
+        return np.where(low, LOW, np.where(high, HIGH, MEDIUM)).astype(np.int64)
+
+    def states(self, obs: np.ndarray) -> np.ndarray:
+        c = self.classes(obs)
+        return 3 * c[:, 0] + c[:, 1]
+
+    def fast_path(self, obs: np.ndarray) -> np.ndarray:
+        """Index of F per row: the lower srtt, path 0 on a tie (as envs.features.path_roles)."""
+        x = as_rows(obs, self.n_features).reshape(-1, N_PATHS, len(FEATURES))
+        return (x[:, 1, 0] < x[:, 0, 0]).astype(np.int64)
+
+    def to_env_action(self, obs: np.ndarray, paths: np.ndarray) -> np.ndarray:
+        return (np.asarray(paths) != self.fast_path(obs)).astype(np.int64)
+
+    def to_path(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        fast = self.fast_path(obs)
+        return np.where(np.asarray(actions).reshape(-1) == 0, fast, 1 - fast)
+
+    # ------------------------------------------------------------------ acting and learning
+    def learn(self, env, steps: int, monitor) -> None:
+        features = getattr(getattr(env, "process", None), "features", None)
+        if features is not None and tuple(features) != FEATURE_SETS[OBSERVATION]:
+            raise ConfigError(f"qlearning reads the {OBSERVATION!r} observation set; this environment gives "
+                              f"{[f.name for f in features]} (set env.observation: {OBSERVATION})")
+        super().learn(env, steps, monitor)
+
+    @property
+    def epsilon(self) -> float:
+        p = self.params
+        if p["epsilon_decay_steps"] <= 0:
+            return float(p["epsilon"])
+        frac = min(1.0, self.steps / p["epsilon_decay_steps"])
+        return float(p["epsilon"] + frac * (p["epsilon_final"] - p["epsilon"]))
+
+    def greedy_paths(self, obs: np.ndarray) -> np.ndarray:
+        return np.argmax(self.q[self.states(obs)], axis=1)
+
+    def act(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        if not deterministic:
+            return self.explore(obs)
+        return self.to_env_action(obs, self.greedy_paths(obs))
+
+    def explore(self, obs: np.ndarray) -> np.ndarray:
+        paths = self.greedy_paths(obs)
+        n = paths.shape[0]
+        rand = self.rng.random(n) < self.epsilon
+        paths = np.where(rand, self.rng.integers(0, N_PATHS, n), paths)
+        return self.to_env_action(obs, paths)
+
+    def update(self, obs, actions, rewards, next_obs, dones) -> None:
+        s = self.states(obs)
+        s2 = self.states(next_obs)
+        paths = self.to_path(obs, actions)
+        rew = np.asarray(rewards, dtype=np.float64).reshape(-1)
+        done = np.asarray(dones, dtype=bool).reshape(-1)
+        lr, gamma = float(self.params["lr"]), float(self.params["gamma"])
+        for si, pi, r, s2i, d in zip(s, paths, rew, s2, done):
+            target = r + (0.0 if d else gamma * self.q[s2i].max())
+            self.q[si, pi] += lr * (target - self.q[si, pi])
+        self.steps += len(rew)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, directory: Path) -> None:
+        np.savez(Path(directory) / Q_FILE, q=self.q)
+        save_json(directory, {"steps": self.steps, "rng": rng_state(self.rng), "params": self.params,
+                              "observation": OBSERVATION})
+
+    def load_state(self, directory: Path) -> None:
+        path = Path(directory) / Q_FILE
+        if not path.is_file():
+            raise ConfigError(f"checkpoint {directory} has no {Q_FILE}")
+        with np.load(path) as z:
+            if z["q"].shape != self.q.shape:
+                raise ConfigError(f"checkpoint {directory}: Q-table of shape {z['q'].shape}, expected {self.q.shape}")
+            self.q = z["q"].copy()
+        state = load_json(directory)
+        self.steps = int(state["steps"])
+        set_rng_state(self.rng, state["rng"])
