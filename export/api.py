@@ -1,0 +1,149 @@
+"""Export a checkpoint (a directory or an MLflow run id) or a loaded agent to a C header."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents import checkpoint as ckpt
+from envs.errors import ConfigError
+from envs.features import feature_set
+from export import cnames
+from export.errors import ExportError
+from export.exporters import EXPORTERS, self_check
+from export.bodies import QF
+from export.generate import PolicySpec, header
+
+VERSION = "1.0.0"
+DEFAULT_PREFIX = "mpsched_policy"
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def resolve_checkpoint(ref: str | Path, tracking_uri: str | None = None, dst: str | Path | None = None) -> Path:
+    """A checkpoint directory: ``ref`` itself, or the ``checkpoint`` artifact of the MLflow run
+    ``ref`` (downloaded into ``dst`` or a temporary directory)."""
+    path = Path(ref)
+    if path.is_dir():
+        return path
+    if RUN_ID.match(str(ref)):
+        import mlflow
+
+        try:
+            local = mlflow.artifacts.download_artifacts(run_id=str(ref), artifact_path="checkpoint",
+                                                        dst_path=str(dst) if dst else tempfile.mkdtemp(prefix="mpsched-"),
+                                                        tracking_uri=tracking_uri)
+        except Exception as err:  # mlflow raises several types for unknown runs / stores
+            raise ExportError(f"MLflow run {ref}: cannot fetch its checkpoint artifact "
+                              f"(tracking URI {tracking_uri or mlflow.get_tracking_uri()}): {err}") from None
+        return Path(local)
+    raise ExportError(f"checkpoint {ref!r} is neither a directory nor an MLflow run id (32 hex digits)")
+
+
+def _interval_modes(directory: Path | None) -> list[str]:
+    from envs.decision import DEFAULT_INTERVAL_MODES
+
+    modes = None
+    if directory is not None and (directory / ckpt.CONFIG).is_file():
+        cfg = yaml.safe_load((directory / ckpt.CONFIG).read_text()) or {}
+        modes = (cfg.get("env") or {}).get("modes")
+    modes = modes or list(DEFAULT_INTERVAL_MODES)
+    return [m if isinstance(m, str) else f"{m.get('scheduler')} {m.get('params') or ''}".strip() for m in modes]
+
+
+def generate(agent: Any, meta: dict[str, Any], prefix: str = DEFAULT_PREFIX, fixed_point: bool = False,
+             source: str | None = None, directory: Path | None = None) -> str:
+    """The header text for a loaded ``agent`` and its checkpoint ``meta``; raises ExportError
+    (naming the agent, layer or setting) for anything that cannot be exported."""
+    kind = meta.get("kind") or (meta.get("spec") or {}).get("kind", "sb3")
+    if kind not in EXPORTERS:
+        raise ExportError(f"agent kind {kind!r} ({type(agent).__name__}) has no exporter; exportable kinds: "
+                          f"{', '.join(EXPORTERS)}")
+    decision = meta.get("decision", "blocked")
+    if decision not in ("blocked", "packet", "interval"):
+        raise ExportError(f"decision mode {decision!r} is not supported by the exporter")
+    try:
+        feats = feature_set(meta["observation"], int(meta["n_paths"]))
+    except KeyError as err:
+        raise ExportError(f"checkpoint meta lacks {err}") from None
+    if len(feats) != int(meta["n_features"]):
+        raise ExportError(f"feature set {meta['observation']!r} has {len(feats)} features, the checkpoint "
+                          f"{meta['n_features']}: envs/features.py changed since training")
+    body, what = EXPORTERS[kind](agent)
+    if body.n_features != len(feats):
+        raise ExportError(f"the {kind} policy reads {body.n_features} inputs, the feature set "
+                          f"{meta['observation']!r} gives {len(feats)}")
+    agreement = self_check(agent, body, kind)
+    prefix = cnames.identifier(prefix, DEFAULT_PREFIX)
+    spec = meta.get("spec") or {}
+    prov = [("agent", f"{meta.get('agent') or spec.get('name', '?')} (kind {kind}; {what})"),
+            ("training config", f"sha256[:12] {meta.get('config_hash', 'unknown')}"),
+            ("trained", f"{meta.get('steps_done', '?')} of {meta.get('steps_target', '?')} steps"
+                        f"{' (finished)' if meta.get('finished') else ''}, seed {meta.get('seed', '?')}, "
+                        f"scenarios {', '.join(meta.get('scenarios') or []) or '?'}, "
+                        f"CCs {', '.join(meta.get('ccs') or []) or '?'}"),
+            ("MLflow run", meta.get("mlflow_run_id") or "none"),
+            ("checkpoint", source or "(in memory)"),
+            ("feature set", f"{meta['observation']} ({len(feats)} features, {meta['n_paths']} paths)"),
+            ("decision mode", f"{decision} ({meta['n_actions']} actions)"),
+            ("numeric variant", f"int32 fixed point (features Q7.{QF})" if fixed_point else "float32"),
+            ("export tool", f"mpsched export {VERSION} (python -m export); self-check agreement with the agent "
+                            f"{100 * agreement:.2f}%")]
+    pspec = PolicySpec(prefix, feats, str(meta["observation"]), decision, int(meta["n_actions"]), fixed_point, prov,
+                       seed=int(meta.get("seed", 0) or 0),
+                       modes=_interval_modes(directory) if decision == "interval" else [])
+    return header(pspec, body)
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write through a temporary file in the same directory and rename: never a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def export_agent(agent: Any, meta: dict[str, Any], out: str | Path | None = None, prefix: str = DEFAULT_PREFIX,
+                 fixed_point: bool = False, source: str | None = None) -> str:
+    """Header text for a loaded agent; written to ``out`` (atomically) when given."""
+    text = generate(agent, meta, prefix, fixed_point, source)
+    if out is not None:
+        write_atomic(out, text)
+    return text
+
+
+def export_checkpoint(checkpoint: str | Path, out: str | Path | None = None, prefix: str = DEFAULT_PREFIX,
+                      fixed_point: bool = False, tracking_uri: str | None = None) -> str:
+    """Header text for a checkpoint directory or MLflow run id; written to ``out`` when given.
+    Nothing is written unless the whole header could be generated."""
+    with tempfile.TemporaryDirectory(prefix="mpsched-export-") as tmp:
+        directory = resolve_checkpoint(checkpoint, tracking_uri, dst=tmp)
+        if Path(checkpoint).is_dir():
+            source = str(checkpoint)
+        else:
+            import mlflow
+
+            source = f"artifact 'checkpoint' of MLflow run {checkpoint} ({tracking_uri or mlflow.get_tracking_uri()})"
+        try:
+            agent, meta = ckpt.load(directory)
+        except ExportError:
+            raise
+        except ConfigError as err:
+            raise ExportError(f"checkpoint {checkpoint}: {err}") from None
+        except (ImportError, AttributeError, OSError, ValueError, KeyError) as err:
+            raise ExportError(f"checkpoint {checkpoint}: cannot load its agent ({type(err).__name__}: {err})") from None
+        text = generate(agent, meta, prefix, fixed_point, source, directory)
+    if out is not None:
+        write_atomic(out, text)
+    return text
