@@ -9,11 +9,14 @@ from omegaconf import DictConfig
 from envs import config
 from envs.errors import ConfigError
 from envs.evaluation import evaluate_heuristic, summary, to_json, to_table
+from envs.live import cli as live_cli  # backend=live, compare=sim,live (README "Live runs")
 
 
 @hydra.main(config_path="configs", config_name="evaluate", version_base=None)
 def main(cfg: DictConfig) -> None:
     try:
+        if live_cli.wants_live(cfg):  # backend=live, compare=sim,live
+            return live_cli.run(cfg)
         if cfg.format not in ("table", "json"):
             raise ConfigError(f"format must be table or json, got {cfg.format!r}")
         if not isinstance(cfg.runs, int) or cfg.runs < 1:
@@ -36,4 +39,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = live_cli.hydra_overrides(sys.argv[1:])
     main()

@@ -18,11 +18,13 @@ from gymnasium.envs.registration import register, registry
 
 
 def _numba_cache_dir() -> str:
-    roots = [Path(__file__).parent, Path(__file__).parent.parent / "agents" / "heuristics"]
+    here = Path(__file__).parent
+    compiled = [*sorted((here / "sim").glob("*.py")), *sorted((here / "cc").glob("*.py")),
+                here / "features.py", here / "rewards.py",
+                *sorted((here.parent / "agents" / "heuristics").glob("*.py"))]
     digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            digest.update(path.read_bytes())
+    for path in compiled:
+        digest.update(path.read_bytes())
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "mpsched", "numba")
     return os.path.join(base, digest.hexdigest()[:16])
@@ -33,3 +35,5 @@ numba.config.CACHE_DIR = _numba_cache_dir()
 if "mpsched/Multipath-v0" not in registry:
     register(id="mpsched/Multipath-v0", entry_point="envs.multipath_env:MultipathEnv",
              vector_entry_point="envs.vector_env:MultipathVectorEnv")
+if "mpsched/Live-v0" not in registry:  # live testbed (envs/live): the same scenarios on real kernels
+    register(id="mpsched/Live-v0", entry_point="envs.live.env:LiveEnv")

@@ -64,3 +64,26 @@ def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
         return float(x.mean()), 0.0
     half = stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
     return float(x.mean()), float(half)
+
+
+def transfer_metrics(delivered_bytes: float, span_s: float, completion_s: float, path_bytes: np.ndarray,
+                     rtt_sum_s: float, rtt_count: float, sent_pkts: float, lost_pkts: float,
+                     reorder_max_bytes: float = math.nan) -> dict[str, np.ndarray]:
+    """The metrics of ``connection_metrics`` for one connection measured from counters rather than
+    a simulator's state (a live run), as arrays of length 1 with the same definitions:
+    goodput = delivered bytes over ``span_s`` (the completion time of a finished file, else the
+    elapsed time); per-path goodput = bytes each path delivered over the same span; mean RTT =
+    ``rtt_sum_s / rtt_count``; loss rate = lost over sent packets. Metrics the measurement cannot
+    see (the receiver's reorder buffer) are NaN."""
+    span = max(float(span_s), 1e-9)
+    paths = np.asarray(path_bytes, dtype=float)[None, :]
+    return {
+        "goodput_mbps": np.array([delivered_bytes * 8 / span / 1e6]),
+        "per_path_goodput_mbps": paths * 8 / span / 1e6,
+        "completion_s": np.array([completion_s], dtype=float),
+        "mean_rtt_ms": np.array([rtt_sum_s / rtt_count * 1000 if rtt_count > 0 else math.nan]),
+        "loss_rate": np.array([lost_pkts / sent_pkts if sent_pkts > 0 else 0.0]),
+        "reorder_max_bytes": np.array([reorder_max_bytes], dtype=float),
+        "reorder_mean_bytes": np.array([math.nan]),
+        "ooo_exceeded": np.array([0.0]),
+    }

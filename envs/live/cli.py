@@ -1,0 +1,117 @@
+"""``evaluate.py backend=live ...`` and ``evaluate.py compare=sim,live ...``: the command-line side
+of live runs, kept here so that ``evaluate.py`` stays a thin dispatcher.
+
+``configs/evaluate.yaml`` belongs to the simulator's evaluation and has no ``backend``/``compare``
+keys, so ``hydra_overrides`` turns them into Hydra's append form (``+backend=live``) and adds the
+live options (``+live=default``, ``configs/live/default.yaml``; override with ``live.emulation=...``);
+``compare=sim,live`` becomes the list ``[sim,live]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from omegaconf import DictConfig
+
+from envs import config
+from envs.errors import ConfigError
+from envs.evaluation import summary, to_json, to_table
+from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_table, evaluate_live
+
+LIVE_KEYS = ("backend", "compare")
+BACKENDS = ("sim", "live")
+
+
+def hydra_overrides(argv: list[str]) -> list[str]:
+    """Command-line arguments with the live keys in a form Hydra accepts (others unchanged)."""
+    out, live = [], False
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        bare = key.lstrip("+")
+        if sep and bare in LIVE_KEYS and not arg.startswith("~"):
+            if bare == "compare" and "," in value and not value.startswith("["):
+                value = "[" + value.strip("'\"") + "]"
+            out.append(f"+{bare}={value}")
+            live = True
+        else:
+            out.append(arg)
+            live = live or (sep and bare.startswith("live."))
+    if live and not any(a.lstrip("+").startswith("live=") for a in argv):
+        out.insert(0, "+live=default")
+    return out
+
+
+def wants_live(cfg: DictConfig) -> bool:
+    return cfg.get("backend", "sim") != "sim" or bool(cfg.get("compare"))
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cfg: DictConfig) -> None:
+    """Run ``backend=live`` or ``compare=...`` from a composed evaluate config; prints the result.
+    Bad input raises ConfigError (evaluate.py prints it)."""
+    backend = cfg.get("backend", "sim")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r} "
+                          "(the live transport is live.backend: mptcp)")
+    if cfg.format not in ("table", "json"):
+        raise ConfigError(f"format must be table or json, got {cfg.format!r}")
+    if not isinstance(cfg.runs, int) or cfg.runs < 1:
+        raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
+    found = config.scenarios(cfg)
+    if len(found) != 1:
+        raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")
+    scen = found[0]
+    selected = config.ccs(cfg)
+    if len(selected) != 1:
+        raise ConfigError(f"evaluate.py runs one cc at a time, got {', '.join(selected)}")
+    (cc, cc_params), = selected.items()
+    if cc_params:
+        raise ConfigError(f"live runs use the kernel's {cc}, whose parameters cannot be set per run "
+                          f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
+    opts = LiveOptions.from_mapping(config.plain(cfg.get("live")))
+    header = {"scenario": scen.name, "cc": cc, "runs": cfg.runs, "seed": cfg.seed}
+    quiet = cfg.format == "json"
+    compare_to = cfg.get("compare")
+    if compare_to:
+        wanted = sorted(config.plain(compare_to) if not isinstance(compare_to, str) else compare_to.split(","))
+        if wanted != ["live", "sim"]:
+            raise ConfigError(f"compare takes sim,live, got {','.join(wanted)}")
+        sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, config.sim_config(cfg.env), cc_params,
+                                  cfg.scheduler, opts, None if quiet else _progress)
+        header |= {"sim_scheduler": cfg.scheduler, "live": f"{opts.backend} (kernel scheduler)",
+                   "emulation": info.emulation}
+        if quiet:
+            rows = [{"quantity": r[0], "sim": r[1], "live": r[3], "relative_error": r[5]}
+                    for r in compare_rows(sim, live)]
+            print(json.dumps(_clean({**header, "sim": json.loads(to_json({}, sim)), "live": json.loads(to_json({}, live)),
+                                     "comparison": rows})))
+        else:
+            print(compare_table(header, sim, live))
+        return
+    per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress)
+    header |= {"backend": f"live/{opts.backend}", "scheduler": "kernel default", "emulation": info.emulation}
+    stats = summary(per_run)
+    if quiet:
+        extra = {"verification": [[c.__dict__ | {"ok": c.ok} for c in v.checks] for v in info.verifications],
+                 "timings": info.timings, "wall_s": info.wall_s}
+        print(json.dumps(_clean({**json.loads(to_json(header, stats)), **extra})))
+    else:
+        print(to_table(header, stats))
+        print(f"wall time {info.wall_s:.1f} s (" + "; ".join(
+            ", ".join(f"{k} {v:.2f} s" for k, v in t.items()) for t in info.timings) + ")")
+
+
+def _clean(obj):
+    """NaN and infinity as null, so the output is strict JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj

@@ -1,0 +1,324 @@
+"""Verification before a run: measure every path and refuse when the emulation misses the scenario.
+
+Mininet silently ignores parameters it cannot apply (netem missing, a rate above 1000 Mbit/s);
+a live run must never do so. Per path, all paths at once (about 2 s in all):
+
+- RTT and jitter: ``ping -U`` (user-to-user latency), 50 echoes 10 ms apart (alongside the loss
+  probes, or before them when a path's jitter preserves order, since then other traffic would
+  lengthen the echoes' delay). The mean RTT must lie
+  within 10 % + 1 ms of the expected one (the scenario's forward plus reverse delay, each the mean
+  of a normal delay clipped at zero, plus the echo's serialisation); the RTT's spread (interquartile
+  range / 1.349, the standard deviation of a normal, robust to echoes ping answers late) within
+  30 % + 0.5 ms of the expected sqrt(jitter_fwd^2 + jitter_rev^2).
+- Loss, each direction: up to 5000 small UDP packets in paced bursts well below the rate (so the
+  queue never overflows); the count lost must lie inside the two-sided binomial interval of the
+  scenario's loss probability at level ``loss_alpha`` (a loss-free path must lose none).
+- Rate, each direction: UDP at 1.3 x the rate for 0.3 s; the arrival rate of wire bytes (kernel
+  receive timestamps), corrected for the measured random loss, must lie within 10 % of the rate.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import select
+import socket
+import struct
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from envs.live.emulation import Direction
+from envs.live.system import LiveError, popen
+
+ETH_IP_UDP = 14 + 20 + 8  # header bytes on the wire around a UDP payload
+ICMP_WIRE = 98  # a default ping on the wire (56 + 8 + 20 + 14)
+SO_TIMESTAMPNS = 35
+SO_RCVBUFFORCE = 33
+UDP_SEGMENT = 103
+MAX_BURST = 32  # datagrams per GSO send
+PHASE_LOSS, PHASE_RATE = 1, 2
+HEADER = struct.Struct("!BBII")  # phase, stream, sequence, run tag
+
+
+class VerificationError(LiveError):
+    """The emulated network does not match the scenario; the run is refused."""
+
+
+@dataclass
+class Check:
+    path: int
+    what: str  # "rtt ms", "jitter ms", "loss % fwd", "rate Mbit/s rev", ...
+    expected: float
+    measured: float
+    low: float
+    high: float
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+    def line(self) -> str:
+        mark = "ok" if self.ok else "FAIL"
+        return (f"path {self.path + 1} {self.what:<16} expected {self.expected:9.3f}  measured {self.measured:9.3f}  "
+                f"accept [{self.low:.3f}, {self.high:.3f}]  {mark}{'  ' + self.detail if self.detail else ''}")
+
+
+@dataclass
+class Report:
+    checks: list[Check] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def table(self) -> str:
+        return "\n".join([f"verification ({self.seconds:.1f} s): {'passed' if self.ok else 'FAILED'}"]
+                         + ["  " + c.line() for c in self.checks])
+
+
+def clipped_normal_mean(mu: float, sigma: float) -> float:
+    """E[max(0, mu + sigma Z)]: the mean one-way delay of a delay line (delays clip at zero)."""
+    if sigma <= 0:
+        return max(mu, 0.0)
+    z = mu / sigma
+    return mu * stats.norm.cdf(z) + sigma * stats.norm.pdf(z)
+
+
+def clipped_normal_var(mu: float, sigma: float) -> float:
+    if sigma <= 0:
+        return 0.0
+    z = mu / sigma
+    m = clipped_normal_mean(mu, sigma)
+    second = (mu * mu + sigma * sigma) * stats.norm.cdf(z) + mu * sigma * stats.norm.pdf(z)
+    return max(second - m * m, 0.0)
+
+
+def binomial_interval(n: int, p: float, alpha: float) -> tuple[int, int]:
+    """Losses a path of loss probability p shows in n packets, two-sided at level alpha."""
+    if p <= 0:
+        return 0, 0
+    return int(stats.binom.ppf(alpha / 2, n, p)), int(stats.binom.isf(alpha / 2, n, p))
+
+
+_PING_TIME = re.compile(r"time=([0-9.]+) ms")
+
+
+def _start_pings(tb, count: int, interval_s: float) -> list[subprocess.Popen]:
+    return [popen(["ping", "-U", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2", p.server_ip],
+                  tb.client_pid, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in tb.paths]
+
+
+def _udp_snmp(pid: int) -> dict[str, int]:
+    """UDP counters of the namespace of ``pid`` (RcvbufErrors: drops in our own sockets)."""
+    lines = [line.split() for line in open(f"/proc/{pid}/net/snmp") if line.startswith("Udp:")]
+    return dict(zip(lines[0][1:], map(int, lines[1][1:])))
+
+
+class _Stream:
+    """One probe stream: a UDP sender in one host and its receiver in the other."""
+
+    def __init__(self, tb, d: Direction, index: int, tag: int) -> None:
+        p = tb.paths[d.path]
+        src_host, dst_host = ("client", "server") if d.forward else ("server", "client")
+        src_ip, dst_ip = (p.client_ip, p.server_ip) if d.forward else (p.server_ip, p.client_ip)
+        self.d, self.index, self.tag = d, index, tag
+        self.rx = tb.socket(dst_host, 0, socket.SOCK_DGRAM)
+        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.rx.bind((dst_ip, 0))
+        self.rx.setblocking(False)
+        self.tx = tb.socket(src_host, 0, socket.SOCK_DGRAM)
+        self.tx.bind((src_ip, 0))
+        self.tx.connect(self.rx.getsockname())
+        self.received = {PHASE_LOSS: 0, PHASE_RATE: 0}
+        self.arrivals: list[float] = []
+        self.sent = {PHASE_LOSS: 0, PHASE_RATE: 0}
+        self.send_s = {PHASE_LOSS: 0.0, PHASE_RATE: 0.0}
+
+    def close(self) -> None:
+        self.rx.close()
+        self.tx.close()
+
+    def send_paced(self, phase: int, n: int, payload: int, pps: float, burst: int) -> None:
+        """n packets in bursts of ``burst`` at an average of ``pps`` packets per second; a burst is
+        one send() that the kernel cuts into ``payload``-byte datagrams (UDP GSO), so Python's
+        speed does not limit the rate offered."""
+        pad = bytes(max(payload - HEADER.size, 0))
+        self.tx.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, payload)
+        t0 = time.monotonic()
+        for first in range(0, n, burst):
+            wait = t0 + first / pps - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            count = min(burst, n - first)
+            data = b"".join(HEADER.pack(phase, self.index, seq, self.tag) + pad for seq in range(first, first + count))
+            try:
+                self.tx.send(data)
+            except OSError:  # ENOBUFS from a full local queue: not sent, not counted
+                continue
+            self.sent[phase] += count
+        self.send_s[phase] = time.monotonic() - t0
+
+
+def _receive(streams: list[_Stream], stop: threading.Event) -> None:
+    socks = {s.rx: s for s in streams}
+    anc = socket.CMSG_SPACE(16)
+    while True:
+        ready, _, _ = select.select(list(socks), [], [], 0.02)
+        for rx in ready:
+            s = socks[rx]
+            for _ in range(256):
+                try:
+                    data, ancdata, _, _ = rx.recvmsg(2048, anc)
+                except BlockingIOError:
+                    break
+                if len(data) < HEADER.size:
+                    continue
+                phase, index, _, tag = HEADER.unpack_from(data)
+                if index != s.index or tag != s.tag or phase not in s.received:
+                    continue
+                s.received[phase] += 1
+                if phase == PHASE_RATE:
+                    stamp = time.time()
+                    for level, kind, value in ancdata:
+                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                            sec, nsec = struct.unpack("qq", value[:16])
+                            stamp = sec + nsec * 1e-9
+                    s.arrivals.append(stamp)
+        if stop.is_set() and not ready:
+            break
+
+
+def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: float = 0.10,
+           jitter_rel: float = 0.30, jitter_abs_ms: float = 0.5, loss_alpha: float = 1e-4, pings: int = 50,
+           raise_on_failure: bool = True) -> Report:
+    """Measure the testbed ``tb`` (started) against its plan; raise VerificationError listing every
+    miss (or return the report with ``raise_on_failure=False``)."""
+    t_start = time.monotonic()
+    report = Report()
+    directions = tb.directions
+    by_key = {(d.path, d.direction): d for d in directions}
+    tag = (os.getpid() * 7919 + int(t_start * 1000)) & 0xFFFFFFFF
+    streams = [_Stream(tb, d, i, tag) for i, d in enumerate(directions)]
+    stop = threading.Event()
+    snmp0 = {pid: _udp_snmp(pid) for pid in (tb.client_pid, tb.server_pid)}
+    receiver = threading.Thread(target=_receive, args=(streams, stop), daemon=True)
+    receiver.start()
+    pings_proc: list[subprocess.Popen] = []
+    try:
+        pings_proc = _start_pings(tb, pings, 0.01)
+        if any(d.jitter_ms > 0 and not d.reorder for d in directions):
+            # order-preserving jitter holds a packet behind every one ahead of it, so the probe
+            # traffic would lengthen the echoes' delay: measure the RTT alone first
+            for proc in pings_proc:
+                proc.wait(timeout=30)
+        # --- loss: small packets, paced in bursts far below the rate and the queue
+        payload = 64
+        threads = []
+        for s in streams:
+            d = s.d
+            cap_pps = d.rate_mbps * 1e6 / 8 / (payload + ETH_IP_UDP)
+            pps = min(0.25 * cap_pps, 5000.0)
+            burst = max(1, min(int(pps * 0.002), d.queue_packets // 4, MAX_BURST))
+            n = 1000 if d.loss_pct <= 0 else int(min(5000, max(1000, math.ceil(30 / (d.loss_pct / 100)))))
+            n = max(200, min(n, int(pps * 0.8)))
+            th = threading.Thread(target=s.send_paced, args=(PHASE_LOSS, n, payload, pps, burst), daemon=True)
+            threads.append(th)
+            th.start()
+        for th in threads:
+            th.join()
+        settle = max(d.delay_ms + 4 * d.jitter_ms for d in directions) / 1000 + 0.15
+        time.sleep(settle)
+        measured_loss = {}
+        for s in streams:
+            d, n = s.d, s.sent[PHASE_LOSS]
+            lost = max(n - s.received[PHASE_LOSS], 0)
+            lo, hi = binomial_interval(n, d.loss_pct / 100, loss_alpha)
+            measured_loss[(d.path, d.direction)] = lost / max(n, 1)
+            report.checks.append(Check(d.path, f"loss % {d.direction[:3]}", d.loss_pct, 100 * lost / max(n, 1),
+                                       100 * lo / max(n, 1), 100 * hi / max(n, 1), f"{lost}/{n} packets"))
+        # --- RTT and jitter (the pings ran alongside, or before)
+        for p, proc in zip(tb.paths, pings_proc):
+            out, _ = proc.communicate(timeout=10)
+            rtts = [float(x) for x in _PING_TIME.findall(out)]
+            fwd, rev = by_key[(p.index, "forward")], by_key[(p.index, "reverse")]
+            expected = (clipped_normal_mean(fwd.delay_ms, fwd.jitter_ms) + clipped_normal_mean(rev.delay_ms, rev.jitter_ms)
+                        + ICMP_WIRE * 8 / (fwd.rate_mbps * 1e3) + ICMP_WIRE * 8 / (rev.rate_mbps * 1e3))
+            mean = sum(rtts) / len(rtts) if rtts else math.nan
+            tol = rtt_rel * expected + rtt_abs_ms
+            report.checks.append(Check(p.index, "rtt ms", expected, mean, expected - tol, expected + tol,
+                                       f"{len(rtts)}/{pings} echoes"))
+            jit = math.sqrt(clipped_normal_var(fwd.delay_ms, fwd.jitter_ms) + clipped_normal_var(rev.delay_ms, rev.jitter_ms))
+            # spread as the interquartile range of a normal (IQR / 1.349): robust to the few echoes
+            # that ping itself answers late on a busy machine
+            std = float(np.subtract(*np.percentile(rtts, [75, 25]))) / 1.349 if len(rtts) > 3 else math.nan
+            tol = jitter_rel * jit + jitter_abs_ms
+            report.checks.append(Check(p.index, "rtt spread ms", jit, std, max(jit - tol, 0.0), jit + tol,
+                                       "IQR/1.349"))
+        # --- rate: overload each direction for a moment
+        inconclusive: list[str] = []
+        payload = 1400
+        duration = 0.3
+        threads = []
+        for s in streams:
+            d = s.d
+            pps = 1.3 * d.rate_mbps * 1e6 / 8 / (payload + ETH_IP_UDP)
+            n = max(100, int(pps * duration))
+            burst = max(1, min(MAX_BURST, d.queue_packets // 4))
+            th = threading.Thread(target=s.send_paced, args=(PHASE_RATE, n, payload, pps, burst), daemon=True)
+            threads.append(th)
+            th.start()
+        for th in threads:
+            th.join()
+        drain = max(d.queue_packets * (payload + ETH_IP_UDP) * 8 / (d.rate_mbps * 1e6) + (d.delay_ms + 4 * d.jitter_ms) / 1e3
+                    for d in directions)
+        time.sleep(min(drain, 2.0) + 0.05)
+        for s in streams:
+            d = s.d
+            arr = sorted(s.arrivals)
+            if len(arr) >= 20 and arr[-1] > arr[0]:
+                got = (len(arr) - 1) * (payload + ETH_IP_UDP) * 8 / (arr[-1] - arr[0]) / 1e6
+                got /= max(1.0 - measured_loss[(d.path, d.direction)], 0.05)
+            else:
+                got = 0.0
+            offered = s.sent[PHASE_RATE] * (payload + ETH_IP_UDP) * 8 / max(s.send_s[PHASE_RATE], 1e-9) / 1e6
+            check = Check(d.path, f"rate Mbit/s {d.direction[:3]}", d.rate_mbps, got, d.rate_mbps * (1 - rate_rel),
+                          d.rate_mbps * (1 + rate_rel), f"{len(arr)} packets, offered {offered:.1f}")
+            if not check.ok and got < check.low and offered < 1.05 * d.rate_mbps:
+                inconclusive.append(f"path {d.path + 1} {d.direction}: could offer only {offered:.1f} Mbit/s")
+            report.checks.append(check)
+    finally:
+        stop.set()
+        receiver.join(timeout=2.0)
+        for s in streams:
+            s.close()
+        for proc in pings_proc:  # ours, by pid: gone whatever happened above
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    overflow = {pid: _udp_snmp(pid).get("RcvbufErrors", 0) - before.get("RcvbufErrors", 0)
+                for pid, before in snmp0.items()}
+    report.seconds = time.monotonic() - t_start
+    if inconclusive:
+        raise VerificationError("verification inconclusive (the machine is too busy to overload the paths): "
+                                + "; ".join(inconclusive) + "; try again")
+    if any(overflow.values()):
+        raise VerificationError(f"verification inconclusive: {sum(overflow.values())} probe packets overflowed our "
+                                "own socket buffers (the machine is too busy); try again")
+    if raise_on_failure and not report.ok:
+        misses = "; ".join(f"path {c.path + 1} {c.what}: expected {c.expected:.3f}, measured {c.measured:.3f} "
+                           f"(accepted {c.low:.3f}..{c.high:.3f})" for c in report.failures())
+        raise VerificationError(f"the emulated network does not match scenario {tb.scenario.name!r}, refusing to "
+                                f"run: {misses}\n{report.table()}")
+    return report

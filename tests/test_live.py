@@ -1,0 +1,281 @@
+"""Live runs on this machine: a 2-path Mininet testbed with link emulation, verified, carrying
+short kernel-MPTCP transfers under every available CC, torn down without a trace (also when a
+test fails or the run is interrupted or killed). Needs root and the live dependencies
+(``python -m envs.live.setup``); skipped with the reason otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from envs.live.system import unavailable_reason
+
+REASON = unavailable_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")
+
+if REASON is None:  # imported only where live runs can work
+    from envs.features import CLIP, compute, feature_set
+    from envs.live.evaluation import LiveOptions, evaluate_live
+    from envs.live.mptcp import MptcpTransfer
+    from envs.live.system import LiveError, available_ccs, namespace_alive, pid_alive, run
+    from envs.live.testbed import Testbed as LiveTestbed  # (a Test* name pytest would collect)
+    from envs.live.verification import VerificationError
+    from envs.scenario import scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+CCS = [cc for cc in ("reno", "cubic", "bbr") if REASON is None and cc in available_ccs()]
+SPEC = {
+    "name": "live_test",
+    "paths": [{"bandwidth_mbps": 40, "delay_ms": 10, "jitter_ms": 1.0, "loss_pct": 0.5},
+              {"bandwidth_mbps": 20, "delay_ms": 20, "queue_packets": 60}],
+    "workload": {"type": "file", "file_mb": 3},
+}
+CREATED: list = []  # every testbed the tests built, checked for leftovers at the end
+
+
+def scenario(**over):
+    return scenario_from_dict({**SPEC, **over})
+
+
+def new_testbed(scen=None, **kw):
+    tb = LiveTestbed(scen or scenario(), **kw)
+    CREATED.append(tb)
+    return tb
+
+
+def leftover_rules(tb) -> list[str]:
+    """Our iptables/nft rules still present in namespaces that still exist."""
+    left = []
+    for pid in tb.record.host_pids.values():
+        if not pid_alive(pid):
+            continue
+        if tb.prefix in run(["iptables", "-w", "5", "-t", "mangle", "-S"], pid, check=False).stdout:
+            left.append(f"iptables rule in ns of {pid}")
+        if tb.prefix in run(["nft", "list", "tables"], pid, check=False).stdout:
+            left.append(f"nft table in ns of {pid}")
+    return left
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    tb = new_testbed(verify=True)
+    try:
+        tb.start()
+        yield tb
+    finally:
+        problems = tb.close()
+        assert not problems, problems
+
+
+def test_testbed_is_verified_within_tolerance(testbed):
+    report = testbed.verification
+    assert report is not None and report.ok, report.table()
+    kinds = {(c.path, c.what.split()[0]) for c in report.checks}
+    for path in (0, 1):
+        assert {(path, "rtt"), (path, "loss"), (path, "rate")} <= kinds
+    assert report.seconds < 5.0
+    print(report.table())
+
+
+@pytest.mark.parametrize("cc", CCS)
+def test_mptcp_transfer_uses_both_paths(testbed, cc):
+    tr = MptcpTransfer(testbed, cc, testbed.scenario.workload, telemetry_ms=10).start()
+    assert tr.wait(60)
+    result = tr.result()
+    assert result.error is None, result.error
+    assert np.isfinite(result.completion_s) and result.delivered_bytes == 3_000_000
+    assert (result.path_bytes > 100_000).all(), f"a path carried no data: {result.path_bytes}"
+    m = result.metrics()
+    assert 1.0 < m["goodput_mbps"][0] < 60 * 0.96  # below the sum of the rates
+    assert m["per_path_goodput_mbps"][0].sum() == pytest.approx(m["goodput_mbps"][0], rel=0.1)
+    assert 20 < m["mean_rtt_ms"][0] < 200
+    # the sender's telemetry, as simulator observations and the project's features
+    assert len(result.times) > 10 and result.has_subflow[-1].all()
+    srtt = result.obs[-1, :, 2]
+    assert 0.015 < srtt[0] < 0.2 and 0.035 < srtt[1] < 0.3  # base RTTs 20 and 40 ms plus queueing
+    feats = compute(feature_set("full", 2), result.obs, result.cobs, np.full(len(result.times), 2.0))
+    assert np.all((feats >= 0) & (feats <= CLIP))
+
+
+def test_unavailable_congestion_control_is_refused(testbed):
+    with pytest.raises(LiveError, match="not available in this kernel; available: "):
+        MptcpTransfer(testbed, "vegas", testbed.scenario.workload)
+
+
+def test_verification_refuses_an_emulation_that_went_missing():
+    tb = new_testbed(verify=False)
+    try:
+        tb.start()
+        # take path 1's forward delay away behind the testbed's back
+        pid, spec = tb.emulation.iptables[0]
+        run(["iptables", "-w", "5", "-t", "mangle", "-D", "PREROUTING", *spec], pid)
+        tb.emulation.iptables.pop(0)
+        with pytest.raises(VerificationError, match=r"path 1 rtt ms: expected 20\.\d+, measured") as err:
+            tb.verify()
+        assert "refusing to run" in str(err.value)
+    finally:
+        assert not tb.close()
+
+
+def test_teardown_removes_rules_processes_namespaces_interfaces():
+    tb = new_testbed(verify=False).start()
+    rec = tb.record
+    assert len(rec.host_pids) == 4 and len(rec.processes) == 4 and len(rec.interfaces) == 8
+    assert leftover_rules(tb)  # the rules exist while it runs
+    tb.emulation.remove()
+    assert not leftover_rules(tb)  # removed explicitly, namespaces still up
+    assert not any(pid_alive(p) for p in rec.processes)
+    assert tb.close() == []
+    assert not tb.leftovers()
+    assert not any(namespace_alive(i) for i in rec.namespaces.values())
+
+
+def test_an_error_inside_the_run_still_tears_down():
+    tb = new_testbed(verify=False)
+    with pytest.raises(RuntimeError):
+        with tb:
+            raise RuntimeError("test failure in the middle of a run")
+    assert not tb.leftovers()
+
+
+def test_an_interrupt_during_the_build_tears_down(monkeypatch):
+    from envs.live import delayline
+    real_start, calls = delayline.DelayLine.start, []
+
+    def start_then_interrupt(self, *a, **k):
+        calls.append(self)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_start(self, *a, **k)
+
+    monkeypatch.setattr(delayline.DelayLine, "start", start_then_interrupt)
+    tb = new_testbed(verify=False)
+    with pytest.raises(KeyboardInterrupt):
+        tb.start()
+    assert tb.closed and not tb.leftovers()
+
+
+CHILD = """
+import json, sys, time
+from envs.live.testbed import Testbed
+from envs.scenario import scenario_from_dict
+tb = Testbed(scenario_from_dict(json.loads(sys.argv[1])), verify=False).start()
+r = tb.record
+print(json.dumps({"pids": list(r.host_pids.values()) + r.processes, "ns": list(r.namespaces.values()),
+                  "interfaces": r.interfaces}), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["INT", "TERM", "KILL"])
+def test_a_run_that_is_interrupted_or_killed_leaves_nothing(sig):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(SPEC)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        rec = json.loads(child.stdout.readline())
+        assert all(pid_alive(p) for p in rec["pids"])
+        os.kill(child.pid, sig)
+        child.wait(timeout=20)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = [p for p in rec["pids"] if pid_alive(p)] + [n for n in rec["ns"] if namespace_alive(n)]
+            if not left:
+                break
+            time.sleep(0.1)
+        assert not left, f"left behind after signal {sig}: {left}"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_name_in_use_is_refused_before_anything_is_created():
+    tb = new_testbed(verify=False)
+    name = tb.paths[0].client_if
+    # our own test interfaces (a veth pair), removed below
+    run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"{tb.prefix}zz"])
+    try:
+        with pytest.raises(LiveError, match=f"already in use: {name}; refusing"):
+            tb.start()
+        assert not tb.record.host_pids and tb.net is None
+    finally:
+        run(["ip", "link", "del", name])
+
+
+def test_live_gymnasium_environment_observes_a_transfer():
+    import gymnasium as gym
+    import envs  # noqa: F401 (registers the environments)
+    env = gym.make("mpsched/Live-v0", scenario=dict(SPEC, workload={"type": "file", "file_mb": 2}),
+                   cc=CCS[0], interval_ms=100, observation="leeyoo", verify=False)
+    try:
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs) and info["backend"] == "mptcp"
+        steps, metrics = 0, None
+        while steps < 200:
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            steps += 1
+            assert env.observation_space.contains(obs) and np.isfinite(reward)
+            assert info["action_applied"] is False
+            if terminated or truncated:
+                metrics = info["episode_metrics"]
+                break
+        assert terminated and metrics["goodput_mbps"] > 1.0 and min(metrics["per_path_goodput_mbps"]) > 0
+        CREATED.append(env.unwrapped.testbed)
+    finally:
+        env.close()
+
+
+def test_evaluate_live_and_compare_from_the_command_line(tmp_path):
+    path = tmp_path / "live_test.yaml"
+    path.write_text(yaml.safe_dump(dict(SPEC, workload={"type": "file", "file_mb": 2})))
+    out = subprocess.run([sys.executable, "evaluate.py", "compare=sim,live", f"scenario_file={path}", "cc=cubic",
+                          "runs=1", "format=json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    rows = {r["quantity"]: r for r in data["comparison"]}
+    assert rows["goodput Mbit/s"]["live"] > 1 and rows["goodput Mbit/s"]["sim"] > 1
+    assert "path 2 share %" in rows and data["live"]["per_path_goodput_mbps"]["mean"][1] > 0
+    out = subprocess.run([sys.executable, "evaluate.py", "backend=live", f"scenario_file={path}", "cc=reno",
+                          "runs=1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "backend=live/mptcp" in out.stdout and "mean ± 95% CI" in out.stdout
+    assert "verification" in out.stderr and "passed" in out.stderr
+
+
+def test_a_short_run_costs_little_beyond_its_transfer():
+    """Setup (build + verification) and teardown cost a few seconds, so a 10 s run stays within
+    20 s of wall time (measured in benchmarks/sim_vs_live.py)."""
+    scen = scenario(workload={"type": "bulk", "duration_s": 2})
+    t = time.monotonic()
+    per_run, info = evaluate_live(scen, CCS[0], 1, 0, LiveOptions())
+    wall = time.monotonic() - t
+    assert info.transfer_wall_s[0] == pytest.approx(2.0, abs=0.5)
+    assert wall - info.transfer_wall_s[0] < 8.0, info.timings
+    assert per_run["goodput_mbps"][0] > 1.0
+
+
+def check_nothing_left(testbeds) -> None:
+    for tb in testbeds:
+        assert not tb.leftovers(wait_s=2.0), tb.prefix
+        assert not leftover_rules(tb)
+    assert not [n for n in os.listdir("/sys/class/net") if n.startswith(f"mps{os.getpid()}")]
+
+
+def test_nothing_created_by_the_finished_tests_is_left():
+    check_nothing_left([tb for tb in CREATED if tb is not None and tb.closed])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_left_at_the_end():
+    """Set up before the shared testbed, so it checks after that one is torn down too."""
+    yield
+    check_nothing_left([tb for tb in CREATED if tb is not None])

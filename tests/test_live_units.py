@@ -1,0 +1,283 @@
+"""Live runs without a network: emulation plans, command construction, tolerances, telemetry
+layout, metrics, the command-line glue and the refusals that come before anything is created.
+(The tests that build networks are in test_live.py and need root.)"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from envs.errors import ConfigError
+from envs.features import CLIP, compute, feature_set
+from envs.live import cli, system
+from envs.live.backends import get_backend
+from envs.live.emulation import Direction, htb_rate_mbps, netem_args, nft_loss_script, nfqueue_rule, plan
+from envs.live.evaluation import LiveOptions, compare_rows, evaluate_live, relative_error
+from envs.live.system import LiveError, LiveUnavailable
+from envs.live.telemetry import MptcpInfo, TcpInfo, to_obs
+from envs.live.verification import binomial_interval, clipped_normal_mean, clipped_normal_var
+from envs.metrics import transfer_metrics
+from envs.scenario import load_scenario, scenario_from_dict
+from envs.sim.layout import (N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_PACING_RATE, OBS_SRTT,
+                             OBS_SWND)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def two_paths(**over) -> dict:
+    spec = {"name": "t", "paths": [{"bandwidth_mbps": 40, "delay_ms": 10, "jitter_ms": 1, "loss_pct": 0.5},
+                                   {"bandwidth_mbps": 20, "delay_ms": 20, "reverse_delay_ms": 5,
+                                    "queue_packets": 50}],
+            "workload": {"type": "file", "file_mb": 2}}
+    spec.update(over)
+    return spec
+
+
+# ------------------------------------------------------------------ emulation plan
+
+def test_plan_has_both_directions_of_every_path_with_scenario_values():
+    dirs = plan(scenario_from_dict(two_paths()))
+    assert [(d.path, d.direction) for d in dirs] == [(0, "forward"), (0, "reverse"), (1, "forward"), (1, "reverse")]
+    fwd0, rev0, fwd1, rev1 = dirs
+    assert (fwd0.rate_mbps, fwd0.delay_ms, fwd0.jitter_ms, fwd0.loss_pct) == (40, 10, 1, 0.5)
+    assert rev0.delay_ms == 10 and rev1.delay_ms == 5 and fwd1.delay_ms == 20
+    # queue_bdp 1.0 (default) = 40 Mbit/s x 20 ms = 100 KB = 70 packets of 1448 bytes, as the simulator sizes it
+    assert fwd0.queue_packets == math.ceil(40e6 / 8 * 0.02 / 1448) and fwd1.queue_packets == 50
+    assert all(d.reorder for d in dirs)  # jitter_reorders defaults to true (netem semantics)
+
+
+def test_ispras_scenarios_plan_without_complaint():
+    for name in ("ispras_s1", "ispras_s2", "ispras_s3"):
+        assert len(plan(load_scenario(name))) == 4
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"bandwidth_trace": [[0, 10], [1, 20]]}, "bandwidth_trace"),
+    ({"outages": [[1, 2]]}, "outages"),
+    ({"competing": {"flows": 2}}, "competing"),
+    ({"bandwidth_mbps": 2000}, "above 1000"),
+    ({"bandwidth_mbps": {"uniform": [10, 20]}}, "distribution"),
+])
+def test_features_the_testbed_cannot_emulate_are_refused_by_name(change, words):
+    spec = two_paths()
+    spec["paths"][0].update(change)
+    with pytest.raises(LiveError, match="cannot run live") as err:
+        plan(scenario_from_dict(spec))
+    assert words in str(err.value)
+
+
+def test_commands_are_argument_lists_of_generated_tokens():
+    d = Direction(0, "forward", 70.0, 484, 40.0, 2.236068, 0.5, True)
+    args = netem_args(d)
+    assert args[:2] == ["netem", "limit"] and "distribution" in args and "normal" in args
+    assert "40.000ms" in args and "2.236ms" in args and "0.500000%" in args
+    # netem's limit counts the delayed packets too: queue + at least the pipe
+    assert d.netem_limit() > 484 + 70e6 / 8 * 0.04 / 1514
+    assert nfqueue_rule("mps1c0", 3, "mps1") == ["-i", "mps1c0", "-m", "comment", "--comment", "mps1", "-j",
+                                                  "NFQUEUE", "--queue-num", "3"]
+    script = nft_loss_script("mps1_loss", [("mps1s0", d.loss_threshold())])
+    assert 'iifname "mps1s0" numgen random mod 1000000 < 5000 counter drop' in script
+    assert "priority -400" in script
+
+
+def test_no_scenario_text_reaches_a_command():
+    """Scenario strings (name, description) never appear in what the testbed runs: names are
+    generated from the process id, numbers are validated floats formatted here."""
+    from envs.live.testbed import Testbed
+    evil = "x'; touch /tmp/pwned; echo '"
+    scen = scenario_from_dict(two_paths(name=evil, description=evil))
+    tb = Testbed(scen, verify=False)  # constructing runs nothing
+    names = [tb.client_name, tb.server_name] + [n for p in tb.paths for n in p.interfaces()]
+    assert all(n.startswith("mps") and n.isalnum() and len(n) <= 15 for n in names)
+    for d in tb.directions:
+        for arg in netem_args(d) + nfqueue_rule(tb.paths[d.path].server_if, d.path, tb.prefix):
+            assert evil not in arg and "'" not in arg and ";" not in arg
+
+
+def test_htb_rate_parser():
+    assert htb_rate_mbps("class htb 5:1 root leaf 10: prio 0 rate 70Mbit ceil 70Mbit burst 15Kb") == 70.0
+    assert htb_rate_mbps("class htb 5:1 root leaf 10: prio 0 rate 500Kbit ceil 500Kbit") == 0.5
+    assert htb_rate_mbps("class htb 5:1 root prio 0 rate 1Gbit ceil 1Gbit") == 1000.0
+    assert htb_rate_mbps("") is None
+
+
+# ------------------------------------------------------------------ verification math
+
+def test_clipped_normal_moments_match_sampling():
+    rng = np.random.default_rng(1)
+    for mu, sigma in ((10.0, 2.0), (1.0, 2.0), (0.0, 1.0), (5.0, 0.0)):
+        x = np.maximum(mu + sigma * rng.standard_normal(400_000), 0.0)
+        assert clipped_normal_mean(mu, sigma) == pytest.approx(x.mean(), abs=0.01)
+        assert clipped_normal_var(mu, sigma) == pytest.approx(x.var(), abs=0.02)
+
+
+def test_binomial_interval_accepts_the_truth_and_rejects_a_missing_loss():
+    lo, hi = binomial_interval(4000, 0.005, 1e-4)
+    assert lo <= 20 <= hi and lo > 0  # 0.5 % of 4000: 20 expected; losing none is refused
+    assert binomial_interval(1000, 0.0, 1e-4) == (0, 0)
+    rng = np.random.default_rng(0)
+    inside = np.mean([lo <= x <= hi for x in rng.binomial(4000, 0.005, 20000)])
+    assert inside > 0.999
+
+
+# ------------------------------------------------------------------ telemetry
+
+def test_tcp_info_layout_matches_the_kernel_header(tmp_path):
+    """Offsets of our ctypes struct tcp_info and struct mptcp_info against linux/tcp.h and
+    linux/mptcp.h (for the fields the installed headers have)."""
+    if shutil.which("gcc") is None or not Path("/usr/include/linux/tcp.h").exists():
+        pytest.skip("needs gcc and the kernel headers")
+    tcp_fields = [n for n, _ in TcpInfo._fields_ if n not in ("wscale", "flags")]
+    header = Path("/usr/include/linux/tcp.h").read_text()
+    tcp_fields = [n for n in tcp_fields if f"tcpi_{n};" in header or f"tcpi_{n} " in header]
+    mptcp_header = Path("/usr/include/linux/mptcp.h").read_text()
+    mptcp_fields = [n for n, _ in MptcpInfo._fields_ if f"mptcpi_{n};" in mptcp_header]
+    src = tmp_path / "off.c"
+    src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include <linux/tcp.h>\n#include <linux/mptcp.h>\n"
+                   "int main(void){\n"
+                   + "".join(f'printf("t {n} %zu\\n", offsetof(struct tcp_info, tcpi_{n}));\n' for n in tcp_fields)
+                   + "".join(f'printf("m {n} %zu\\n", offsetof(struct mptcp_info, mptcpi_{n}));\n'
+                             for n in mptcp_fields)
+                   + "return 0;}\n")
+    subprocess.run(["gcc", "-o", str(tmp_path / "off"), str(src)], check=True)
+    out = subprocess.run([str(tmp_path / "off")], capture_output=True, text=True, check=True).stdout
+    assert len(tcp_fields) > 40 and len(mptcp_fields) >= 10
+    for line in out.splitlines():
+        kind, name, off = line.split()
+        ours = (TcpInfo if kind == "t" else MptcpInfo)
+        assert getattr(ours, name).offset == int(off), f"{kind} {name}"
+
+
+def test_tcp_info_becomes_the_simulator_observation_row():
+    info = TcpInfo(state=1, snd_mss=1448, snd_cwnd=20, unacked=15, sacked=2, lost=1, retrans=1, rtt=40_000,
+                   rttvar=5_000, min_rtt=30_000, total_retrans=7, pacing_rate=1_000_000, delivery_rate=900_000,
+                   bytes_acked=123_456, bytes_sent=200_000, snd_wnd=10 * 1448)
+    row = to_obs(info, ctypes.sizeof(TcpInfo), paces=False)
+    assert row.shape == (N_OBS,)
+    assert row[OBS_CWND] == 20 * 1448 and row[OBS_SWND] == 10 * 1448
+    assert row[OBS_SRTT] == pytest.approx(0.04) and row[OBS_INFLIGHT] == (15 - 2 - 1 + 1) * 1448
+    assert row[OBS_AVAILABLE] == 1.0 and row[OBS_PACING_RATE] == 0.0
+    assert to_obs(info, ctypes.sizeof(TcpInfo), paces=True)[OBS_PACING_RATE] == 1_000_000
+    # the project's feature sets read it unchanged
+    obs = np.stack([row, row])[None]
+    feats = compute(feature_set("peekaboo", 2), obs, np.zeros((1, N_COBS)), np.array([2.0]))
+    assert feats.shape == (1, 6) and np.all((feats >= 0) & (feats <= CLIP))
+
+
+def test_transfer_metrics_follow_the_simulator_definitions():
+    m = transfer_metrics(10e6, 2.0, 2.0, np.array([6e6, 4e6]), rtt_sum_s=3.0, rtt_count=60, sent_pkts=7000,
+                         lost_pkts=70)
+    assert m["goodput_mbps"][0] == pytest.approx(40.0)
+    assert m["per_path_goodput_mbps"].shape == (1, 2) and m["per_path_goodput_mbps"][0, 0] == pytest.approx(24.0)
+    assert m["mean_rtt_ms"][0] == pytest.approx(50.0) and m["loss_rate"][0] == pytest.approx(0.01)
+    assert math.isnan(m["reorder_max_bytes"][0])
+    from envs.metrics import METRICS
+    assert set(METRICS) <= set(m)
+
+
+def test_relative_errors_and_comparison_rows():
+    assert relative_error(110.0, 100.0) == pytest.approx(0.1)
+    assert math.isnan(relative_error(1.0, 0.0))
+    stat = {"mean": 10.0, "ci95": 1.0, "per_run": [10.0]}
+    sim = {k: stat for k in ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate")}
+    sim["per_path_goodput_mbps"] = {"mean": [6.0, 4.0], "ci95": [0.0, 0.0]}
+    live = dict(sim, per_path_goodput_mbps={"mean": [5.0, 5.0], "ci95": [0.0, 0.0]})
+    rows = {r[0]: r for r in compare_rows(sim, live)}
+    assert rows["path 1 share %"][1] == pytest.approx(60.0) and rows["path 1 share %"][3] == pytest.approx(50.0)
+    assert rows["path 1 goodput Mbit/s"][5] == pytest.approx(0.2)
+
+
+# ------------------------------------------------------------------ refusals before anything exists
+
+def test_xquic_backend_is_announced_not_implemented():
+    assert get_backend("mptcp").name == "mptcp"
+    with pytest.raises(LiveError, match="not available yet.*available: mptcp"):
+        get_backend("xquic")
+    with pytest.raises(ConfigError, match="unknown live backend 'tcp'"):
+        get_backend("tcp")
+
+
+def test_a_congestion_control_the_kernel_lacks_is_refused_with_the_list(tmp_path, monkeypatch):
+    cc_list = tmp_path / "cc"
+    cc_list.write_text("reno cubic bbr\n")
+    monkeypatch.setattr(system, "CC_LIST", cc_list)
+    with pytest.raises(LiveError, match=r"'vegas' is not available in this kernel; available: reno, cubic, bbr"):
+        evaluate_live(load_scenario("ispras_s3"), "vegas", 1)
+
+
+def test_not_root_is_refused_before_anything_is_created(monkeypatch):
+    from envs.live import testbed as tbmod
+    monkeypatch.setattr(system.os, "geteuid", lambda: 1000)
+    built = []
+    monkeypatch.setattr(tbmod.Testbed, "_build", lambda self: built.append(self))
+    tb = tbmod.Testbed(load_scenario("ispras_s3"), verify=False)
+    with pytest.raises(LiveUnavailable, match="need root.*python -m envs.live.setup"):
+        tb.start()
+    assert not built and not tb.record.host_pids
+
+
+def test_missing_mininet_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.delitem(sys.modules, "mininet", raising=False)
+    monkeypatch.setattr(system, "MININET_FALLBACK", tmp_path / "nowhere")
+    real_import = system.importlib.import_module
+
+    def no_mininet(name, *a, **k):
+        if name == "mininet":
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(system.importlib, "import_module", no_mininet)
+    with pytest.raises(LiveUnavailable, match="Mininet is not installed"):
+        system.load_mininet()
+
+
+def test_live_options_refuse_unknown_keys():
+    assert LiveOptions.from_mapping({"emulation": "delayline"}).emulation == "delayline"
+    with pytest.raises(LiveError, match="unknown live option"):
+        LiveOptions.from_mapping({"emulatoin": "x"})
+    with pytest.raises(LiveError, match="live.emulation must be one of"):
+        from envs.live.testbed import Testbed
+        Testbed(load_scenario("ispras_s3"), emulation="magic")
+
+
+# ------------------------------------------------------------------ command line
+
+def test_live_keys_become_hydra_appends():
+    assert cli.hydra_overrides(["scenario=ispras_s1", "cc=bbr"]) == ["scenario=ispras_s1", "cc=bbr"]
+    assert cli.hydra_overrides(["backend=live", "cc=bbr"]) == ["+live=default", "+backend=live", "cc=bbr"]
+    assert cli.hydra_overrides(["compare=sim,live"]) == ["+live=default", "+compare=[sim,live]"]
+    assert cli.hydra_overrides(["backend=live", "live.emulation=delayline"]) == [
+        "+live=default", "+backend=live", "live.emulation=delayline"]
+
+
+def run_evaluate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "evaluate.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["backend=live", "live.backend=xquic"], "live backend 'xquic' is not available yet"),
+    (["backend=fast"], "backend must be one of sim, live"),
+    (["compare=sim,fast"], "compare takes sim,live"),
+    (["backend=live", "live.telemetry=5"], "Could not override 'live.telemetry'"),
+    (["backend=live", "+cc.cubic.params.beta=0.5"], "parameters cannot be set per run"),
+])
+def test_evaluate_live_bad_input_is_one_clear_line(args, message):
+    out = run_evaluate("scenario=ispras_s3", "cc=cubic", *args)
+    assert out.returncode != 0
+    assert message in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr
+
+
+def test_evaluate_live_refuses_a_cc_the_kernel_lacks():
+    if "bbr2" in system.available_ccs():
+        pytest.skip("this kernel has bbr2")
+    out = run_evaluate("backend=live", "scenario=ispras_s3", "cc=bbr2", "runs=1")
+    assert out.returncode != 0 and "'bbr2' is not available in this kernel; available:" in out.stderr
