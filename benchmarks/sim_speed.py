@@ -1,12 +1,16 @@
-"""Simulator speed and memory: ``python benchmarks/sim_speed.py``.
+"""Simulator speed and memory: ``python benchmarks/sim_speed.py`` (``--quick`` for a short run).
 
-Prints simulated seconds per wall-clock second and peak memory (each case in its own process)
-for ispras_s1 under bbr with a 1 ms step:
-- one env driven through the Gymnasium API with random actions (each decision mode);
-- the batched core (minRTT inside the kernel) at B = 1, 64, 1024;
-- how cost grows with the number of paths (2, 4, 8) and with B;
-- cold start: the first call in a process with an empty numba cache (compilation) and with a
-  warm cache.
+Prints simulated seconds per wall-clock second (and per CPU second of the process, which is less
+sensitive to other load on the machine) and peak memory, each case in its own process, for
+ispras_s1 under bbr with a 1 ms step:
+- cold start: the first call in a process with an empty numba cache (compilation), and with a
+  warm cache;
+- one env driven through the Gymnasium API with random actions, per decision mode, with the share
+  of the time spent in the compiled core (``Simulator.advance``) and its cost per call;
+- the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
+  grows with the number of paths (2, 4, 8) and with B;
+- peak resident memory of each process and the size of the simulator's state arrays.
+One core: the kernel is single-threaded (numba without ``parallel``).
 """
 
 from __future__ import annotations
@@ -23,40 +27,65 @@ import time
 SIM_S = 10.0  # simulated seconds per case
 
 
-def scenario(n_paths: int = 2):
+def scenario(n_paths: int = 2, sim_s: float = SIM_S):
     from envs.scenario import load_scenario, scenario_from_dict
     base = load_scenario("ispras_s1").model_dump(exclude_none=True)
     base["paths"] = [base["paths"][i % 2] for i in range(n_paths)]
-    base["workload"] = {"type": "bulk", "duration_s": SIM_S}
+    base["workload"] = {"type": "bulk", "duration_s": sim_s}
     return scenario_from_dict(base)
 
 
-def case_core(batch: int, n_paths: int) -> dict:
+def _state_mb(sim) -> float:
+    return sum(v.nbytes for v in vars(sim).values() if hasattr(v, "nbytes")) / 1e6
+
+
+def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
+    from envs.sim.layout import FL_SENT_PKTS
     from envs.sim.simulator import Simulator
-    sim = Simulator(scenario(n_paths), "bbr", batch=batch, seed=0)
+    sim = Simulator(scenario(n_paths, sim_s), "bbr", batch=batch, seed=0)
     sim.reset()
     sim.advance(1)  # compile / load outside the timing
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim.run()
-    wall = time.perf_counter() - t0
-    return {"wall_s": wall, "sim_s_per_wall_s": batch * SIM_S / wall}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    conn_steps = batch * sim_s / sim.dt
+    return {"wall_s": wall, "cpu_s": cpu, "sim_s_per_wall_s": batch * sim_s / wall,
+            "sim_s_per_cpu_s": batch * sim_s / cpu, "us_per_conn_step": cpu / conn_steps * 1e6,
+            "pkts_per_conn_step": float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum() / conn_steps),
+            "state_mb": _state_mb(sim)}
 
 
-def case_gym(decision: str) -> dict:
+def case_gym(decision: str, sim_s: float) -> dict:
     import gymnasium as gym
     import envs  # noqa: F401
-    env = gym.make("mpsched/Multipath-v0", scenario=scenario(), cc="bbr", decision=decision)
+    from envs.sim.simulator import Simulator
+    kernel = {"s": 0.0, "calls": 0}
+    advance = Simulator.advance
+
+    def timed(self, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return advance(self, *args, **kwargs)
+        finally:
+            kernel["s"] += time.perf_counter() - t
+            kernel["calls"] += 1
+
+    Simulator.advance = timed
+    env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s), cc="bbr", decision=decision)
     env.reset(seed=0)
     env.step(env.action_space.sample())
     env.reset(seed=0)
-    t0 = time.perf_counter()
+    kernel.update(s=0.0, calls=0)
+    t0, c0 = time.perf_counter(), time.process_time()
     steps, done = 0, False
     while not done:
         *_, term, trunc, info = env.step(env.action_space.sample())
         steps, done = steps + 1, term or trunc
-    wall = time.perf_counter() - t0
-    return {"wall_s": wall, "sim_s_per_wall_s": SIM_S / wall, "env_steps": steps,
-            "us_per_env_step": wall / steps * 1e6}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_s": wall, "sim_s_per_wall_s": sim_s / wall, "sim_s_per_cpu_s": sim_s / cpu,
+            "env_steps": steps, "us_per_env_step": wall / steps * 1e6,
+            "kernel_share": kernel["s"] / wall, "us_per_kernel_call": kernel["s"] / max(kernel["calls"], 1) * 1e6,
+            "sim_s_per_kernel_s": sim_s / max(kernel["s"], 1e-9)}
 
 
 def case_cold() -> dict:
@@ -74,37 +103,46 @@ def run_case(args: list[str], env: dict | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    print(f"ispras_s1, cc=bbr, dt=1 ms, {SIM_S:.0f} simulated s per case; peak RSS per process\n")
-    with tempfile.TemporaryDirectory() as empty:
-        cold = run_case(["cold"], {"NUMBA_CACHE_DIR": empty})
-    warm = run_case(["cold"])
-    print(f"cold start (empty numba cache, compiles): {cold['first_call_s']:.1f} s; "
-          f"warm cache: {warm['first_call_s']:.1f} s (includes imports)\n")
+def main(quick: bool) -> None:
+    sim_s = 2.0 if quick else SIM_S
+    load = os.getloadavg()
+    print(f"ispras_s1, cc=bbr, dt=1 ms, {sim_s:.0f} simulated s per case; one core; peak RSS per process")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start "
+          "(other processes slow the wall-clock figures; the CPU-time figures much less)\n")
+    with tempfile.TemporaryDirectory() as cache:
+        cold = run_case(["cold"], {"NUMBA_CACHE_DIR": cache})  # compiles into the empty cache
+        warm = run_case(["cold"], {"NUMBA_CACHE_DIR": cache})  # loads what the first run compiled
+    run_case(["cold"])  # make sure the default cache is warm for the cases below
+    print(f"cold start (empty numba cache, compiles): {cold['first_call_s']:.1f} s, peak {cold['peak_mb']:.0f} MB; "
+          f"warm cache: {warm['first_call_s']:.1f} s, peak {warm['peak_mb']:.0f} MB (both include imports)\n")
     print("single env through the Gymnasium API, random actions:")
     for decision in ("blocked", "interval", "packet"):
-        r = run_case(["gym", decision])
-        print(f"  {decision:>8}: {r['sim_s_per_wall_s']:8.1f} x real time, {r['env_steps']} steps, "
-              f"{r['us_per_env_step']:.1f} us/step, peak {r['peak_mb']:.0f} MB")
-    print("\nbatched core (minRTT in the kernel), aggregate simulated s per wall s:")
-    for n_paths in (2, 4, 8):
-        for batch in (1, 64, 1024):
-            if n_paths > 2 and batch == 1024:
-                batch = 256
-            r = run_case(["core", str(batch), str(n_paths)])
-            print(f"  paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:10.0f} x real time "
-                  f"({r['sim_s_per_wall_s'] / batch:8.1f} x per connection), peak {r['peak_mb']:.0f} MB")
+        r = run_case(["gym", decision, str(sim_s)])
+        print(f"  {decision:>8}: {r['sim_s_per_wall_s']:8.1f} x real time ({r['sim_s_per_cpu_s']:.1f} per CPU s), "
+              f"{r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step, peak {r['peak_mb']:.0f} MB; "
+              f"core: {100 * r['kernel_share']:.0f}% of the time, {r['us_per_kernel_call']:.1f} us/call "
+              f"({r['sim_s_per_kernel_s']:.0f} x real time on its own)")
+    print("\nbatched core (minRTT in the kernel), aggregate simulated s per wall s (per CPU s):")
+    grid = [(2, 1), (2, 64), (2, 1024), (4, 1), (4, 64), (4, 1024), (8, 1), (8, 64), (8, 1024)]
+    if quick:
+        grid = [(2, 1), (2, 64), (2, 1024), (4, 64), (8, 64)]
+    for n_paths, batch in grid:
+        r = run_case(["core", str(batch), str(n_paths), str(sim_s)])
+        print(f"  paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
+              f"{r['us_per_conn_step']:6.3f} us per connection-step ({r['pkts_per_conn_step']:.1f} packets), "
+              f"state {r['state_mb']:6.1f} MB, peak {r['peak_mb']:5.0f} MB")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", nargs="+")
+    parser.add_argument("--quick", action="store_true", help="2 simulated s per case and a smaller grid")
     ns = parser.parse_args()
     if ns.case is None:
-        main()
+        main(ns.quick)
     else:
         kind, *rest = ns.case
-        result = {"core": lambda: case_core(int(rest[0]), int(rest[1])), "gym": lambda: case_gym(rest[0]),
-                  "cold": case_cold}[kind]()
+        result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2])),
+                  "gym": lambda: case_gym(rest[0], float(rest[1])), "cold": case_cold}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))

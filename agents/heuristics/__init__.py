@@ -11,6 +11,7 @@ from envs.errors import ConfigError, unknown_name
 
 MODULES = {"minrtt": minrtt, "rr": rr, "fixed": fixed}
 NAMES = tuple(MODULES)
+_BURST = tuple(bool(getattr(m, "BURST", False)) for m in MODULES.values())
 N_PARAMS = 16
 
 
@@ -35,7 +36,17 @@ def scheduler_params(name: str, overrides: Mapping[str, float] | None = None) ->
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def burst(sid):
+    """Whether scheduler ``sid`` declares ``BURST``: once it picks a single path it would keep
+    picking that path for every further packet until the path has no window or pacing credit
+    (see ``agents.heuristics.base``), so the core may send the burst without asking again."""
+    if 0 <= sid < len(_BURST):
+        return _BURST[sid]
+    return False
+
+
+@njit(cache=True, _nrt=False)
 def pick(sid, prm, st, obs, cobs, nsub, mss, rng, b):
     if sid == 0:
         return minrtt.pick(prm, st, obs, cobs, nsub, mss, rng, b)

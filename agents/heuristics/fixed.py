@@ -5,10 +5,11 @@ from numba import njit
 
 from envs.sim.layout import OBS_AVAILABLE
 
+BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS = {"path": 0.0}
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = int(prm[0])
     if 0 <= i < nsub and obs[i, OBS_AVAILABLE] > 0.0:

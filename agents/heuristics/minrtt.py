@@ -8,10 +8,11 @@ from numba import njit
 
 from agents.heuristics.base import WAIT, lowest_srtt
 
+BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS: dict[str, float] = {}
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = lowest_srtt(obs, nsub, True)
     return WAIT if i < 0 else 1 << i

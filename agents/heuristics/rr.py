@@ -9,7 +9,7 @@ PARAMS: dict[str, float] = {}
 LAST = 0  # state: index of the path used last
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     last = int(st[LAST])
     for k in range(1, nsub + 1):

@@ -39,7 +39,7 @@ def cc_params(name: str, overrides: Mapping[str, float] | None = None) -> np.nda
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cc_init(cid, C, P, f, now, mss):
     if cid == 0:
         reno.init(C, P, f, now, mss)
@@ -51,7 +51,7 @@ def cc_init(cid, C, P, f, now, mss):
         bbr2.init(C, P, f, now, mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cc_on_ack(cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     if cid == 0:
         reno.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
@@ -63,7 +63,7 @@ def cc_on_ack(cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, roun
         bbr2.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cc_on_loss(cid, C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     if cid == 0:
         reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
@@ -75,7 +75,7 @@ def cc_on_loss(cid, C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         bbr2.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cc_on_rto(cid, C, P, f, now, inflight, mss):
     if cid == 0:
         reno.on_rto(C, P, f, now, inflight, mss)

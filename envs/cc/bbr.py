@@ -43,7 +43,7 @@ PRIOR_CWND = FIRST_PRIVATE + 14
 BW_WIN = FIRST_PRIVATE + 15  # BW_ROUNDS slots: max sample per round
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     C[f, CWND] = INIT_CWND_PACKETS * mss
     C[f, PACING] = 0.0
@@ -68,7 +68,7 @@ def init(C, P, f, now, mss):
         C[f, BW_WIN + i] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cycle_gain(idx):
     if idx == 0:
         return 1.25
@@ -77,7 +77,7 @@ def _cycle_gain(idx):
     return 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _enter_probe_bw(C, f, now, rng, b):
     C[f, MODE] = PROBE_BW
     C[f, CWND_GAIN_NOW] = 2.0
@@ -90,7 +90,7 @@ def _enter_probe_bw(C, f, now, rng, b):
     C[f, PACING_GAIN] = _cycle_gain(idx)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     # bandwidth filter over BW_ROUNDS rounds
     if round_start:
@@ -177,12 +177,12 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
         C[f, CWND] = min(C[f, CWND], 4.0 * mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     return  # BBRv1 does not react to random loss
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
     C[f, CWND] = mss

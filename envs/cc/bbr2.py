@@ -108,7 +108,7 @@ FULL_BW_CNT = FIRST_PRIVATE + 31
 FILLED = FIRST_PRIVATE + 32
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     C[f, CWND] = INIT_CWND_PACKETS * mss
     C[f, PACING] = 0.0
@@ -129,13 +129,13 @@ def init(C, P, f, now, mss):
 
 
 # ----------------------------------------------------------------------------- model helpers
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _bw(C, f):
     """BBRBoundBWForModel: bw = min(max_bw, bw_lo)."""
     return min(max(C[f, BW_HI0], C[f, BW_HI1]), C[f, BW_LO])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _bdp(C, f, bw, gain, mss):
     """BBRBDPMultiple: gain * bw * min_rtt (the initial window before any RTT sample)."""
     if C[f, MIN_RTT] == math.inf:
@@ -143,13 +143,13 @@ def _bdp(C, f, bw, gain, mss):
     return gain * bw * C[f, MIN_RTT]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _target_inflight(C, f, mss):
     """BBRTargetInflight: min(BDP, cwnd)."""
     return min(_bdp(C, f, _bw(C, f), 1.0, mss), C[f, CWND])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _with_headroom(C, P, f, mss):
     """BBRInflightWithHeadroom: inflight_hi less 15%, at least the minimum pipe."""
     if C[f, INFLIGHT_HI] == math.inf:
@@ -157,18 +157,18 @@ def _with_headroom(C, P, f, mss):
     return max((1.0 - P[f, HEADROOM]) * C[f, INFLIGHT_HI], MIN_PIPE_PACKETS * mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _in_probe_bw(C, f):
     return DOWN <= C[f, MODE] <= UP
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_round(C, f):
     """BBRStartRound: the round ends when data sent from now on is acknowledged."""
     C[f, ROUND_END] = C[f, DELIVERED]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _set_phase(C, f, mode, gain, now):
     C[f, MODE] = mode
     C[f, PACING_GAIN] = gain
@@ -176,7 +176,7 @@ def _set_phase(C, f, mode, gain, now):
 
 
 # ----------------------------------------------------------------------------- ProbeBW phases
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_down(C, f, now, P, rng, b):
     """BBRStartProbeBW_DOWN, with BBRPickProbeWait's randomised timing of the next probe."""
     C[f, PROBE_UP_CNT] = math.inf
@@ -189,14 +189,14 @@ def _start_down(C, f, now, P, rng, b):
     _set_phase(C, f, DOWN, DOWN_GAIN, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_cruise(C, f, now):
     """BBRStartProbeBW_CRUISE."""
     C[f, INFLIGHT_LO] = min(C[f, INFLIGHT_LO], C[f, INFLIGHT_HI])
     _set_phase(C, f, CRUISE, 1.0, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_refill(C, f, now):
     """BBRStartProbeBW_REFILL: drop the short-term bounds and refill the pipe for one round."""
     C[f, BW_LO] = math.inf
@@ -206,7 +206,7 @@ def _start_refill(C, f, now):
     _set_phase(C, f, REFILL, 1.0, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _raise_inflight_hi_slope(C, f, mss):
     """BBRRaiseInflightHiSlope: grow inflight_hi by 1, 2, 4, ... packets per round in UP."""
     growth = mss * 2.0 ** C[f, PROBE_UP_ROUNDS]
@@ -214,7 +214,7 @@ def _raise_inflight_hi_slope(C, f, mss):
     C[f, PROBE_UP_CNT] = max(C[f, CWND] / growth, 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_up(C, f, now, mss):
     C[f, PROBE_SAMPLES] = 1.0
     _start_round(C, f)
@@ -222,14 +222,14 @@ def _start_up(C, f, now, mss):
     _raise_inflight_hi_slope(C, f, mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _time_to_probe(C, f, now, mss):
     """BBRCheckTimeToProbeBW: the randomised wait elapsed, or the Reno-coexistence round bound."""
     reno_rounds = min(_target_inflight(C, f, mss) / mss, MAX_PROBE_ROUNDS)
     return now - C[f, CYCLE_STAMP] > C[f, PROBE_WAIT] or C[f, ROUNDS_SINCE_PROBE] >= reno_rounds
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b):
     """BBRUpdateProbeBWCyclePhase."""
     mode = C[f, MODE]
@@ -248,7 +248,7 @@ def _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b):
             _start_down(C, f, now, P, rng, b)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss):
     """BBRProbeInflightHiUpward: while cwnd-limited at inflight_hi, raise it along the slope,
     which doubles every such round."""
@@ -259,7 +259,7 @@ def _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss):
         _raise_inflight_hi_slope(C, f, mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
     """BBRAdaptUpperBounds: one round after probing stopped, end the probe's samples and start a
     new cycle of the max-bw filter; while the loss rate is safe, raise inflight_hi to the flight
@@ -278,13 +278,13 @@ def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
 
 
 # ----------------------------------------------------------------------------- loss response
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _inflight_too_high(C, P, f):
     """IsInflightTooHigh, per round: losses exceed loss_thresh of the round's flight."""
     return C[f, LOST_RND] > P[f, LOSS_THRESH] * max(C[f, FLIGHT_RND], 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _handle_inflight_too_high(C, P, f, now, rng, b, mss):
     """BBRHandleInflightTooHigh: cut inflight_hi once per probe; leave UP."""
     C[f, PROBE_SAMPLES] = 0.0
@@ -293,7 +293,7 @@ def _handle_inflight_too_high(C, P, f, now, rng, b, mss):
         _start_down(C, f, now, P, rng, b)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _adapt_lower_bounds(C, P, f):
     """BBRAdaptLowerBoundsFromCongestion at a round's end: cut bw_lo / inflight_lo by 30% after
     a round with loss, never below the latest round's delivery (not while probing)."""
@@ -308,7 +308,7 @@ def _adapt_lower_bounds(C, P, f):
     C[f, INFLIGHT_LO] = max(C[f, INFLIGHT_LATEST], P[f, BETA] * C[f, INFLIGHT_LO])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _check_startup_done(C, P, f, now, round_start, mss):
     """BBRCheckStartupFullBandwidth (plateau for 3 rounds) and BBRCheckStartupHighLoss."""
     if C[f, FILLED] > 0.0 or not round_start:
@@ -332,7 +332,7 @@ def _check_startup_done(C, P, f, now, round_start, mss):
 
 
 # ----------------------------------------------------------------------------- min RTT, ProbeRTT
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _update_min_rtt(C, P, f, now, rtt):
     """BBRUpdateMinRTT: a 5 s filter for ProbeRTT feeding the 10 s min_rtt. Returns whether the
     5 s filter had expired (time for ProbeRTT)."""
@@ -346,12 +346,12 @@ def _update_min_rtt(C, P, f, now, rtt):
     return expired
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _probe_rtt_cwnd(C, f, mss):
     return max(_bdp(C, f, _bw(C, f), PROBE_RTT_CWND_GAIN, mss), MIN_PIPE_PACKETS * mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b):
     """BBRCheckProbeRTT / BBRHandleProbeRTT / BBRCheckProbeRTTDone / BBRExitProbeRTT."""
     if expired and C[f, MODE] != PROBE_RTT:
@@ -386,7 +386,7 @@ def _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b):
 
 
 # ----------------------------------------------------------------------------- control
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cwnd_cap(C, P, f, mss):
     """BBRBoundCwndForModel (and BBRBoundCwndForProbeRTT)."""
     mode = C[f, MODE]
@@ -401,7 +401,7 @@ def _cwnd_cap(C, P, f, mss):
     return cap
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _set_rate_and_cwnd(C, P, f, acked, rtt, mss):
     """BBRSetPacingRate (1% margin) and BBRSetCwnd."""
     bw = _bw(C, f)
@@ -417,7 +417,7 @@ def _set_rate_and_cwnd(C, P, f, acked, rtt, mss):
     C[f, CWND] = min(max(C[f, CWND], MIN_PIPE_PACKETS * mss), _cwnd_cap(C, P, f, mss))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _update_round(C, f, acked, rtt, rate):
     """Packet-timed rounds (BBRUpdateRound): True when the acknowledged packet was sent after the
     current round started."""
@@ -431,7 +431,7 @@ def _update_round(C, f, acked, rtt, rate):
     return round_start
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reset_congestion_signals(C, f):
     """BBRResetCongestionSignals."""
     C[f, BW_LATEST] = 0.0
@@ -440,7 +440,7 @@ def _reset_congestion_signals(C, f):
     C[f, LOSS_EVENTS_RND] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _end_round(C, f, rate, rtt, inflight):
     """BBRAdvanceLatestDeliverySignals and the per-round loss counters."""
     _reset_congestion_signals(C, f)
@@ -449,7 +449,7 @@ def _end_round(C, f, rate, rtt, inflight):
     C[f, FLIGHT_RND] = inflight
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     """BBRUpdateModelAndState then BBRUpdateControlParameters, in the draft's order. The core's
     round_start is replaced by this module's rounds, which phase changes restart."""
@@ -472,7 +472,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
     _set_rate_and_cwnd(C, P, f, acked, rtt, mss)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     C[f, LOST_RND] += lost
     C[f, LOSS_EVENTS_RND] += 1.0
@@ -481,7 +481,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         C[f, CWND] = min(C[f, CWND], _cwnd_cap(C, P, f, mss))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now

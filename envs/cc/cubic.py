@@ -23,7 +23,7 @@ ROUND_MIN = FIRST_PRIVATE + 4  # min RTT in the current round (HyStart++)
 LAST_ROUND_MIN = FIRST_PRIVATE + 5
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     C[f, CWND] = INIT_CWND_PACKETS * mss
     C[f, PACING] = 0.0
@@ -37,7 +37,7 @@ def init(C, P, f, now, mss):
     C[f, LAST_ROUND_MIN] = math.inf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked
@@ -76,7 +76,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
     C[f, CWND] = w * mss
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     if lost_sent <= C[f, RECOVERY_START]:
         return
@@ -96,7 +96,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     C[f, RECOVERY_START] = now
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     C[f, W_MAX] = 0.0  # RFC 9438 section 4.8: the next epoch starts at K = 0, W_max = its cwnd
     C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)

@@ -11,7 +11,7 @@ BETA = 0
 DEFAULTS = {"beta": 0.5}
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     C[f, CWND] = INIT_CWND_PACKETS * mss
     C[f, PACING] = 0.0
@@ -19,7 +19,7 @@ def init(C, P, f, now, mss):
     C[f, RECOVERY_START] = -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked  # slow start: +1 MSS per MSS acked
@@ -27,7 +27,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
         C[f, CWND] += mss * acked / C[f, CWND]  # congestion avoidance: +1 MSS per RTT
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     if lost_sent <= C[f, RECOVERY_START]:
         return  # same loss episode (RFC 6582 recovery)
@@ -36,7 +36,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     C[f, RECOVERY_START] = now
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     C[f, SSTHRESH] = max(inflight * 0.5, MIN_CWND_PACKETS * mss)
     C[f, CWND] = mss

@@ -15,13 +15,30 @@ One step (default 1 ms) of one connection, in order (spec/transport.md):
    (propagation + jitter, kept in order per path).
 
 A connection owns its clock, so each runs until its own next decision point or its end.
+
+How it is kept fast (``benchmarks/sim_speed.py``; every item leaves results bit for bit as they
+were, checked on a fingerprint of scenarios x CCs x schedulers x decision modes):
+
+- ``_nrt=False`` everywhere (kernel, CCs, heuristics, rng): numba otherwise reference-counts
+  every array it passes or slices with atomic increments, which took about 60% of the time;
+  nothing here allocates, so the runtime is not needed. A new CC or heuristic should use it too.
+- ``advance`` hands each connection's rows (2-D/3-D views) to ``_run``, into which the phases are
+  inlined (``forceinline``): no calls passing a dozen array structs per phase and step.
+- bursts: a scheduler declaring ``BURST`` (minRTT, fixed; and the blocked decision mode) keeps its
+  path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
+  drawing the same random numbers in the same order as per-packet sends would; round robin gets
+  the same code one packet at a time.
+- ring and FIFO lengths are powers of two (a mask instead of an integer division per index);
+- the hole table keeps lists of its holes in use (in sequence order), pending and awaiting
+  detection (``layout.py``), instead of scans of every slot up to CN_HOLES_HI per packet or step;
+- the spurious-loss probability is cached per path while its capacity is unchanged.
 """
 
 import math
 
 from numba import njit
 
-from agents.heuristics import pick
+from agents.heuristics import burst, pick
 from envs.cc import cc_init, cc_on_ack, cc_on_loss, cc_on_rto
 from envs.cc.base import CWND, PACING
 from envs.sim.layout import *  # noqa: F403 (column names)
@@ -33,7 +50,7 @@ MAX_PACKETS_PER_STEP = 100000
 EPS = 1e-6
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss):
     """Zero a connection's dynamic state, keeping its configuration columns."""
     nflows = int(cn[b, CN_N_FLOWS])
@@ -59,12 +76,14 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
             cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss)
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
-        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED):
+        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_SPUR_P):
             bn[b, p, k] = 0.0
+        bn[b, p, BN_SPUR_R] = -1.0
     for h in range(hole.shape[1]):
         for k in range(N_HOLE):
             hole[b, h, k] = 0.0
-        hole[b, h, HOLE_DETECT_AT] = -1.0
+        for k in (HOLE_DETECT_AT, HOLE_PREV, HOLE_NEXT, HOLE_PPOS, HOLE_DPOS):
+            hole[b, h, k] = -1.0
     for k in range(N_COBS):
         cobs[b, k] = 0.0
     for k in (CN_T, CN_DONE, CN_RCV_NXT, CN_RCV_BYTES, CN_SND_NXT, CN_ACKED_EDGE, CN_REORDER_MAX,
@@ -72,420 +91,676 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
         cn[b, k] = 0.0
     cn[b, CN_DONE_STEP] = -1.0
     cn[b, CN_ADVISE] = -1.0
+    cn[b, CN_LIVE_HEAD] = -1.0
+    cn[b, CN_LIVE_TAIL] = -1.0
+    cn[b, CN_NEXT_DETECT] = math.inf
+    cn[b, CN_N_PEND] = 0.0
+    cn[b, CN_N_DET] = 0.0
+    cn[b, CN_FREE_HINT] = 0.0
     for k in range(SCHED_STATE, N_SCHED):
         sched[b, k] = 0.0
 
 
-@njit(cache=True)
-def _apply_schedules(b, t, fl, cc, ccp, bn, cn, ctrace, atrace, mss, now):
+@njit(cache=True, _nrt=False, forceinline=True)
+def _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows):
     """Capacity trace per path; activity schedule per competing flow (0/1 steps)."""
-    for p in range(int(cn[b, CN_N_SUB])):
-        idx = int(bn[b, p, BN_TRACE_IDX])
-        while idx < ctrace.shape[2] and ctrace[b, p, idx, 0] <= t:
-            bn[b, p, BN_CAP] = ctrace[b, p, idx, 1]
+    for p in range(nsub):
+        idx = int(bnb[p, BN_TRACE_IDX])
+        while idx < ct.shape[1] and ct[p, idx, 0] <= t:
+            bnb[p, BN_CAP] = ct[p, idx, 1]
             idx += 1
-        bn[b, p, BN_TRACE_IDX] = idx
-    for f in range(int(cn[b, CN_N_SUB]), int(cn[b, CN_N_FLOWS])):
-        idx = int(fl[b, f, FL_SCHED_IDX])
-        while idx < atrace.shape[2] and atrace[b, f, idx, 0] <= t:
-            on = atrace[b, f, idx, 1]
-            if on > 0.0 and fl[b, f, FL_ACTIVE] == 0.0:
-                cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, now, mss)
-            fl[b, f, FL_ACTIVE] = on
+        bnb[p, BN_TRACE_IDX] = idx
+    for f in range(nsub, nflows):
+        idx = int(fb[f, FL_SCHED_IDX])
+        while idx < at.shape[1] and at[f, idx, 0] <= t:
+            on = at[f, idx, 1]
+            if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)
+            fb[f, FL_ACTIVE] = on
             idx += 1
-        fl[b, f, FL_SCHED_IDX] = idx
+        fb[f, FL_SCHED_IDX] = idx
 
 
-@njit(cache=True)
-def _detect_delay(bn, b, p, mss):
+@njit(inline="always", cache=True, _nrt=False)
+def _detect_delay(bnb, p, mss):
     """Steps from a lost packet's would-be arrival to its declaration: three later packets at
     the bottleneck rate (RFC 9002 packet threshold), at least one step."""
-    cap = max(bn[b, p, BN_CAP], 1.0)
+    cap = max(bnb[p, BN_CAP], 1.0)
     return 1 + int(min(3.0 * mss / cap, 50.0))
 
 
-@njit(cache=True)
-def _receive(b, t, obs, fl, bn, cn, seg, segi, ring, hole, mss):
-    """Arrivals at the receiver; returns nothing, updates rcv state and schedules feedback."""
-    L = ring.shape[2]
-    Q = seg.shape[2]
-    nsub = int(cn[b, CN_N_SUB])
-    for f in range(int(cn[b, CN_N_FLOWS])):
-        p = int(fl[b, f, FL_PATH])
-        h = segi[b, f, SI_HEAD]
-        d = segi[b, f, SI_DEP]
+@njit(cache=True, _nrt=False, forceinline=True)
+def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
+    """Arrivals at the receiver; updates rcv state and schedules feedback."""
+    Lm = rg.shape[1] - 1
+    Qm = sg.shape[1] - 1
+    for f in range(nflows):
+        h = si[f, SI_HEAD]
+        d = si[f, SI_DEP]
         if h >= d:
             continue
-        drev = int(bn[b, p, BN_DREV])
-        det = _detect_delay(bn, b, p, mss)
-        while h < d and seg[b, f, h % Q, SEG_ARRIVE] <= t:
-            s = h % Q
-            nbytes = seg[b, f, s, SEG_BYTES]
+        s = h & Qm
+        if sg[f, s, SEG_ARRIVE] > t:
+            continue
+        p = int(fb[f, FL_PATH])
+        drev = int(bnb[p, BN_DREV])
+        slot_ack = (t + drev) & Lm
+        det = -1
+        while h < d:
+            if sg[f, s, SEG_ARRIVE] > t:
+                break
+            nbytes = sg[f, s, SEG_BYTES]
             if nbytes > 0.0:
-                slot = (t + drev) % L
-                ring[b, f, slot, RING_ACKED] += nbytes
-                if seg[b, f, s, SEG_SENT] >= ring[b, f, slot, RING_SENT]:
-                    ring[b, f, slot, RING_SENT] = seg[b, f, s, SEG_SENT]
-                    ring[b, f, slot, RING_DELIV] = seg[b, f, s, SEG_DELIV]
+                rg[f, slot_ack, RING_ACKED] += nbytes
+                if sg[f, s, SEG_SENT] >= rg[f, slot_ack, RING_SENT]:
+                    rg[f, slot_ack, RING_SENT] = sg[f, s, SEG_SENT]
+                    rg[f, slot_ack, RING_DELIV] = sg[f, s, SEG_DELIV]
             if f < nsub:
-                good = seg[b, f, s, SEG_NEW] + seg[b, f, s, SEG_FILL_BYTES]
-                cn[b, CN_RCV_BYTES] += good
-                fl[b, f, FL_GOOD] += good
-                hf = int(seg[b, f, s, SEG_FILL])
+                good = sg[f, s, SEG_NEW] + sg[f, s, SEG_FILL_BYTES]
+                c[CN_RCV_BYTES] += good
+                fb[f, FL_GOOD] += good
+                hf = int(sg[f, s, SEG_FILL])
                 if hf >= 0:
-                    hole[b, hf, HOLE_REM] -= seg[b, f, s, SEG_FILL_BYTES]
-                    if hole[b, hf, HOLE_REM] <= EPS:
-                        _free_hole(b, hf, cn, hole)
-            lost = seg[b, f, s, SEG_LOST]
-            spur = seg[b, f, s, SEG_SPUR]
+                    ho[hf, HOLE_REM] -= sg[f, s, SEG_FILL_BYTES]
+                    if ho[hf, HOLE_REM] <= EPS:
+                        _free_hole(hf, c, ho)
+            lost = sg[f, s, SEG_LOST]
+            spur = sg[f, s, SEG_SPUR]
             if lost > 0.0 or spur > 0.0:
-                slot = (t + drev + det) % L
-                ring[b, f, slot, RING_LOST] += lost
-                ring[b, f, slot, RING_SPUR] += spur
-                ring[b, f, slot, RING_LOST_SENT] = max(ring[b, f, slot, RING_LOST_SENT],
-                                                       seg[b, f, s, SEG_SENT])
-                hh = int(seg[b, f, s, SEG_HOLE])
-                if lost > 0.0 and hh >= 0 and hole[b, hh, HOLE_UNDET] > 0.0 \
-                        and hole[b, hh, HOLE_DETECT_AT] < 0.0:
-                    hole[b, hh, HOLE_DETECT_AT] = t + drev + det
+                if det < 0:
+                    det = _detect_delay(bnb, p, mss)
+                sl = (t + drev + det) & Lm
+                rg[f, sl, RING_LOST] += lost
+                rg[f, sl, RING_SPUR] += spur
+                rg[f, sl, RING_LOST_SENT] = max(rg[f, sl, RING_LOST_SENT], sg[f, s, SEG_SENT])
+                hh = int(sg[f, s, SEG_HOLE])
+                if lost > 0.0 and hh >= 0 and ho[hh, HOLE_UNDET] > 0.0 and ho[hh, HOLE_DETECT_AT] < 0.0:
+                    _schedule_detection(c, ho, hh, float(t + drev + det))
             h += 1
-        segi[b, f, SI_HEAD] = h
+            s = (s + 1) & Qm
+        si[f, SI_HEAD] = h
     # in-order point: the lowest byte not yet arrived (new data in flight, or a hole)
-    rcv = cn[b, CN_SND_NXT]
+    rcv = c[CN_SND_NXT]
     for f in range(nsub):
-        h = segi[b, f, SI_HEAD]
-        tl = segi[b, f, SI_TAIL]
+        h = si[f, SI_HEAD]
+        tl = si[f, SI_TAIL]
         while h < tl:
-            s = h % Q
-            if seg[b, f, s, SEG_NEW] > 0.0:
-                rcv = min(rcv, seg[b, f, s, SEG_SEQ])
+            s = h & Qm
+            if sg[f, s, SEG_NEW] > 0.0:
+                rcv = min(rcv, sg[f, s, SEG_SEQ])
                 break
             h += 1
-    for k in range(int(cn[b, CN_HOLES_HI])):
-        if hole[b, k, HOLE_REM] > 0.0:
-            rcv = min(rcv, hole[b, k, HOLE_SEQ])
-    if rcv > cn[b, CN_RCV_NXT]:
-        cn[b, CN_RCV_NXT] = rcv
-    reorder = cn[b, CN_RCV_BYTES] - cn[b, CN_RCV_NXT]
-    cn[b, CN_REORDER_SUM] += reorder
-    if reorder > cn[b, CN_REORDER_MAX]:
-        cn[b, CN_REORDER_MAX] = reorder
-    if reorder > cn[b, CN_OOO_LIMIT]:
-        cn[b, CN_OOO_EXCEEDED] = 1.0
+    rcv = min(rcv, _hole_min(c, ho))
+    if rcv > c[CN_RCV_NXT]:
+        c[CN_RCV_NXT] = rcv
+    reorder = c[CN_RCV_BYTES] - c[CN_RCV_NXT]
+    c[CN_REORDER_SUM] += reorder
+    if reorder > c[CN_REORDER_MAX]:
+        c[CN_REORDER_MAX] = reorder
+    if reorder > c[CN_OOO_LIMIT]:
+        c[CN_OOO_EXCEEDED] = 1.0
     # the receiver's window travels back with each path's ACKs
     for f in range(nsub):
-        slot = (t + int(bn[b, int(fl[b, f, FL_PATH]), BN_DREV])) % L
-        if ring[b, f, slot, RING_ACKED] > 0.0:
-            ring[b, f, slot, RING_RCV_NXT] = max(ring[b, f, slot, RING_RCV_NXT], cn[b, CN_RCV_NXT])
+        sl = (t + int(bnb[int(fb[f, FL_PATH]), BN_DREV])) & Lm
+        if rg[f, sl, RING_ACKED] > 0.0:
+            rg[f, sl, RING_RCV_NXT] = max(rg[f, sl, RING_RCV_NXT], c[CN_RCV_NXT])
 
 
-@njit(cache=True)
-def _rto(b, t, f, obs, fl, cc, ccp, cn, seg, segi, ring, hole, mss, dt):
+@njit(cache=True, _nrt=False)
+def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
     collapses, the timer backs off."""
-    obs[b, f, OBS_RTOS] += 1.0
-    fl[b, f, FL_RTO_BACKOFF] = min(fl[b, f, FL_RTO_BACKOFF] * 2.0, 64.0)
-    fl[b, f, FL_LAST_PROGRESS] = t
-    for k in range(int(cn[b, CN_HOLES_HI])):
-        if hole[b, k, HOLE_REM] > 0.0 and int(hole[b, k, HOLE_FLOW]) == f \
-                and hole[b, k, HOLE_UNDET] > 0.0:
-            hole[b, k, HOLE_PENDING] += hole[b, k, HOLE_UNDET]
-            cn[b, CN_PENDING] += hole[b, k, HOLE_UNDET]
-            hole[b, k, HOLE_UNDET] = 0.0
-            hole[b, k, HOLE_DETECT_AT] = -1.0
-    obs[b, f, OBS_LOSSES] += fl[b, f, FL_LOST_UNNOTIFIED] / mss
-    obs[b, f, OBS_INFLIGHT] = max(obs[b, f, OBS_INFLIGHT] - fl[b, f, FL_LOST_UNNOTIFIED], 0.0)
-    fl[b, f, FL_LOST_UNNOTIFIED] = 0.0
-    for s in range(ring.shape[2]):
-        ring[b, f, s, RING_LOST] = 0.0
-        ring[b, f, s, RING_SPUR] = 0.0
-    Q = seg.shape[2]
-    for i in range(segi[b, f, SI_HEAD], segi[b, f, SI_TAIL]):
-        seg[b, f, i % Q, SEG_LOST] = 0.0
-    cc_on_rto(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, t * dt, obs[b, f, OBS_INFLIGHT], mss)
+    o[f, OBS_RTOS] += 1.0
+    fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
+    fb[f, FL_LAST_PROGRESS] = t
+    for k in range(int(c[CN_HOLES_HI])):
+        if ho[k, HOLE_REM] > 0.0 and int(ho[k, HOLE_FLOW]) == f and ho[k, HOLE_UNDET] > 0.0:
+            _add_pending(c, ho, k, ho[k, HOLE_UNDET])
+            ho[k, HOLE_UNDET] = 0.0
+            _cancel_detection(c, ho, k)
+    o[f, OBS_LOSSES] += fb[f, FL_LOST_UNNOTIFIED] / mss
+    o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - fb[f, FL_LOST_UNNOTIFIED], 0.0)
+    fb[f, FL_LOST_UNNOTIFIED] = 0.0
+    for s in range(rg.shape[1]):
+        rg[f, s, RING_LOST] = 0.0
+        rg[f, s, RING_SPUR] = 0.0
+    Qm = sg.shape[1] - 1
+    for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
+        sg[f, i & Qm, SEG_LOST] = 0.0
+    cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT], mss)
 
 
-@njit(cache=True)
-def _feedback(b, t, obs, cobs, fl, cc, ccp, cn, seg, segi, ring, hole, rng, mss, dt):
+@njit(cache=True, _nrt=False, forceinline=True)
+def _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers."""
-    L = ring.shape[2]
-    slot = t % L
+    slot = t & (rg.shape[1] - 1)
     now = t * dt
-    nsub = int(cn[b, CN_N_SUB])
-    for k in range(int(cn[b, CN_HOLES_HI])):
-        da = hole[b, k, HOLE_DETECT_AT]
-        if da >= 0.0 and da <= t:
-            hole[b, k, HOLE_PENDING] += hole[b, k, HOLE_UNDET]
-            cn[b, CN_PENDING] += hole[b, k, HOLE_UNDET]
-            hole[b, k, HOLE_UNDET] = 0.0
-            hole[b, k, HOLE_DETECT_AT] = -1.0
-    for f in range(int(cn[b, CN_N_FLOWS])):
-        cid = int(fl[b, f, FL_CC])
-        acked = ring[b, f, slot, RING_ACKED]
-        if acked > 0.0:
-            o = obs[b, f]
-            o[OBS_INFLIGHT] = max(o[OBS_INFLIGHT] - acked, 0.0)
-            o[OBS_ACKED] += acked
-            rtt = max((t - ring[b, f, slot, RING_SENT]) * dt, dt)
-            if fl[b, f, FL_RTT_CNT] == 0.0:
-                o[OBS_SRTT] = rtt
-                o[OBS_RTTVAR] = rtt / 2.0
-                o[OBS_MIN_RTT] = rtt
-            else:  # RFC 6298 / RFC 9002
-                o[OBS_RTTVAR] = 0.75 * o[OBS_RTTVAR] + 0.25 * abs(o[OBS_SRTT] - rtt)
-                o[OBS_SRTT] = 0.875 * o[OBS_SRTT] + 0.125 * rtt
-                o[OBS_MIN_RTT] = min(o[OBS_MIN_RTT], rtt)
-            o[OBS_LATEST_RTT] = rtt
-            fl[b, f, FL_RTT_SUM] += rtt
-            fl[b, f, FL_RTT_CNT] += 1.0
-            o[OBS_DELIVERY_RATE] = (o[OBS_ACKED] - ring[b, f, slot, RING_DELIV]) / rtt
-            round_start = ring[b, f, slot, RING_DELIV] >= fl[b, f, FL_NEXT_ROUND]
-            if round_start:
-                fl[b, f, FL_NEXT_ROUND] = o[OBS_ACKED]
-            fl[b, f, FL_LAST_PROGRESS] = t
-            fl[b, f, FL_RTO_BACKOFF] = 1.0
-            if f < nsub and ring[b, f, slot, RING_RCV_NXT] > cn[b, CN_ACKED_EDGE]:
-                cn[b, CN_ACKED_EDGE] = ring[b, f, slot, RING_RCV_NXT]
-            cc_on_ack(cid, cc[b], ccp[b], f, nsub, now, acked, rtt, o[OBS_MIN_RTT],
-                      o[OBS_DELIVERY_RATE], o[OBS_INFLIGHT], round_start, mss, rng, b)
-        lost = ring[b, f, slot, RING_LOST]
-        spur = ring[b, f, slot, RING_SPUR]
-        if lost > 0.0 or spur > 0.0:
-            obs[b, f, OBS_INFLIGHT] = max(obs[b, f, OBS_INFLIGHT] - lost, 0.0)
-            fl[b, f, FL_LOST_UNNOTIFIED] = max(fl[b, f, FL_LOST_UNNOTIFIED] - lost, 0.0)
-            obs[b, f, OBS_LOSSES] += lost / mss + spur
-            fl[b, f, FL_SPUR_PENDING] += spur * mss
-            cc_on_loss(cid, cc[b], ccp[b], f, nsub, now, lost + spur * mss,
-                       ring[b, f, slot, RING_LOST_SENT] * dt, obs[b, f, OBS_INFLIGHT], mss, rng, b)
-        for k in range(N_RING):
-            ring[b, f, slot, k] = 0.0
-        # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
-        if obs[b, f, OBS_INFLIGHT] > 0.0:
-            rto = max(obs[b, f, OBS_SRTT] + 4.0 * obs[b, f, OBS_RTTVAR], MIN_RTO)
-            if (t - fl[b, f, FL_LAST_PROGRESS]) * dt > rto * fl[b, f, FL_RTO_BACKOFF]:
-                _rto(b, t, f, obs, fl, cc, ccp, cn, seg, segi, ring, hole, mss, dt)
-        else:
-            fl[b, f, FL_LAST_PROGRESS] = t
-        obs[b, f, OBS_CWND] = cc[b, f, CWND]
-        obs[b, f, OBS_PACING_RATE] = cc[b, f, PACING]
-    # connection-level view the sender has
-    cobs[b, COBS_ACKED] = cn[b, CN_ACKED_EDGE]
-    cobs[b, COBS_ELAPSED] = now
-    edge = cn[b, CN_ACKED_EDGE] + cn[b, CN_RCVBUF]
-    cobs[b, COBS_RWND] = max(edge - cn[b, CN_SND_NXT], 0.0)
-    # sent beyond the acknowledged edge, neither in flight nor awaiting retransmission
-    cobs[b, COBS_REORDER] = max(cn[b, CN_SND_NXT] - cn[b, CN_ACKED_EDGE] - _inflight_sub(obs, b, nsub)
-                                - cn[b, CN_PENDING], 0.0)
-    cobs[b, COBS_REMAINING] = cn[b, CN_SND_LIMIT] - cn[b, CN_ACKED_EDGE]
-
-
-@njit(inline="always", cache=True)
-def _inflight_sub(obs, b, nsub):
-    s = 0.0
-    for f in range(nsub):
-        s += obs[b, f, OBS_INFLIGHT]
-    return s
-
-
-@njit(cache=True)
-def _refresh_windows(b, obs, cobs, fl, cn, nflows, nsub, mss, dt):
-    """Pacing credit, send window and availability of every flow at the start of sending."""
-    new_avail = min(cn[b, CN_SND_LIMIT], cn[b, CN_ACKED_EDGE] + cn[b, CN_RCVBUF]) - cn[b, CN_SND_NXT]
-    cobs[b, COBS_BACKLOG] = max(new_avail, 0.0) + cn[b, CN_PENDING]
+    if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
+        _detect_due(t, c, ho)
     for f in range(nflows):
-        rate = obs[b, f, OBS_PACING_RATE]
+        acked = rg[f, slot, RING_ACKED]
+        if acked > 0.0:
+            o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
+            o[f, OBS_ACKED] += acked
+            rtt = max((t - rg[f, slot, RING_SENT]) * dt, dt)
+            if fb[f, FL_RTT_CNT] == 0.0:
+                o[f, OBS_SRTT] = rtt
+                o[f, OBS_RTTVAR] = rtt / 2.0
+                o[f, OBS_MIN_RTT] = rtt
+            else:  # RFC 6298 / RFC 9002
+                o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
+                o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
+                o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
+            o[f, OBS_LATEST_RTT] = rtt
+            fb[f, FL_RTT_SUM] += rtt
+            fb[f, FL_RTT_CNT] += 1.0
+            o[f, OBS_DELIVERY_RATE] = (o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]) / rtt
+            round_start = rg[f, slot, RING_DELIV] >= fb[f, FL_NEXT_ROUND]
+            if round_start:
+                fb[f, FL_NEXT_ROUND] = o[f, OBS_ACKED]
+            fb[f, FL_LAST_PROGRESS] = t
+            fb[f, FL_RTO_BACKOFF] = 1.0
+            if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
+                c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
+            cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, o[f, OBS_MIN_RTT],
+                      o[f, OBS_DELIVERY_RATE], o[f, OBS_INFLIGHT], round_start, mss, rng, b)
+        lost = rg[f, slot, RING_LOST]
+        spur = rg[f, slot, RING_SPUR]
+        if lost > 0.0 or spur > 0.0:
+            o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - lost, 0.0)
+            fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
+            o[f, OBS_LOSSES] += lost / mss + spur
+            fb[f, FL_SPUR_PENDING] += spur * mss
+            cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
+                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng, b)
+        for k in range(N_RING):
+            rg[f, slot, k] = 0.0
+        # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
+        if o[f, OBS_INFLIGHT] > 0.0:
+            rto = max(o[f, OBS_SRTT] + 4.0 * o[f, OBS_RTTVAR], MIN_RTO)
+            if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
+                _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt)
+        else:
+            fb[f, FL_LAST_PROGRESS] = t
+        o[f, OBS_CWND] = C[f, CWND]
+        o[f, OBS_PACING_RATE] = C[f, PACING]
+    # connection-level view the sender has
+    co[COBS_ACKED] = c[CN_ACKED_EDGE]
+    co[COBS_ELAPSED] = now
+    edge = c[CN_ACKED_EDGE] + c[CN_RCVBUF]
+    co[COBS_RWND] = max(edge - c[CN_SND_NXT], 0.0)
+    # sent beyond the acknowledged edge, neither in flight nor awaiting retransmission
+    infl = 0.0
+    for f in range(nsub):
+        infl += o[f, OBS_INFLIGHT]
+    co[COBS_REORDER] = max(c[CN_SND_NXT] - c[CN_ACKED_EDGE] - infl - c[CN_PENDING], 0.0)
+    co[COBS_REMAINING] = c[CN_SND_LIMIT] - c[CN_ACKED_EDGE]
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt):
+    """Pacing credit, send window and availability of every flow at the start of sending."""
+    new_avail = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF]) - c[CN_SND_NXT]
+    co[COBS_BACKLOG] = max(new_avail, 0.0) + c[CN_PENDING]
+    for f in range(nflows):
+        rate = o[f, OBS_PACING_RATE]
         if rate > 0.0:
             # credit accrues at the pacing rate; at most one step's worth plus a 2-packet quantum
-            fl[b, f, FL_PACE_CREDIT] = min(fl[b, f, FL_PACE_CREDIT] + rate * dt, rate * dt + 2.0 * mss)
+            fb[f, FL_PACE_CREDIT] = min(fb[f, FL_PACE_CREDIT] + rate * dt, rate * dt + 2.0 * mss)
         else:
-            fl[b, f, FL_PACE_CREDIT] = math.inf
+            fb[f, FL_PACE_CREDIT] = math.inf
         if f < nsub:
-            obs[b, f, OBS_SWND] = min(obs[b, f, OBS_CWND], obs[b, f, OBS_INFLIGHT] + max(new_avail, 0.0)
-                                      + cn[b, CN_PENDING] + fl[b, f, FL_SPUR_PENDING])
+            o[f, OBS_SWND] = min(o[f, OBS_CWND], o[f, OBS_INFLIGHT] + max(new_avail, 0.0)
+                                 + c[CN_PENDING] + fb[f, FL_SPUR_PENDING])
         else:
-            obs[b, f, OBS_SWND] = obs[b, f, OBS_CWND]
-        _update_available(b, f, obs, fl, mss)
+            o[f, OBS_SWND] = o[f, OBS_CWND]
+        _update_available(o, fb, f, mss)
 
 
-@njit(inline="always", cache=True)
-def _update_available(b, f, obs, fl, mss):
-    ok = (obs[b, f, OBS_INFLIGHT] + mss <= obs[b, f, OBS_CWND] + EPS) & (fl[b, f, FL_PACE_CREDIT] >= mss - EPS) \
-        & (fl[b, f, FL_ACTIVE] > 0.0)
-    obs[b, f, OBS_AVAILABLE] = 1.0 if ok else 0.0
+@njit(inline="always", cache=True, _nrt=False)
+def _update_available(o, fb, f, mss):
+    ok = (o[f, OBS_INFLIGHT] + mss <= o[f, OBS_CWND] + EPS) & (fb[f, FL_PACE_CREDIT] >= mss - EPS) \
+        & (fb[f, FL_ACTIVE] > 0.0)
+    o[f, OBS_AVAILABLE] = 1.0 if ok else 0.0
 
 
-@njit(cache=True)
-def _new_segment(b, f, t, obs, seg, segi, bn, p, seq, fill):
+@njit(inline="always", cache=True, _nrt=False)
+def _init_segment(sg, f, s, seq, pos, t, deliv, fill):
+    sg[f, s, SEG_SEQ] = seq
+    sg[f, s, SEG_BYTES] = 0.0
+    sg[f, s, SEG_POS] = pos
+    sg[f, s, SEG_SENT] = t
+    sg[f, s, SEG_DELIV] = deliv
+    sg[f, s, SEG_ARRIVE] = math.inf
+    sg[f, s, SEG_HOLE] = -1.0
+    sg[f, s, SEG_FILL] = fill
+    sg[f, s, SEG_FILL_BYTES] = 0.0
+    sg[f, s, SEG_LOST] = 0.0
+    sg[f, s, SEG_SPUR] = 0.0
+    sg[f, s, SEG_NEW] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def _new_segment(f, t, o, sg, si, enq, seq, fill):
     """Open a segment at the FIFO tail; -1 when the flow's FIFO is full."""
-    Q = seg.shape[2]
-    tl = segi[b, f, SI_TAIL]
-    if tl - segi[b, f, SI_HEAD] >= Q:
+    Q = sg.shape[1]
+    tl = si[f, SI_TAIL]
+    if tl - si[f, SI_HEAD] >= Q:
         return -1
-    s = tl % Q
-    seg[b, f, s, SEG_SEQ] = seq
-    seg[b, f, s, SEG_BYTES] = 0.0
-    seg[b, f, s, SEG_POS] = bn[b, p, BN_ENQ]
-    seg[b, f, s, SEG_SENT] = t
-    seg[b, f, s, SEG_DELIV] = obs[b, f, OBS_ACKED]
-    seg[b, f, s, SEG_ARRIVE] = math.inf
-    seg[b, f, s, SEG_HOLE] = -1.0
-    seg[b, f, s, SEG_FILL] = fill
-    seg[b, f, s, SEG_FILL_BYTES] = 0.0
-    seg[b, f, s, SEG_LOST] = 0.0
-    seg[b, f, s, SEG_SPUR] = 0.0
-    seg[b, f, s, SEG_NEW] = 0.0
-    segi[b, f, SI_TAIL] = tl + 1
+    s = tl & (Q - 1)
+    _init_segment(sg, f, s, seq, enq, t, o[f, OBS_ACKED], fill)
+    si[f, SI_TAIL] = tl + 1
     return s
 
 
-@njit(inline="always", cache=True)
-def _free_hole(b, k, cn, hole):
-    hole[b, k, HOLE_REM] = 0.0
-    hole[b, k, HOLE_UNDET] = 0.0
-    hole[b, k, HOLE_PENDING] = 0.0
-    hole[b, k, HOLE_DETECT_AT] = -1.0
-    hi = int(cn[b, CN_HOLES_HI])
-    while hi > 0 and hole[b, hi - 1, HOLE_REM] <= 0.0:
+# --------------------------------------------------------------------------- hole table
+# Every operation below keeps the lists of layout.py (holes in use in sequence order, holes
+# pending retransmission, holes with a detection scheduled) in step with the table, so that
+# the lowest hole, the lowest pending hole and the due detections are found without scanning
+# every slot up to CN_HOLES_HI (hundreds with several lossy paths). Results are exactly those of
+# the scans: minima are order-free, and due detections are still processed in slot order.
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _list_add(c, ho, k, n_col, pos_col, list_col):
+    n = int(c[n_col])
+    ho[n, list_col] = k
+    ho[k, pos_col] = n
+    c[n_col] = n + 1
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _list_del(c, ho, k, n_col, pos_col, list_col):
+    i = int(ho[k, pos_col])
+    if i >= 0:
+        n = int(c[n_col]) - 1
+        last = ho[n, list_col]
+        ho[i, list_col] = last
+        ho[int(last), pos_col] = i
+        ho[k, pos_col] = -1.0
+        c[n_col] = n
+
+
+@njit(cache=True, _nrt=False)
+def _link_live(c, ho, k):
+    """Insert hole k into the list of holes in use, in sequence order (new holes carry the
+    highest sequence sent so far, so this appends)."""
+    seq = ho[k, HOLE_SEQ]
+    p = int(c[CN_LIVE_TAIL])
+    while p >= 0 and ho[p, HOLE_SEQ] > seq:
+        p = int(ho[p, HOLE_PREV])
+    if p < 0:
+        nx = int(c[CN_LIVE_HEAD])
+        c[CN_LIVE_HEAD] = k
+    else:
+        nx = int(ho[p, HOLE_NEXT])
+        ho[p, HOLE_NEXT] = k
+    ho[k, HOLE_PREV] = p
+    ho[k, HOLE_NEXT] = nx
+    if nx < 0:
+        c[CN_LIVE_TAIL] = k
+    else:
+        ho[nx, HOLE_PREV] = k
+    ho[k, HOLE_LINKED] = 1.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _hole_min(c, ho):
+    """Lowest sequence of the holes in use (inf if none)."""
+    k = int(c[CN_LIVE_HEAD])
+    return ho[k, HOLE_SEQ] if k >= 0 else math.inf
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _add_pending(c, ho, k, amount):
+    """Detected bytes of hole k join its retransmission queue."""
+    ho[k, HOLE_PENDING] += amount
+    c[CN_PENDING] += amount
+    if ho[k, HOLE_PENDING] > EPS and ho[k, HOLE_PPOS] < 0.0:
+        _list_add(c, ho, k, CN_N_PEND, HOLE_PPOS, HOLE_PLIST)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _schedule_detection(c, ho, k, due):
+    ho[k, HOLE_DETECT_AT] = due
+    _list_add(c, ho, k, CN_N_DET, HOLE_DPOS, HOLE_DLIST)
+    if due < c[CN_NEXT_DETECT]:
+        c[CN_NEXT_DETECT] = due
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _cancel_detection(c, ho, k):
+    ho[k, HOLE_DETECT_AT] = -1.0
+    _list_del(c, ho, k, CN_N_DET, HOLE_DPOS, HOLE_DLIST)
+
+
+@njit(cache=True, _nrt=False)
+def _detect_due(t, c, ho):
+    """Declare the losses whose detection is due at step t, in slot order (the order of the
+    additions to CN_PENDING), and note the next detection time."""
+    last = -1
+    while True:
+        best = ho.shape[0]
+        for i in range(int(c[CN_N_DET])):
+            k = int(ho[i, HOLE_DLIST])
+            if ho[k, HOLE_DETECT_AT] <= t and last < k < best:
+                best = k
+        if best == ho.shape[0]:
+            break
+        _add_pending(c, ho, best, ho[best, HOLE_UNDET])
+        ho[best, HOLE_UNDET] = 0.0
+        _cancel_detection(c, ho, best)
+        last = best
+    nxt = math.inf
+    for i in range(int(c[CN_N_DET])):
+        da = ho[int(ho[i, HOLE_DLIST]), HOLE_DETECT_AT]
+        if da < nxt:
+            nxt = da
+    c[CN_NEXT_DETECT] = nxt
+
+
+@njit(cache=True, _nrt=False)
+def _free_hole(k, c, ho):
+    """All of hole k arrived. (A late copy of a retransmission can free a hole twice.)"""
+    if ho[k, HOLE_LINKED] > 0.0:
+        p = int(ho[k, HOLE_PREV])
+        nx = int(ho[k, HOLE_NEXT])
+        if p < 0:
+            c[CN_LIVE_HEAD] = nx
+        else:
+            ho[p, HOLE_NEXT] = nx
+        if nx < 0:
+            c[CN_LIVE_TAIL] = p
+        else:
+            ho[nx, HOLE_PREV] = p
+        ho[k, HOLE_LINKED] = 0.0
+    _list_del(c, ho, k, CN_N_PEND, HOLE_PPOS, HOLE_PLIST)
+    _list_del(c, ho, k, CN_N_DET, HOLE_DPOS, HOLE_DLIST)
+    if k < c[CN_FREE_HINT]:
+        c[CN_FREE_HINT] = k
+    ho[k, HOLE_REM] = 0.0
+    ho[k, HOLE_UNDET] = 0.0
+    ho[k, HOLE_PENDING] = 0.0
+    ho[k, HOLE_DETECT_AT] = -1.0
+    hi = int(c[CN_HOLES_HI])
+    while hi > 0 and ho[hi - 1, HOLE_REM] <= 0.0:
         hi -= 1
-    cn[b, CN_HOLES_HI] = hi
+    c[CN_HOLES_HI] = hi
 
 
-@njit(cache=True)
-def _alloc_hole(b, cn, hole):
-    hi = int(cn[b, CN_HOLES_HI])
-    for k in range(hi):
-        if hole[b, k, HOLE_REM] <= 0.0:
-            return k
-    if hi < hole.shape[1]:
-        cn[b, CN_HOLES_HI] = hi + 1
-        return hi
-    return -1
+@njit(cache=True, _nrt=False)
+def _alloc_hole(c, ho):
+    """The lowest free slot (-1 when the table is full)."""
+    hi = int(c[CN_HOLES_HI])
+    k = int(c[CN_FREE_HINT])
+    while k < hi and ho[k, HOLE_REM] > 0.0:
+        k += 1
+    if k >= hi:
+        if hi >= ho.shape[0]:
+            c[CN_FREE_HINT] = hi
+            return -1
+        k = hi
+        c[CN_HOLES_HI] = hi + 1
+    c[CN_FREE_HINT] = k + 1
+    return k
 
 
-@njit(inline="always", cache=True)
-def _send_packet(b, f, t, obs, fl, bn, cn, seg, segi, hole, rng, mss, kind):
+@njit(cache=True, _nrt=False)
+def _lose_new_data(f, sg, s, c, ho, seq, size):
+    """Bytes of new data lost from segment s: they join (or open) the segment's hole."""
+    hh = int(sg[f, s, SEG_HOLE])
+    if hh < 0:
+        hh = _alloc_hole(c, ho)
+        if hh < 0:  # hole table full: extend the newest hole (approximation)
+            hh = int(c[CN_HOLES_HI]) - 1
+        else:
+            ho[hh, HOLE_SEQ] = seq
+            ho[hh, HOLE_DETECT_AT] = -1.0
+            _link_live(c, ho, hh)
+        sg[f, s, SEG_HOLE] = hh
+    ho[hh, HOLE_REM] += size
+    ho[hh, HOLE_UNDET] += size
+    ho[hh, HOLE_FLOW] = f
+
+
+@njit(cache=True, _nrt=False)
+def _lowest_pending(c, ho):
+    """The hole of lowest sequence (lowest slot on a tie) waiting for retransmission, -1 none."""
+    fill = -1
+    best = math.inf
+    for i in range(int(c[CN_N_PEND])):
+        k = int(ho[i, HOLE_PLIST])
+        sq = ho[k, HOLE_SEQ]
+        if sq < best or (sq == best and k < fill):
+            best = sq
+            fill = k
+    return fill
+
+
+@njit(cache=True, _nrt=False)
+def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
     1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet.
-    Returns the bytes sent (0 when nothing could be sent)."""
-    Q = seg.shape[2]
-    p = int(fl[b, f, FL_PATH])
+    Returns the bytes sent (0 when nothing could be sent). ``_burst`` is the same, packet for
+    packet, for runs of packets on one flow without retransmissions."""
+    Q = sg.shape[1]
+    p = int(fb[f, FL_PATH])
     fill = -1
     seq = math.inf
     size = mss
     if kind == 0:
-        if cn[b, CN_PENDING] > EPS:
-            best = math.inf
-            for k in range(int(cn[b, CN_HOLES_HI])):
-                if hole[b, k, HOLE_REM] > 0.0 and hole[b, k, HOLE_PENDING] > EPS \
-                        and hole[b, k, HOLE_SEQ] < best:
-                    best = hole[b, k, HOLE_SEQ]
-                    fill = k
+        if c[CN_PENDING] > EPS:
+            fill = _lowest_pending(c, ho)
             if fill < 0:  # bookkeeping drift: nothing is really pending
-                cn[b, CN_PENDING] = 0.0
+                c[CN_PENDING] = 0.0
         if fill >= 0:
-            size = min(mss, hole[b, fill, HOLE_PENDING])
-            seq = hole[b, fill, HOLE_SEQ]
+            size = min(mss, ho[fill, HOLE_PENDING])
+            seq = ho[fill, HOLE_SEQ]
         else:
-            limit = min(cn[b, CN_SND_LIMIT], cn[b, CN_ACKED_EDGE] + cn[b, CN_RCVBUF])
-            size = min(mss, limit - cn[b, CN_SND_NXT])
+            limit = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
+            size = min(mss, limit - c[CN_SND_NXT])
             if size <= EPS:
                 return 0.0
-            seq = cn[b, CN_SND_NXT]
+            seq = c[CN_SND_NXT]
     # the tail segment takes the packet if it was opened this step for the same kind of data
     # and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
     # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
     # left the queue, which broke ACK clocking and halved unpaced CCs' throughput at 1 BDP)
-    tl = segi[b, f, SI_TAIL]
+    tl = si[f, SI_TAIL]
     s = -1
-    if tl > segi[b, f, SI_DEP]:
-        last = (tl - 1) % Q
-        room = seg[b, f, last, SEG_BYTES] + seg[b, f, last, SEG_LOST] < max(bn[b, p, BN_CAP], mss) - EPS \
-            or tl - segi[b, f, SI_HEAD] >= Q
-        if room and seg[b, f, last, SEG_SENT] == t and int(seg[b, f, last, SEG_FILL]) == fill \
-                and (fill >= 0 or (seg[b, f, last, SEG_SEQ] == math.inf) == (seq == math.inf)):
+    if tl > si[f, SI_DEP]:
+        last = (tl - 1) & (Q - 1)
+        room = sg[f, last, SEG_BYTES] + sg[f, last, SEG_LOST] < max(bnb[p, BN_CAP], mss) - EPS \
+            or tl - si[f, SI_HEAD] >= Q
+        if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill \
+                and (fill >= 0 or (sg[f, last, SEG_SEQ] == math.inf) == (seq == math.inf)):
             s = last
     if s < 0:
-        s = _new_segment(b, f, t, obs, seg, segi, bn, p, seq, float(fill))
+        s = _new_segment(f, t, o, sg, si, bnb[p, BN_ENQ], seq, float(fill))
         if s < 0:
             return 0.0
     if kind == 0:
         if fill >= 0:
-            hole[b, fill, HOLE_PENDING] -= size
-            cn[b, CN_PENDING] = max(cn[b, CN_PENDING] - size, 0.0)
-            obs[b, f, OBS_RETRANS] += 1.0
+            ho[fill, HOLE_PENDING] -= size
+            if ho[fill, HOLE_PENDING] <= EPS:
+                _list_del(c, ho, fill, CN_N_PEND, HOLE_PPOS, HOLE_PLIST)
+            c[CN_PENDING] = max(c[CN_PENDING] - size, 0.0)
+            o[f, OBS_RETRANS] += 1.0
         else:
-            cn[b, CN_SND_NXT] += size
+            c[CN_SND_NXT] += size
     # the network: random loss on the way in, then the drop-tail buffer
-    q = bn[b, p, BN_ENQ] - bn[b, p, BN_DEQ]
-    lost = bn[b, p, BN_LOSS] > 0.0 and uniform(rng, b) < bn[b, p, BN_LOSS]
-    if not lost and q + size > bn[b, p, BN_QCAP] + EPS:
+    q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
+    lost = False
+    if bnb[p, BN_LOSS] > 0.0:
+        lost = uniform(rng, b) < bnb[p, BN_LOSS]
+    if not lost and q + size > bnb[p, BN_QCAP] + EPS:
         lost = True
-        bn[b, p, BN_DROPPED] += size
-    obs[b, f, OBS_INFLIGHT] += size
-    obs[b, f, OBS_SENT] += size
-    fl[b, f, FL_PACE_CREDIT] -= size
-    fl[b, f, FL_SENT_PKTS] += 1.0
+        bnb[p, BN_DROPPED] += size
+    o[f, OBS_INFLIGHT] += size
+    o[f, OBS_SENT] += size
+    fb[f, FL_PACE_CREDIT] -= size
+    fb[f, FL_SENT_PKTS] += 1.0
     if lost:
-        fl[b, f, FL_LOST_PKTS] += 1.0
-        fl[b, f, FL_LOST_UNNOTIFIED] += size
-        seg[b, f, s, SEG_LOST] += size
+        fb[f, FL_LOST_PKTS] += 1.0
+        fb[f, FL_LOST_UNNOTIFIED] += size
+        sg[f, s, SEG_LOST] += size
         if kind == 0:
             if fill >= 0:
-                hole[b, fill, HOLE_UNDET] += size
-                hole[b, fill, HOLE_FLOW] = f
-                seg[b, f, s, SEG_HOLE] = fill
+                ho[fill, HOLE_UNDET] += size
+                ho[fill, HOLE_FLOW] = f
+                sg[f, s, SEG_HOLE] = fill
             else:
-                hh = int(seg[b, f, s, SEG_HOLE])
-                if hh < 0:
-                    hh = _alloc_hole(b, cn, hole)
-                    if hh < 0:  # hole table full: extend the newest hole (approximation)
-                        hh = int(cn[b, CN_HOLES_HI]) - 1
-                    else:
-                        hole[b, hh, HOLE_SEQ] = seq
-                        hole[b, hh, HOLE_DETECT_AT] = -1.0
-                    seg[b, f, s, SEG_HOLE] = hh
-                hole[b, hh, HOLE_REM] += size
-                hole[b, hh, HOLE_UNDET] += size
-                hole[b, hh, HOLE_FLOW] = f
+                _lose_new_data(f, sg, s, c, ho, seq, size)
     else:
-        bn[b, p, BN_ENQ] += size
-        seg[b, f, s, SEG_BYTES] += size
-        seg[b, f, s, SEG_POS] = bn[b, p, BN_ENQ]
+        bnb[p, BN_ENQ] += size
+        sg[f, s, SEG_BYTES] += size
+        sg[f, s, SEG_POS] = bnb[p, BN_ENQ]
         if kind == 0:
             if fill >= 0:
-                seg[b, f, s, SEG_FILL_BYTES] += size
+                sg[f, s, SEG_FILL_BYTES] += size
             else:
-                seg[b, f, s, SEG_NEW] += size
-                if seq < seg[b, f, s, SEG_SEQ] or seg[b, f, s, SEG_NEW] == size:
-                    seg[b, f, s, SEG_SEQ] = seq
-    _update_available(b, f, obs, fl, mss)
+                sg[f, s, SEG_NEW] += size
+                if seq < sg[f, s, SEG_SEQ] or sg[f, s, SEG_NEW] == size:
+                    sg[f, s, SEG_SEQ] = seq
+    _update_available(o, fb, f, mss)
     return size
 
 
-@njit(cache=True)
-def _schedule(b, t, obs, cobs, fl, bn, cn, seg, segi, hole, sched, rng, mss):
+@njit(cache=True, _nrt=False, forceinline=True)
+def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk, budget):
+    """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
+    number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
+    registers. kind 0: new connection data (the caller made sure no retransmission is pending;
+    sending cannot make one pending), the first packet sent whatever the window (as a pick
+    would), later ones while the backlog lasts; 1: spurious resends while ``budget`` (bytes)
+    lasts; 2: a competing flow's packets. Returns (packets sent, whether a send failed,
+    remaining budget)."""
+    Q = sg.shape[1]
+    p = int(fb[f, FL_PATH])
+    cwnd_eps = o[f, OBS_CWND] + EPS
+    mss_eps = mss - EPS
+    active = fb[f, FL_ACTIVE] > 0.0
+    inflight = o[f, OBS_INFLIGHT]
+    sent_b = o[f, OBS_SENT]
+    deliv = o[f, OBS_ACKED]
+    credit = fb[f, FL_PACE_CREDIT]
+    sent_pk = fb[f, FL_SENT_PKTS]
+    lost_pk = fb[f, FL_LOST_PKTS]
+    lost_un = fb[f, FL_LOST_UNNOTIFIED]
+    enq = bnb[p, BN_ENQ]
+    deq = bnb[p, BN_DEQ]
+    qcap_eps = bnb[p, BN_QCAP] + EPS
+    loss = bnb[p, BN_LOSS]
+    room_lim = max(bnb[p, BN_CAP], mss) - EPS
+    dropped = bnb[p, BN_DROPPED]
+    snd_nxt = c[CN_SND_NXT]
+    limit = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
+    pending = c[CN_PENDING]
+    head = si[f, SI_HEAD]
+    dep = si[f, SI_DEP]
+    tl = si[f, SI_TAIL]
+    ls = (tl - 1) & (Q - 1)  # slot of the tail segment
+    avail = o[f, OBS_AVAILABLE] > 0.0
+    n = 0
+    failed = False
+    seq = math.inf
+    size = mss
+    while n < maxpk:
+        if kind == 0:
+            if n > 0:  # the checks a new pick would make
+                if pending + max(limit - snd_nxt, 0.0) <= EPS or not avail:
+                    break
+            elif not first_free and not avail:
+                break
+            size = min(mss, limit - snd_nxt)
+            if size <= EPS:
+                failed = True
+                break
+            seq = snd_nxt
+        else:
+            if not avail or (kind == 1 and not budget > EPS):
+                break
+        s = -1
+        if tl > dep:
+            room = sg[f, ls, SEG_BYTES] + sg[f, ls, SEG_LOST] < room_lim or tl - head >= Q
+            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1 \
+                    and (sg[f, ls, SEG_SEQ] == math.inf) == (seq == math.inf):
+                s = ls
+        if s < 0:
+            if tl - head >= Q:
+                failed = True
+                break
+            ls = (ls + 1) & (Q - 1)
+            s = ls
+            _init_segment(sg, f, s, seq, enq, t, deliv, -1.0)
+            tl += 1
+        if kind == 0:
+            snd_nxt += size
+        q = enq - deq
+        lost = False
+        if loss > 0.0:
+            lost = uniform(rng, b) < loss
+        if not lost and q + size > qcap_eps:
+            lost = True
+            dropped += size
+        inflight += size
+        sent_b += size
+        credit -= size
+        sent_pk += 1.0
+        if lost:
+            lost_pk += 1.0
+            lost_un += size
+            sg[f, s, SEG_LOST] += size
+            if kind == 0:
+                _lose_new_data(f, sg, s, c, ho, seq, size)
+        else:
+            enq += size
+            sg[f, s, SEG_BYTES] += size
+            sg[f, s, SEG_POS] = enq
+            if kind == 0:
+                sg[f, s, SEG_NEW] += size
+                if seq < sg[f, s, SEG_SEQ] or sg[f, s, SEG_NEW] == size:
+                    sg[f, s, SEG_SEQ] = seq
+        avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
+        n += 1
+        if kind == 1:
+            budget = max(budget - size, 0.0)
+    if n > 0:
+        o[f, OBS_INFLIGHT] = inflight
+        o[f, OBS_SENT] = sent_b
+        o[f, OBS_AVAILABLE] = 1.0 if avail else 0.0
+        fb[f, FL_PACE_CREDIT] = credit
+        fb[f, FL_SENT_PKTS] = sent_pk
+        fb[f, FL_LOST_PKTS] = lost_pk
+        fb[f, FL_LOST_UNNOTIFIED] = lost_un
+        bnb[p, BN_ENQ] = enq
+        bnb[p, BN_DROPPED] = dropped
+        c[CN_SND_NXT] = snd_nxt
+        si[f, SI_TAIL] = tl
+    return n, failed, budget
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
     """Per-packet scheduling of the connection's data. Returns PAUSE_DECISION when the agent
     must answer (blocked mode), else PAUSE_NONE."""
-    nsub = int(cn[b, CN_N_SUB])
-    sid = int(cn[b, CN_SCHED])
-    o = obs[b]
-    co = cobs[b]
-    prm = sched[b, :SCHED_STATE]
-    st = sched[b, SCHED_STATE:]
+    sid = int(c[CN_SCHED])
     # spurious resends go out on the flow that declared them, ahead of new data
     for f in range(nsub):
-        while fl[b, f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
-            sent = _send_packet(b, f, t, obs, fl, bn, cn, seg, segi, hole, rng, mss, 1)
-            if sent <= 0.0:
-                break
-            fl[b, f, FL_SPUR_PENDING] = max(fl[b, f, FL_SPUR_PENDING] - sent, 0.0)
-    for _ in range(MAX_PACKETS_PER_STEP):
-        backlog = cn[b, CN_PENDING] + max(min(cn[b, CN_SND_LIMIT], cn[b, CN_ACKED_EDGE] + cn[b, CN_RCVBUF])
-                                          - cn[b, CN_SND_NXT], 0.0)
+        if fb[f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
+            _, _, left = _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 1, False,
+                                MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
+            fb[f, FL_SPUR_PENDING] = left
+    blocked = c[CN_BLOCKED] > 0.0
+    sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
+    it = 0
+    while it < MAX_PACKETS_PER_STEP:
+        backlog = c[CN_PENDING] + max(min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
+                                      - c[CN_SND_NXT], 0.0)
         co[COBS_BACKLOG] = backlog
         if backlog <= EPS:
             break
-        if cn[b, CN_BLOCKED] > 0.0:
+        if blocked:
             fast = -1
             best = math.inf
             for i in range(nsub):
@@ -503,7 +778,7 @@ def _schedule(b, t, obs, cobs, fl, bn, cn, seg, segi, hole, sched, rng, mss):
                         second = i
                 if second < 0:
                     break
-                advise = cn[b, CN_ADVISE]
+                advise = c[CN_ADVISE]
                 if advise < 0.0:
                     return PAUSE_DECISION
                 if advise == 0.0:
@@ -513,70 +788,96 @@ def _schedule(b, t, obs, cobs, fl, bn, cn, seg, segi, hole, sched, rng, mss):
             mask = pick(sid, prm, st, o, co, nsub, mss, rng, b)
         if mask == 0:
             break
+        if (mask & (mask - 1)) == 0 and c[CN_PENDING] <= EPS:
+            i = 0
+            while (mask >> i) != 1:
+                i += 1
+            n, failed, _ = _burst(b, i, t, o, fb, bnb, c, sg, si, ho, rng, mss, 0, True,
+                                  MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
+            if failed:
+                break
+            it += n
+            continue
         first = True
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                sent = _send_packet(b, i, t, obs, fl, bn, cn, seg, segi, hole, rng, mss, 0 if first else 1)
+                sent = _send_packet(b, i, t, o, fb, bnb, c, sg, si, ho, rng, mss, 0 if first else 1)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:
             break
+        it += 1
     return PAUSE_NONE
 
 
-@njit(cache=True)
-def _competing_and_udp(b, t, obs, fl, bn, cn, seg, segi, hole, rng, mss):
-    for f in range(int(cn[b, CN_N_SUB]), int(cn[b, CN_N_FLOWS])):
-        while obs[b, f, OBS_AVAILABLE] > 0.0:
-            if _send_packet(b, f, t, obs, fl, bn, cn, seg, segi, hole, rng, mss, 2) <= 0.0:
-                break
-    for p in range(int(cn[b, CN_N_SUB])):
-        udp = bn[b, p, BN_UDP]
+@njit(cache=True, _nrt=False, forceinline=True)
+def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
+    for f in range(nsub, nflows):
+        if o[f, OBS_AVAILABLE] > 0.0:
+            _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 2, False, 1 << 62, 0.0)
+    for p in range(nsub):
+        udp = bnb[p, BN_UDP]
         if udp > 0.0:
-            room = bn[b, p, BN_QCAP] - (bn[b, p, BN_ENQ] - bn[b, p, BN_DEQ])
+            room = bnb[p, BN_QCAP] - (bnb[p, BN_ENQ] - bnb[p, BN_DEQ])
             take = min(udp, max(room, 0.0))
-            bn[b, p, BN_ENQ] += take
-            bn[b, p, BN_DROPPED] += udp - take
+            bnb[p, BN_ENQ] += take
+            bnb[p, BN_DROPPED] += udp - take
 
 
-@njit(cache=True)
-def _depart(b, t, fl, bn, cn, seg, segi, rng, spur_r, spur_p, mss):
+@njit(cache=True, _nrt=False, forceinline=True)
+def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
     """Bottlenecks drain in FIFO order; departed segments get their arrival step."""
-    Q = seg.shape[2]
-    for p in range(int(cn[b, CN_N_SUB])):
-        q = bn[b, p, BN_ENQ] - bn[b, p, BN_DEQ]
-        out = min(q, bn[b, p, BN_CAP])
-        bn[b, p, BN_DEQ] += out
-        bn[b, p, BN_DELIVERED] += out
-    reorders = cn[b, CN_REORDERS] > 0.0
-    for f in range(int(cn[b, CN_N_FLOWS])):
-        p = int(fl[b, f, FL_PATH])
-        deq = bn[b, p, BN_DEQ]
-        jit = bn[b, p, BN_JITTER]
-        d = segi[b, f, SI_DEP]
-        tl = segi[b, f, SI_TAIL]
+    Qm = sg.shape[1] - 1
+    for p in range(nsub):
+        q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
+        out = min(q, bnb[p, BN_CAP])
+        bnb[p, BN_DEQ] += out
+        bnb[p, BN_DELIVERED] += out
+    reorders = c[CN_REORDERS] > 0.0
+    for f in range(nflows):
+        d = si[f, SI_DEP]
+        tl = si[f, SI_TAIL]
+        if d >= tl:
+            continue
+        p = int(fb[f, FL_PATH])
+        deq_eps = bnb[p, BN_DEQ] + EPS
+        s = d & Qm
+        if sg[f, s, SEG_POS] > deq_eps:
+            continue
+        jit = bnb[p, BN_JITTER]
+        dfwd = bnb[p, BN_DFWD]
+        last_arrive = fb[f, FL_LAST_ARRIVE]
+        prob = -1.0
         while d < tl:
-            s = d % Q
-            if seg[b, f, s, SEG_POS] > deq + EPS:
+            if sg[f, s, SEG_POS] > deq_eps:
                 break
-            delay = bn[b, p, BN_DFWD]
+            delay = dfwd
             if jit > 0.0:
                 delay = max(delay + jit * normal(rng, b), 0.0)
-                if reorders and seg[b, f, s, SEG_BYTES] > 0.0:
-                    prob = _spurious_prob(mss / max(bn[b, p, BN_CAP], 1.0) / jit, spur_r, spur_p)
-                    npk = int(math.ceil(seg[b, f, s, SEG_BYTES] / mss - EPS))
+                if reorders and sg[f, s, SEG_BYTES] > 0.0:
+                    if prob < 0.0:  # cached per path while its capacity stays the same
+                        if bnb[p, BN_CAP] != bnb[p, BN_SPUR_R]:
+                            bnb[p, BN_SPUR_R] = bnb[p, BN_CAP]
+                            bnb[p, BN_SPUR_P] = _spurious_prob(mss / max(bnb[p, BN_CAP], 1.0) / jit,
+                                                               spur_r, spur_p)
+                        prob = bnb[p, BN_SPUR_P]
+                    npk = int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))
+                    cnt = 0.0
                     for _ in range(npk):
                         if uniform(rng, b) < prob:
-                            seg[b, f, s, SEG_SPUR] += 1.0
-            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), fl[b, f, FL_LAST_ARRIVE])
-            seg[b, f, s, SEG_ARRIVE] = arrive
-            fl[b, f, FL_LAST_ARRIVE] = arrive
+                            cnt += 1.0
+                    sg[f, s, SEG_SPUR] += cnt
+            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive)
+            sg[f, s, SEG_ARRIVE] = arrive
+            last_arrive = arrive
             d += 1
-        segi[b, f, SI_DEP] = d
+            s = (s + 1) & Qm
+        si[f, SI_DEP] = d
+        fb[f, FL_LAST_ARRIVE] = last_arrive
 
 
-@njit(inline="always", cache=True)
+@njit(inline="always", cache=True, _nrt=False)
 def _spurious_prob(r, grid, table):
     """Interpolate the spurious-declaration probability at spacing/jitter ratio r (log grid)."""
     if r <= grid[0]:
@@ -592,7 +893,50 @@ def _spurious_prob(r, grid, table):
     return table[i] * (1.0 - w) + table[i + 1] * w
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, spur_p, max_steps, mss, dt):
+    """One connection (views of its rows) until it pauses or has run ``max_steps`` steps."""
+    # after a decision or interval pause the step continues at scheduling
+    resume_send = c[CN_PAUSE] == PAUSE_DECISION or c[CN_PAUSE] == PAUSE_INTERVAL
+    c[CN_PAUSE] = PAUSE_NONE
+    nflows = int(c[CN_N_FLOWS])
+    nsub = int(c[CN_N_SUB])
+    prm = sc[:SCHED_STATE]
+    st = sc[SCHED_STATE:]
+    steps = 0
+    while steps < max_steps:
+        t = int(c[CN_T])
+        if not resume_send:
+            now = t * dt
+            _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
+            _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
+            _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
+            done = (c[CN_RCV_NXT] >= c[CN_SND_LIMIT] - EPS) or t >= c[CN_END_STEP] \
+                or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
+            if done:
+                if c[CN_RCV_NXT] >= c[CN_SND_LIMIT] - EPS:
+                    c[CN_DONE_STEP] = t
+                c[CN_DONE] = 1.0
+                c[CN_PAUSE] = PAUSE_DONE
+                break
+            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)
+            if c[CN_MODE_UNTIL] >= 0.0 and t >= c[CN_MODE_UNTIL]:
+                c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
+                break
+        resume_send = False
+        if _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub) == PAUSE_DECISION:
+            c[CN_PAUSE] = PAUSE_DECISION
+            break
+        c[CN_ADVISE] = -1.0
+        _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows)
+        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows)
+        c[CN_T] = t + 1
+        steps += 1
+    if c[CN_PAUSE] == PAUSE_NONE:
+        c[CN_PAUSE] = PAUSE_LIMIT
+
+
+@njit(cache=True, _nrt=False)
 def advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
             spur_r, spur_p, active, max_steps, mss, dt):
     """Advance every active connection until it pauses (decision, interval end, episode end) or
@@ -600,39 +944,5 @@ def advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace
     for b in range(cn.shape[0]):
         if not active[b] or cn[b, CN_DONE] > 0.0:
             continue
-        # after a decision or interval pause the step continues at scheduling
-        resume_send = cn[b, CN_PAUSE] == PAUSE_DECISION or cn[b, CN_PAUSE] == PAUSE_INTERVAL
-        cn[b, CN_PAUSE] = PAUSE_NONE
-        steps = 0
-        while steps < max_steps:
-            t = int(cn[b, CN_T])
-            nflows = int(cn[b, CN_N_FLOWS])
-            nsub = int(cn[b, CN_N_SUB])
-            if not resume_send:
-                now = t * dt
-                _apply_schedules(b, t, fl, cc, ccp, bn, cn, ctrace, atrace, mss, now)
-                _receive(b, t, obs, fl, bn, cn, seg, segi, ring, hole, mss)
-                _feedback(b, t, obs, cobs, fl, cc, ccp, cn, seg, segi, ring, hole, rng, mss, dt)
-                done = (cn[b, CN_RCV_NXT] >= cn[b, CN_SND_LIMIT] - EPS) or t >= cn[b, CN_END_STEP] \
-                    or (cn[b, CN_OOO_EXCEEDED] > 0.0 and cn[b, CN_END_ON_OOO] > 0.0)
-                if done:
-                    if cn[b, CN_RCV_NXT] >= cn[b, CN_SND_LIMIT] - EPS:
-                        cn[b, CN_DONE_STEP] = t
-                    cn[b, CN_DONE] = 1.0
-                    cn[b, CN_PAUSE] = PAUSE_DONE
-                    break
-                _refresh_windows(b, obs, cobs, fl, cn, nflows, nsub, mss, dt)
-                if cn[b, CN_MODE_UNTIL] >= 0.0 and t >= cn[b, CN_MODE_UNTIL]:
-                    cn[b, CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
-                    break
-            resume_send = False
-            if _schedule(b, t, obs, cobs, fl, bn, cn, seg, segi, hole, sched, rng, mss) == PAUSE_DECISION:
-                cn[b, CN_PAUSE] = PAUSE_DECISION
-                break
-            cn[b, CN_ADVISE] = -1.0
-            _competing_and_udp(b, t, obs, fl, bn, cn, seg, segi, hole, rng, mss)
-            _depart(b, t, fl, bn, cn, seg, segi, rng, spur_r, spur_p, mss)
-            cn[b, CN_T] = t + 1
-            steps += 1
-        if cn[b, CN_PAUSE] == PAUSE_NONE:
-            cn[b, CN_PAUSE] = PAUSE_LIMIT
+        _run(b, obs[b], cobs[b], fl[b], cc[b], ccp[b], bn[b], cn[b], seg[b], segi[b], ring[b], hole[b],
+             sched[b], ctrace[b], atrace[b], rng, spur_r, spur_p, max_steps, mss, dt)

@@ -75,7 +75,9 @@ BN_DEQ = 8  # cumulative bytes that left the queue
 BN_TRACE_IDX = 9  # index of the next capacity change in the trace
 BN_DELIVERED = 10  # bytes that crossed the bottleneck (all flows; invariant checks)
 BN_DROPPED = 11  # bytes dropped at the tail
-N_BN = 12
+BN_SPUR_R = 12  # cache: the capacity BN_SPUR_P was computed for (kernel bookkeeping, -1 none)
+BN_SPUR_P = 13  # cache: spurious-declaration probability per packet at that capacity
+N_BN = 14
 
 # --- connection: ``cn[B, N_CN]`` ---------------------------------------------------------------
 CN_T = 0  # current step
@@ -103,7 +105,14 @@ CN_OOO_LIMIT = 21  # out-of-order buffer limit (bytes), inf for none
 CN_OOO_EXCEEDED = 22  # 1 once the reorder buffer exceeded the limit
 CN_END_ON_OOO = 23  # 1 to end the episode when the limit is exceeded
 CN_BLOCKED = 24  # 1 when the connection runs the blocked decision mode
-N_CN = 25
+# hole-table bookkeeping of the kernel (exact: it only spares scans of the table)
+CN_LIVE_HEAD = 25  # first hole of the list of holes in use, in sequence order (-1: none)
+CN_LIVE_TAIL = 26  # its last hole
+CN_NEXT_DETECT = 27  # lower bound of the holes' HOLE_DETECT_AT >= 0 (inf: none scheduled)
+CN_N_PEND = 28  # holes waiting for retransmission (length of the HOLE_PLIST list)
+CN_N_DET = 29  # holes with a loss detection scheduled (length of the HOLE_DLIST list)
+CN_FREE_HINT = 30  # every slot below it is in use (the lowest free slot is >= it)
+N_CN = 31
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has
@@ -125,6 +134,7 @@ SEG_LOST = 9  # bytes lost from this segment (ground truth; detected on arrival 
 SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detection threshold
 SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
 N_SEG = 12
+# Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
 # head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free)
 SI_HEAD, SI_DEP, SI_TAIL = 0, 1, 2
 
@@ -145,7 +155,18 @@ HOLE_UNDET = 2  # lost bytes not yet detected by the sender
 HOLE_PENDING = 3  # detected, waiting for retransmission
 HOLE_DETECT_AT = 4  # step at which the sender detects the loss (-1 none scheduled)
 HOLE_FLOW = 5  # flow that lost it last
-N_HOLE = 6
+# kernel bookkeeping, so that no operation scans every slot up to CN_HOLES_HI: the holes in use
+# form a doubly linked list in sequence order (its head is the lowest hole); the holes waiting for
+# retransmission and those with a detection scheduled form two unordered lists, stored down a
+# column (entry i of the list in row i) with each slot's position in its own row
+HOLE_PREV = 6  # previous hole in the list of holes in use (-1: none)
+HOLE_NEXT = 7  # next hole in that list (-1: none)
+HOLE_LINKED = 8  # 1 while the slot is in that list
+HOLE_PPOS = 9  # position in the pending list (-1: not in it)
+HOLE_DPOS = 10  # position in the detection list (-1: not in it)
+HOLE_PLIST = 11  # row i: slot of the pending list's i-th entry
+HOLE_DLIST = 12  # row i: slot of the detection list's i-th entry
+N_HOLE = 13
 
 # --- scheduler parameters and state: ``sched[B, N_SCHED]`` ---------------------------------------
 SCHED_PARAMS = 0  # first 16 columns: parameters of the heuristic

@@ -94,9 +94,11 @@ class Simulator:
         F = P + n_comp
         one_way_ms = max(s.max_one_way_ms() for s in self.scenarios)
         dt_ms = self.cfg.dt_ms
-        L = int(math.ceil(one_way_ms / dt_ms)) + 64
+        # ring and segment FIFO lengths are powers of two: the kernel wraps indices with a mask
+        # (a larger ring changes nothing: it only has to outlast the feedback horizon)
+        L = _pow2(int(math.ceil(one_way_ms / dt_ms)) + 64)
         inflight_ms = max(self._max_inflight_ms(s) for s in self.scenarios)
-        Q = int(min(16384, math.ceil(inflight_ms / dt_ms * 1.5) + 64))
+        Q = _pow2(int(min(16384, math.ceil(inflight_ms / dt_ms * 1.5) + 64)))
         H = 512
         T = max(self._trace_len(s) for s in self.scenarios)
         TA = max(self._activity_len(s) for s in self.scenarios)
@@ -120,7 +122,10 @@ class Simulator:
         self.active = np.ones(B, dtype=np.bool_)
 
     def _max_inflight_ms(self, s: Scenario) -> float:
-        """Bound on how long a packet can stay in flight: RTT plus a full queue's delay."""
+        """Bound on the steps a flow's segments span in its FIFO: RTT plus twice a full queue's
+        delay. A flow opens one segment per step, but two while slow start sends twice what the
+        bottleneck serves per step (a segment holds one step of service), and with 10-20 BDP
+        buffers a full queue's delay alone outlasted the FIFO (``Q``) during the overshoot."""
         worst = 0.0
         for path in s.paths:
             rtt = 2 * path.max_one_way_ms()
@@ -130,7 +135,7 @@ class Simulator:
                 q_ms = max_value(path.queue_packets) * self.cfg.mss * 8 / (min_bw * 1e3)
             else:
                 q_ms = max_value(path.queue_bdp) * rtt * max_value(path.bandwidth_mbps) / min_bw
-            worst = max(worst, rtt + q_ms)
+            worst = max(worst, rtt + 2.0 * q_ms)
         return min(worst, 60_000.0)
 
     @staticmethod
@@ -260,6 +265,11 @@ class Simulator:
         """Per-connection metrics of the current episodes (``envs.metrics`` summarises them)."""
         from envs.metrics import connection_metrics
         return connection_metrics(self)
+
+
+def _pow2(n: int) -> int:
+    """Smallest power of two >= n."""
+    return 1 << max(int(n) - 1, 0).bit_length()
 
 
 def _capacity_steps(path: PathSpec, dt_ms: float) -> list[tuple[int, float]]:
