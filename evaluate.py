@@ -17,18 +17,7 @@ def main(cfg: DictConfig) -> None:
     try:
         if live_cli.wants_live(cfg):  # backend=live, compare=sim,live
             return live_cli.run(cfg)
-        if cfg.format not in ("table", "json"):
-            raise ConfigError(f"format must be table or json, got {cfg.format!r}")
-        if not isinstance(cfg.runs, int) or cfg.runs < 1:
-            raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
-        found = config.scenarios(cfg)
-        if len(found) != 1:
-            raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")
-        scen = found[0]
-        selected = config.ccs(cfg)
-        if len(selected) != 1:
-            raise ConfigError(f"evaluate.py runs one cc at a time, got {', '.join(selected)}")
-        (cc, cc_params), = selected.items()
+        scen, cc, cc_params = config.evaluation_request(cfg)
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
                                      cc_params, config.plain(cfg.scheduler_params))
     except ConfigError as err:

@@ -51,3 +51,20 @@ def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
 def sim_config(env: DictConfig) -> SimConfig:
     return SimConfig(dt_ms=float(env.dt_ms), mss=int(env.mss), max_duration_s=float(env.max_duration_s),
                      ooo_limit_bytes=float(env.ooo_limit_bytes), end_on_ooo=bool(env.end_on_ooo))
+
+
+def evaluation_request(cfg: DictConfig) -> tuple[Scenario, str, dict[str, float]]:
+    """evaluate.py's single scenario and CC (with its parameters), after checking ``format`` and
+    ``runs``."""
+    if cfg.format not in ("table", "json"):
+        raise ConfigError(f"format must be table or json, got {cfg.format!r}")
+    if not isinstance(cfg.runs, int) or cfg.runs < 1:
+        raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
+    found = scenarios(cfg)
+    if len(found) != 1:
+        raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")
+    selected = ccs(cfg)
+    if len(selected) != 1:
+        raise ConfigError(f"evaluate.py runs one cc at a time, got {', '.join(selected)}")
+    (cc, cc_params), = selected.items()
+    return found[0], cc, cc_params

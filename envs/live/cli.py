@@ -58,18 +58,7 @@ def run(cfg: DictConfig) -> None:
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r} "
                           "(the live transport is live.backend: mptcp)")
-    if cfg.format not in ("table", "json"):
-        raise ConfigError(f"format must be table or json, got {cfg.format!r}")
-    if not isinstance(cfg.runs, int) or cfg.runs < 1:
-        raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
-    found = config.scenarios(cfg)
-    if len(found) != 1:
-        raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")
-    scen = found[0]
-    selected = config.ccs(cfg)
-    if len(selected) != 1:
-        raise ConfigError(f"evaluate.py runs one cc at a time, got {', '.join(selected)}")
-    (cc, cc_params), = selected.items()
+    scen, cc, cc_params = config.evaluation_request(cfg)
     if cc_params:
         raise ConfigError(f"live runs use the kernel's {cc}, whose parameters cannot be set per run "
                           f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
