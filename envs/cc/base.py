@@ -15,6 +15,10 @@ the congestion-recovery rule of RFC 6582 / RFC 9002 (one reduction per round tri
 packet sent before the last reduction does not reduce again).
 """
 
+import math
+
+from numba import njit
+
 CWND = 0
 PACING = 1
 SSTHRESH = 2
@@ -23,3 +27,12 @@ FIRST_PRIVATE = 4  # CC-specific slots start here
 
 INIT_CWND_PACKETS = 10.0  # RFC 6928
 MIN_CWND_PACKETS = 2.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def init_common(C, f, mss):
+    """Every CC starts from the initial window (RFC 6928), unpaced, in slow start, never reduced."""
+    C[f, CWND] = INIT_CWND_PACKETS * mss
+    C[f, PACING] = 0.0
+    C[f, SSTHRESH] = math.inf
+    C[f, RECOVERY_START] = -1.0

@@ -11,7 +11,7 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, SSTHRESH
+from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, init_common
 from envs.sim.rng import uniform
 
 # parameters
@@ -45,10 +45,7 @@ BW_WIN = FIRST_PRIVATE + 15  # BW_ROUNDS slots: max sample per round
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    C[f, CWND] = INIT_CWND_PACKETS * mss
-    C[f, PACING] = 0.0
-    C[f, SSTHRESH] = math.inf
-    C[f, RECOVERY_START] = -1.0
+    init_common(C, f, mss)
     C[f, MODE] = STARTUP
     C[f, BTLBW] = 0.0
     C[f, ROUND] = 0.0

@@ -46,7 +46,7 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, SSTHRESH
+from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, init_common
 from envs.sim.rng import uniform
 
 # parameters
@@ -110,10 +110,7 @@ FILLED = FIRST_PRIVATE + 32
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    C[f, CWND] = INIT_CWND_PACKETS * mss
-    C[f, PACING] = 0.0
-    C[f, SSTHRESH] = math.inf
-    C[f, RECOVERY_START] = -1.0
+    init_common(C, f, mss)
     for k in range(FIRST_PRIVATE, FILLED + 1):
         C[f, k] = 0.0
     C[f, MODE] = STARTUP

@@ -5,8 +5,7 @@ import math
 
 from numba import njit
 
-from envs.cc.base import (CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, MIN_CWND_PACKETS, PACING,
-                          RECOVERY_START, SSTHRESH)
+from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
 
 # parameters
 C_CUBIC = 0  # 0.4 (segments / s^3)
@@ -25,10 +24,7 @@ LAST_ROUND_MIN = FIRST_PRIVATE + 5
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    C[f, CWND] = INIT_CWND_PACKETS * mss
-    C[f, PACING] = 0.0
-    C[f, SSTHRESH] = math.inf
-    C[f, RECOVERY_START] = -1.0
+    init_common(C, f, mss)
     C[f, W_MAX] = 0.0
     C[f, K] = 0.0
     C[f, EPOCH] = -1.0

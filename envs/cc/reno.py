@@ -1,10 +1,8 @@
 """NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss."""
 
-import math
-
 from numba import njit
 
-from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, PACING, RECOVERY_START, SSTHRESH
+from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
 
 # parameters: P[f, 0] = multiplicative decrease (0.5)
 BETA = 0
@@ -13,10 +11,7 @@ DEFAULTS = {"beta": 0.5}
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    C[f, CWND] = INIT_CWND_PACKETS * mss
-    C[f, PACING] = 0.0
-    C[f, SSTHRESH] = math.inf
-    C[f, RECOVERY_START] = -1.0
+    init_common(C, f, mss)
 
 
 @njit(cache=True, _nrt=False)
