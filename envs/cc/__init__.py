@@ -10,11 +10,13 @@ from collections.abc import Mapping
 import numpy as np
 from numba import njit
 
-from envs.cc import bbr, bbr2, cubic, reno
+from envs.cc import balia, bbr, bbr2, cubic, lia, olia, reno, wvegas
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import N_CCP
 
-MODULES = {"reno": reno, "cubic": cubic, "bbr": bbr, "bbr2": bbr2}
+MODULES = {"reno": reno, "cubic": cubic, "bbr": bbr, "bbr2": bbr2,
+           # coupled MPTCP CCs: a subflow's update reads its sibling subflows' rows (envs.cc.coupled)
+           "lia": lia, "olia": olia, "balia": balia, "wvegas": wvegas}
 NAMES = tuple(MODULES)
 
 
@@ -47,8 +49,16 @@ def cc_init(cid, C, P, f, now, mss):
         cubic.init(C, P, f, now, mss)
     elif cid == 2:
         bbr.init(C, P, f, now, mss)
-    else:
+    elif cid == 3:
         bbr2.init(C, P, f, now, mss)
+    elif cid == 4:
+        lia.init(C, P, f, now, mss)
+    elif cid == 5:
+        olia.init(C, P, f, now, mss)
+    elif cid == 6:
+        balia.init(C, P, f, now, mss)
+    else:
+        wvegas.init(C, P, f, now, mss)
 
 
 @njit(cache=True, _nrt=False)
@@ -59,8 +69,16 @@ def cc_on_ack(cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, roun
         cubic.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
     elif cid == 2:
         bbr.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
-    else:
+    elif cid == 3:
         bbr2.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+    elif cid == 4:
+        lia.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+    elif cid == 5:
+        olia.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+    elif cid == 6:
+        balia.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+    else:
+        wvegas.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
 
 
 @njit(cache=True, _nrt=False)
@@ -71,8 +89,16 @@ def cc_on_loss(cid, C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         cubic.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
     elif cid == 2:
         bbr.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
-    else:
+    elif cid == 3:
         bbr2.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    elif cid == 4:
+        lia.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    elif cid == 5:
+        olia.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    elif cid == 6:
+        balia.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    else:
+        wvegas.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
 
 
 @njit(cache=True, _nrt=False)
@@ -83,5 +109,13 @@ def cc_on_rto(cid, C, P, f, now, inflight, mss):
         cubic.on_rto(C, P, f, now, inflight, mss)
     elif cid == 2:
         bbr.on_rto(C, P, f, now, inflight, mss)
-    else:
+    elif cid == 3:
         bbr2.on_rto(C, P, f, now, inflight, mss)
+    elif cid == 4:
+        lia.on_rto(C, P, f, now, inflight, mss)
+    elif cid == 5:
+        olia.on_rto(C, P, f, now, inflight, mss)
+    elif cid == 6:
+        balia.on_rto(C, P, f, now, inflight, mss)
+    else:
+        wvegas.on_rto(C, P, f, now, inflight, mss)

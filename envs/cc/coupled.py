@@ -1,0 +1,68 @@
+"""What the coupled MPTCP congestion controls (LIA, OLIA, BALIA, wVegas) share.
+
+A coupled CC couples the windows of one MPTCP connection's subflows: rows ``0 .. nsub-1`` of the
+connection's CC matrix. A competing flow (row ``f >= nsub``) is a single-path connection of its
+own: it couples with nobody, so a coupled CC on it behaves as its single-path form (LIA and OLIA
+reduce to Reno, RFC 6356 section 3). Each subflow keeps its own smoothed RTT in slot ``SRTT``
+(RFC 6298's 7/8 EWMA), 0 until its first sample: the algorithms sum over subflows that have one,
+as Linux MPTCP sums over subflows that can send and have an RTT estimate.
+"""
+
+from numba import njit
+
+from envs.cc.base import CWND, FIRST_PRIVATE, SSTHRESH, init_common
+
+SRTT = FIRST_PRIVATE  # smoothed RTT of this subflow (s), 0 before the first sample
+FIRST_COUPLED = FIRST_PRIVATE + 1  # each coupled CC's own slots start here
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def init_subflow(C, f, mss):
+    init_common(C, f, mss)
+    C[f, SRTT] = 0.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def siblings(f, nsub):
+    """Rows ``lo .. hi-1`` that flow ``f`` couples with: the connection's subflows, or itself."""
+    if f < nsub:
+        return 0, nsub
+    return f, f + 1
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def track_rtt(C, f, rtt):
+    """Fold one RTT sample into the subflow's smoothed RTT (RFC 6298)."""
+    if C[f, SRTT] <= 0.0:
+        C[f, SRTT] = rtt
+    else:
+        C[f, SRTT] = 0.875 * C[f, SRTT] + 0.125 * rtt
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def slow_start(C, f, acked):
+    """Standard slow start (RFC 5681) while below ssthresh; True when it applied."""
+    if C[f, CWND] < C[f, SSTHRESH]:
+        C[f, CWND] += acked
+        return True
+    return False
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def window_sum(C, lo, hi):
+    """``sum_r w_r`` (bytes) over the coupled subflows with an RTT estimate."""
+    total = 0.0
+    for r in range(lo, hi):
+        if C[r, SRTT] > 0.0:
+            total += C[r, CWND]
+    return total
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def rate_sum(C, lo, hi):
+    """``sum_r w_r / rtt_r`` (bytes/s) over the coupled subflows with an RTT estimate."""
+    total = 0.0
+    for r in range(lo, hi):
+        if C[r, SRTT] > 0.0:
+            total += C[r, CWND] / C[r, SRTT]
+    return total

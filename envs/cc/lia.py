@@ -1,0 +1,52 @@
+"""LIA, the Linked Increases Algorithm of MPTCP (RFC 6356, section 3).
+
+Per ACK of ``acked`` bytes on subflow i in congestion avoidance, cwnd_i grows by
+``min(alpha * acked * MSS / cwnd_total, acked * MSS / cwnd_i)`` with
+``alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2``: the connection as a
+whole is no more aggressive than one TCP on its best path, and never more than TCP on any path.
+Slow start and the loss response are NewReno's (halve once per round trip).
+"""
+
+from numba import njit
+
+from envs.cc import reno
+from envs.cc.base import CWND
+from envs.cc.coupled import SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
+
+DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+
+
+@njit(cache=True, _nrt=False)
+def alpha(C, lo, hi):
+    """RFC 6356's alpha over the subflows ``lo .. hi-1`` that have an RTT estimate."""
+    best = 0.0
+    for r in range(lo, hi):
+        if C[r, SRTT] > 0.0:
+            best = max(best, C[r, CWND] / (C[r, SRTT] * C[r, SRTT]))
+    denom = rate_sum(C, lo, hi)
+    return window_sum(C, lo, hi) * best / (denom * denom)
+
+
+@njit(cache=True, _nrt=False)
+def init(C, P, f, now, mss):
+    init_subflow(C, f, mss)
+
+
+@njit(cache=True, _nrt=False)
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    track_rtt(C, f, rtt)
+    if slow_start(C, f, acked):
+        return
+    lo, hi = siblings(f, nsub)
+    coupled = alpha(C, lo, hi) * acked * mss / window_sum(C, lo, hi)
+    C[f, CWND] += min(coupled, acked * mss / C[f, CWND])
+
+
+@njit(cache=True, _nrt=False)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+
+
+@njit(cache=True, _nrt=False)
+def on_rto(C, P, f, now, inflight, mss):
+    reno.on_rto(C, P, f, now, inflight, mss)

@@ -1,0 +1,96 @@
+"""OLIA, the Opportunistic Linked Increases Algorithm (Khalili, Gast, Popovic, Le Boudec,
+CoNEXT 2012 / ToN 2013; draft-khalili-mptcp-congestion-control-05).
+
+Per packet acked on path r in congestion avoidance (windows in packets)
+``w_r += (w_r / rtt_r^2) / (sum_p w_p / rtt_p)^2 + epsilon_r / w_r``. ``l_r`` is the larger of
+the bytes acked between the last two losses and since the last loss; the best paths B have the
+largest ``l_r / rtt_r^2`` (the paper's and Linux mptcp_olia.c's ranking, a TCP rate estimate
+squared: spec/transport.md writes ``l_r^2 / rtt_r``), M those with the largest window.
+``epsilon_r = 1 / (n |B \\ M|)`` for r in B \\ M, ``-1 / (n |M|)`` for r in M when B \\ M is not
+empty, else 0, with n the number of subflows. Slow start and the loss response are NewReno's.
+"""
+
+from numba import njit
+
+from envs.cc import reno
+from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START
+from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+
+DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+
+L_PREV = FIRST_COUPLED  # bytes acked between the last two losses
+L_CUR = FIRST_COUPLED + 1  # bytes acked since the last loss
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _quality(C, r):
+    """``l_r / rtt_r^2``: ranks the paths by their (squared) TCP rate estimate."""
+    return max(C[r, L_PREV], C[r, L_CUR]) / (C[r, SRTT] * C[r, SRTT])
+
+
+@njit(cache=True, _nrt=False)
+def epsilon(C, f, lo, hi):
+    """OLIA's epsilon_f over the subflows ``lo .. hi-1`` that have an RTT estimate."""
+    n = 0
+    max_w = 0.0
+    best = 0.0
+    for r in range(lo, hi):
+        if C[r, SRTT] > 0.0:
+            n += 1
+            max_w = max(max_w, C[r, CWND])
+            best = max(best, _quality(C, r))
+    in_m = 0
+    best_not_m = 0
+    for r in range(lo, hi):
+        if C[r, SRTT] > 0.0:
+            if C[r, CWND] == max_w:
+                in_m += 1
+            elif _quality(C, r) == best:
+                best_not_m += 1
+    if best_not_m == 0:
+        return 0.0
+    if C[f, CWND] == max_w:
+        return -1.0 / (n * in_m)
+    if _quality(C, f) == best:
+        return 1.0 / (n * best_not_m)
+    return 0.0
+
+
+@njit(cache=True, _nrt=False)
+def init(C, P, f, now, mss):
+    init_subflow(C, f, mss)
+    C[f, L_PREV] = 0.0
+    C[f, L_CUR] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    track_rtt(C, f, rtt)
+    C[f, L_CUR] += acked
+    if slow_start(C, f, acked):
+        return
+    lo, hi = siblings(f, nsub)
+    total = rate_sum(C, lo, hi)
+    w = C[f, CWND]
+    per_byte = (w / (C[f, SRTT] * C[f, SRTT])) / (total * total) + epsilon(C, f, lo, hi) / w
+    C[f, CWND] = max(w + acked * mss * per_byte, MIN_CWND_PACKETS * mss)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _new_loss_interval(C, f):
+    if C[f, L_CUR] > 0.0:
+        C[f, L_PREV] = C[f, L_CUR]
+        C[f, L_CUR] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    if lost_sent > C[f, RECOVERY_START]:  # a new loss episode (RFC 6582), as reno.on_loss counts it
+        _new_loss_interval(C, f)
+    reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+
+
+@njit(cache=True, _nrt=False)
+def on_rto(C, P, f, now, inflight, mss):
+    _new_loss_interval(C, f)
+    reno.on_rto(C, P, f, now, inflight, mss)
