@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from envs.cc import NAMES, cc_id, cc_params, balia, lia, olia, reno, wvegas
-from envs.cc.base import CWND, RECOVERY_START, SSTHRESH
+from envs.cc import NAMES, balia, cc_id, cc_params, lia, olia, wvegas
+from envs.cc.base import CWND, SSTHRESH
 from envs.cc.coupled import SRTT
 from envs.config import ccs
 from envs.errors import ConfigError

@@ -19,7 +19,7 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, siblings, slow_start, track_rtt
+from envs.cc.coupled import FIRST_COUPLED, init_subflow, siblings, slow_start, track_rtt
 
 # parameters (BETA first: the loss response is reno.on_loss, which reads P[f, reno.BETA])
 BETA = 0
