@@ -72,14 +72,13 @@ class DecisionProcess:
         self._rewards = np.zeros(sim.B)
         self.decisions = np.zeros(sim.B, dtype=np.int64)
 
-    @staticmethod
-    def _mode(m: Mapping | str) -> tuple[int, np.ndarray]:
+    def _mode(self, m: Mapping | str) -> tuple[int, np.ndarray]:
         if isinstance(m, str):
             m = {"scheduler": m}
         name = m.get("scheduler")
         if name is None:
             raise ConfigError(f"decision.modes: each mode needs a 'scheduler', got {dict(m)}")
-        return scheduler_id(name), scheduler_params(name, m.get("params"))
+        return scheduler_id(name), scheduler_params(name, m.get("params"), self.sim.n_paths)
 
     # ------------------------------------------------------------------ running
     def observe(self) -> np.ndarray:

@@ -758,6 +758,7 @@ def _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
         backlog = c[CN_PENDING] + max(min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
                                       - c[CN_SND_NXT], 0.0)
         co[COBS_BACKLOG] = backlog
+        co[COBS_RWND] = max(c[CN_ACKED_EDGE] + c[CN_RCVBUF] - c[CN_SND_NXT], 0.0)  # as sent so far
         if backlog <= EPS:
             break
         if blocked:

@@ -78,13 +78,21 @@ class Simulator:
             cc_id(name)
         self.scheduler = scheduler
         self.blocked = False  # ISPRAS/Peekaboo decision mode: pause when the fast path is blocked
-        self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides))
+        self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides, self.n_paths))
         self._allocate()
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
         self.spur_r = GRID.copy()
         self.spur_p = spurious_table()
+
+    @property
+    def n_paths(self) -> int | None:
+        """The scenarios' number of paths, None when it varies (scheduler parameter checks)."""
+        counts = {len(s.paths) if s.n_paths is None
+                  else int(max_value(s.n_paths)) if min_value(s.n_paths) == max_value(s.n_paths) else None
+                  for s in self.scenarios}
+        return counts.pop() if len(counts) == 1 else None
 
     # ------------------------------------------------------------------ sizing and allocation
     def _allocate(self) -> None:
