@@ -426,15 +426,22 @@ class WorkloadSpec(_Model):
         return self
 
     def total_bytes(self) -> float:
-        """Bytes the application offers in all (inf: bulk for a duration; dash depends on the bitrates
-        chosen)."""
+        """Whole bytes the application offers in all (inf: bulk for a duration; dash depends on the
+        bitrates chosen)."""
         if self.type == "file":
-            return self.file_mb * 1e6
+            return float(round(self.file_mb * 1e6))
         if self.type == "bulk" and self.messages is not None:
-            return self.messages * self.message_mb * 1e6
+            return self.messages * self.item_bytes()
         if self.type == "web":
-            return self.objects * self.object_kb * 1e3
+            return self.objects * self.item_bytes()
         return math.inf
+
+    def item_bytes(self) -> float:
+        """Whole bytes of one message (bulk) or object (web); the file's size for a file."""
+        if self.type == "web":
+            return float(round(self.object_kb * 1e3))
+        size_mb = self.file_mb if self.type == "file" else self.message_mb
+        return math.nan if size_mb is None else float(round(size_mb * 1e6))
 
     def items(self) -> int:
         """Units the workload completes one by one: messages, chunks, objects; one file; bulk none."""

@@ -251,9 +251,9 @@ class Simulator:
             cn[CN_SND_LIMIT] = w[WL_TOTAL]
             w[WL_ISSUED] = w[WL_RELEASED] = n
             if n:
-                it[:n, ITEM_END] = np.minimum(np.arange(1, n + 1) * (w[WL_TOTAL] / n), w[WL_TOTAL])
+                it[:n, ITEM_END] = np.arange(1, n + 1) * work.item_bytes()
         elif work.type == "web":
-            w[WL_ITEM_BYTES] = work.object_kb * 1e3
+            w[WL_ITEM_BYTES] = work.item_bytes()
             w[WL_PARALLEL] = work.parallel
         else:
             w[WL_CHUNK_STEPS] = max(round(work.chunk_s / dt), 1)
@@ -295,10 +295,11 @@ class Simulator:
         self.cn[b, CN_ADVISE] = 1.0 if send_on_second else 0.0
 
     # ------------------------------------------------------------------ results
-    def results(self) -> dict[str, np.ndarray]:
-        """Per-connection metrics of the current episodes (``envs.metrics`` summarises them)."""
+    def results(self, window_s: float = 1.0) -> dict[str, np.ndarray]:
+        """Per-connection metrics of the current episodes (``envs.metrics``; throughput windows of
+        ``window_s``)."""
         from envs.metrics import connection_metrics
-        return connection_metrics(self)
+        return connection_metrics(self, window_s)
 
 
 def _pow2(n: int) -> int:
