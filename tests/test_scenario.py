@@ -26,7 +26,7 @@ EXPECTED = (
     + [f"sod_{i}" for i in range(1, 7)]
     + [f"mptcp_tut_e{i}" for i in range(8)]
     + [f"kato_{i}" for i in range(1, 7)]
-    + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example"]
+    + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example", "leeyoo_static_dash", "leeyoo_loss_dash"]
     + ["m_peekaboo_5g", "mpquic_space", "dynamic"]
 )
 
