@@ -29,6 +29,9 @@ ITEM_METRICS = ("items_done", "download_time_s")
 """Workloads of items (bulk messages, dash chunks, web objects)."""
 DASH_METRICS = ("avg_bitrate_mbps", "rebuffer_s")
 ALL_METRICS = METRICS + SIM_METRICS + ITEM_METRICS + DASH_METRICS
+MAY_BE_NAN = ("completion_s", "mean_rtt_ms", "throughput_mean_mbps", "throughput_var_mbps2",
+              "aggregation_benefit", "download_time_s", "avg_bitrate_mbps")
+"""NaN where undefined: not completed, no RTT sample, no whole window, one path, no item delivered."""
 REORDER_PERCENTILES = (50, 90, 99)
 
 
@@ -77,7 +80,7 @@ def connection_metrics(sim: Simulator, window_s: float = 1.0) -> dict[str, np.nd
     mean_rtt_ms: mean of all RTT samples of the subflows; loss_rate: packets lost in the network
     over packets sent; per_path_goodput_mbps: unique bytes each path delivered; reorder
     percentiles: of the reorder buffer's mean occupancy per record bin (its distribution over
-    time, SOD; ``reorder_histogram`` gives all of it); throughput mean and variance (Mbit/s,
+    time, SOD; ``reorder_histogram`` gives all of it); NaN marks what is undefined (MAY_BE_NAN); throughput mean and variance (Mbit/s,
     (Mbit/s)^2) over whole windows of ``window_s`` (KATO); aggregation_benefit: Kaspar's, against
     the paths' nominal capacities; items_done and download_time_s: items (messages, chunks,
     objects) delivered and their mean time from request to last byte in order (messages, offered
@@ -118,12 +121,12 @@ def connection_metrics(sim: Simulator, window_s: float = 1.0) -> dict[str, np.nd
     bitrate = np.full(B, np.nan)
     capacities = np.full((B, P), np.nan)
     for b in range(B):
-        bins = _whole_bins(sim, b)
-        if bins:
-            pct[b] = np.percentile(sim.rec[b, :bins, REC_REORDER] / sim.bin_steps, REORDER_PERCENTILES)
-            windows = window_throughput(sim.rec[b, :bins, REC_DELIVERED], bin_s, window_s)
-            if windows.size:
-                thr_mean[b], thr_var[b] = windows.mean(), windows.var()
+        occupancy = _bin_occupancy(sim, b)
+        if occupancy.size:
+            pct[b] = np.percentile(occupancy, REORDER_PERCENTILES)
+        windows = window_throughput(sim.rec[b, :_whole_bins(sim, b), REC_DELIVERED], bin_s, window_s)
+        if windows.size:
+            thr_mean[b], thr_var[b] = windows.mean(), windows.var()
         scen = sim.current[b]
         if scen is not None:
             capacities[b, :len(scen.paths)] = [p.bandwidth_mbps for p in scen.paths]
@@ -148,11 +151,26 @@ def connection_metrics(sim: Simulator, window_s: float = 1.0) -> dict[str, np.nd
     return out
 
 
-def _whole_bins(sim: Simulator, b: int) -> int:
-    """Record bins of connection b whose every step has run (the step an episode ends on is
-    recorded too)."""
+def _recorded_steps(sim: Simulator, b: int) -> int:
+    """Steps of connection b's episode the records cover (the step it ends on is recorded too)."""
     steps = int(sim.cn[b, CN_T]) + (1 if sim.cn[b, CN_DONE] > 0 else 0)
-    return min(steps // sim.bin_steps, sim.rec.shape[1])
+    return min(steps, sim.rec.shape[1] * sim.bin_steps)
+
+
+def _whole_bins(sim: Simulator, b: int) -> int:
+    """Record bins of connection b whose every step has run."""
+    return _recorded_steps(sim, b) // sim.bin_steps
+
+
+def _bin_occupancy(sim: Simulator, b: int) -> np.ndarray:
+    """Mean reorder-buffer occupancy (bytes) of each bin with a recorded step (a last partial bin
+    over its own steps)."""
+    steps = _recorded_steps(sim, b)
+    n = -(-steps // sim.bin_steps)
+    per_bin = np.full(n, float(sim.bin_steps))
+    if n:
+        per_bin[-1] = steps - (n - 1) * sim.bin_steps
+    return sim.rec[b, :n, REC_REORDER] / per_bin
 
 
 def reorder_histogram(sim: Simulator, edges_bytes: np.ndarray) -> np.ndarray:
@@ -160,10 +178,9 @@ def reorder_histogram(sim: Simulator, edges_bytes: np.ndarray) -> np.ndarray:
     ``edges_bytes`` ([B, len(edges) - 1]; the CDF of SOD's output-queue plots)."""
     out = np.zeros((sim.B, len(edges_bytes) - 1))
     for b in range(sim.B):
-        bins = _whole_bins(sim, b)
-        if bins:
-            counts, _ = np.histogram(sim.rec[b, :bins, REC_REORDER] / sim.bin_steps, bins=edges_bytes)
-            out[b] = counts / bins
+        occupancy = _bin_occupancy(sim, b)
+        if occupancy.size:
+            out[b] = np.histogram(occupancy, bins=edges_bytes)[0] / occupancy.size
     return out
 
 

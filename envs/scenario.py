@@ -20,7 +20,7 @@ import numbers
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import yaml

@@ -15,8 +15,8 @@ from envs import config
 from envs.errors import ConfigError
 from envs.metrics import aggregation_benefit, metric_names, reorder_histogram, window_throughput
 from envs.scenario import ScenarioError, load_scenario, scenario_from_dict
-from envs.sim.layout import (CN_RCV_NXT, CN_SND_NXT, ITEM_ARRIVE, ITEM_DONE, ITEM_END, ITEM_RATE, ITEM_REQ, REC_DELIVERED,
-                             WL_REBUF)
+from envs.sim.layout import (CN_RCV_NXT, CN_SND_NXT, ITEM_ARRIVE, ITEM_DONE, ITEM_END, ITEM_RATE, ITEM_REQ,
+                             REC_DELIVERED, WL_REBUF)
 from envs.sim.simulator import Simulator
 
 CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
@@ -191,7 +191,7 @@ def test_workloads_are_deterministic_with_a_seed() -> None:
     ({"type": "file", "file_mb": 1, "chunks": 3}, "type 'file' does not use chunks"),
 ])
 def test_bad_workloads_are_refused_by_name(work: dict, expected: str) -> None:
-    with pytest.raises(ScenarioError, match=None) as err:
+    with pytest.raises(ScenarioError) as err:
         scenario(work)
     assert expected in str(err.value)
 

@@ -8,6 +8,7 @@ One step (default 1 ms) of one connection, in order (spec/transport.md):
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
    samples (BBR), the CC, and the retransmission queue; RTO timers fire;
+   the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among
    those with window space and pacing credit; retransmissions go first; each packet meets
    random loss and the drop-tail bottleneck; competing flows and UDP fill the same queues;
