@@ -1,5 +1,7 @@
 """Evaluate a scheduler on the simulator: ``python evaluate.py scheduler=minrtt scenario=ispras_s1
-cc=bbr runs=10`` (``format=json`` for one JSON object). See ``configs/evaluate.yaml``."""
+cc=bbr runs=10`` (``format=json`` for one JSON object; ``workload=dash`` to replace the
+scenario's workload; ``metrics=[goodput_mbps,rebuffer_s]`` to choose what is printed). See
+``configs/evaluate.yaml``."""
 
 import sys
 
@@ -18,12 +20,14 @@ def main(cfg: DictConfig) -> None:
         if live_cli.wants_live(cfg):  # backend=live, compare=sim,live
             return live_cli.run(cfg)
         scen, cc, cc_params = config.evaluation_request(cfg)
+        names = config.metric_request(cfg, scen)
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
-                                     cc_params, config.plain(cfg.scheduler_params))
+                                     cc_params, config.plain(cfg.scheduler_params), float(cfg.window_s))
     except ConfigError as err:
         sys.exit(f"error: {err}")
-    header = {"scenario": scen.name, "cc": cc, "scheduler": cfg.scheduler, "runs": cfg.runs, "seed": cfg.seed}
-    stats = summary(per_run)
+    header = {"scenario": scen.name, "workload": scen.workload.type, "cc": cc, "scheduler": cfg.scheduler,
+              "runs": cfg.runs, "seed": cfg.seed}
+    stats = summary(per_run, names)
     print(to_json(header, stats) if cfg.format == "json" else to_table(header, stats))
 
 

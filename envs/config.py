@@ -6,9 +6,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from envs.errors import ConfigError
+from pathlib import Path
+
+from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.metrics import ALL_METRICS, metric_names
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig
+
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "configs" / "workload"
 
 
 def plain(node: Any) -> Any:
@@ -20,8 +25,10 @@ def plain(node: Any) -> Any:
 def scenarios(cfg: DictConfig) -> list[Scenario]:
     """The scenarios selected in the ``scenario`` group (``scenario=ispras_s1``,
     ``scenario=[ispras_s1,ispras_s2]``; an episode draws one of them), or ``scenario_file=``.
-    ``duration_s=`` / ``file_mb=`` replace the workload (file_mb: a file transfer, capped by
-    duration_s if both are given; duration_s alone: a bulk transfer of that length)."""
+    ``workload=dash`` (the ``workload`` group, fields overridable as ``workload.chunks=60``)
+    replaces every scenario's workload. Without it, ``duration_s=`` / ``file_mb=`` replace the
+    workload (file_mb: a file transfer, capped by duration_s if both are given; duration_s alone: a
+    bulk transfer of that length); with it, they set its fields of those names."""
     if cfg.get("scenario_file"):
         found = [load_scenario(str(cfg.scenario_file))]
     else:
@@ -30,13 +37,40 @@ def scenarios(cfg: DictConfig) -> list[Scenario]:
             raise ConfigError("scenario: select one or more, e.g. scenario=ispras_s1 or scenario=[ispras_s1,ispras_s2]")
         found = [scenario_from_dict(spec) for spec in node.values()]
     file_mb, duration_s = cfg.get("file_mb"), cfg.get("duration_s")
-    if file_mb is None and duration_s is None:
-        return found
-    if file_mb is not None:
+    work = plain(cfg.get("workload"))
+    if work is not None:
+        if not isinstance(work, dict):
+            raise ConfigError(f"workload: select one of {', '.join(list_workloads())}, e.g. workload=dash")
+        work = {**work, **({"file_mb": file_mb} if file_mb is not None else {}),
+                **({"duration_s": duration_s} if duration_s is not None else {})}
+    elif file_mb is not None:
         work = {"type": "file", "file_mb": file_mb, **({"duration_s": duration_s} if duration_s else {})}
-    else:
+    elif duration_s is not None:
         work = {"type": "bulk", "duration_s": duration_s}
+    else:
+        return found
     return [scenario_from_dict({**s.model_dump(exclude_none=True), "workload": work}) for s in found]
+
+
+def list_workloads() -> list[str]:
+    """The options of the ``workload`` config group."""
+    return sorted(p.stem for p in WORKLOAD_DIR.glob("*.yaml"))
+
+
+def metric_request(cfg: DictConfig, scenario: Scenario) -> tuple[str, ...]:
+    """evaluate.py's ``metrics=[...]`` (checked by name), or every metric that applies to the
+    scenario's workload; ``window_s`` must be positive."""
+    window = cfg.get("window_s", 1.0)
+    if not isinstance(window, (int, float)) or not window > 0:
+        raise out_of_range("window_s", window, "> 0")
+    asked = plain(cfg.get("metrics"))
+    if asked is None:
+        return metric_names(scenario.workload)
+    asked = [asked] if isinstance(asked, str) else list(asked)
+    for name in asked:
+        if name not in ALL_METRICS:
+            raise unknown_name("metric", name, ALL_METRICS)
+    return tuple(asked)
 
 
 def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
@@ -50,7 +84,8 @@ def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
 
 def sim_config(env: DictConfig) -> SimConfig:
     return SimConfig(dt_ms=float(env.dt_ms), mss=int(env.mss), max_duration_s=float(env.max_duration_s),
-                     ooo_limit_bytes=float(env.ooo_limit_bytes), end_on_ooo=bool(env.end_on_ooo))
+                     ooo_limit_bytes=float(env.ooo_limit_bytes), end_on_ooo=bool(env.end_on_ooo),
+                     record_bin_ms=float(env.get("record_bin_ms", 100.0)))
 
 
 def evaluation_request(cfg: DictConfig) -> tuple[Scenario, str, dict[str, float]]:

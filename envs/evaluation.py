@@ -1,10 +1,11 @@
 """Evaluate a heuristic scheduler on a scenario and CC over independent runs (one batch of the
-compiled core), and present the metrics as a table or JSON."""
+compiled core), and present the metrics (``envs.metrics``) as a table or JSON."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,23 +14,46 @@ from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig, Simulator
 
 REPORTED = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes")
+"""What a table shows when no metric list is given (and what live runs compare)."""
+
+# table heading, format and scale of each metric (envs.metrics.ALL_METRICS)
+_COLUMNS = {
+    "goodput_mbps": ("goodput Mbit/s", "{:.2f}", 1.0),
+    "completion_s": ("completion s", "{:.3f}", 1.0),
+    "mean_rtt_ms": ("mean RTT ms", "{:.1f}", 1.0),
+    "loss_rate": ("loss %", "{:.2f}", 100.0),
+    "reorder_max_bytes": ("max reorder KB", "{:.1f}", 1e-3),
+    "reorder_mean_bytes": ("mean reorder KB", "{:.1f}", 1e-3),
+    "ooo_exceeded": ("ooo exceeded", "{:.0f}", 1.0),
+    "reorder_p50_bytes": ("reorder p50 KB", "{:.1f}", 1e-3),
+    "reorder_p90_bytes": ("reorder p90 KB", "{:.1f}", 1e-3),
+    "reorder_p99_bytes": ("reorder p99 KB", "{:.1f}", 1e-3),
+    "throughput_mean_mbps": ("thr mean Mbit/s", "{:.2f}", 1.0),
+    "throughput_var_mbps2": ("thr var (Mbit/s)^2", "{:.2f}", 1.0),
+    "aggregation_benefit": ("aggr. benefit", "{:.3f}", 1.0),
+    "items_done": ("items done", "{:.0f}", 1.0),
+    "download_time_s": ("download s", "{:.3f}", 1.0),
+    "avg_bitrate_mbps": ("bitrate Mbit/s", "{:.2f}", 1.0),
+    "rebuffer_s": ("rebuffer s", "{:.3f}", 1.0),
+}
 
 
 def evaluate_heuristic(scenario: Scenario, cc: str, scheduler: str, runs: int, seed: int = 0,
                        config: SimConfig | None = None, cc_params: dict | None = None,
-                       scheduler_params: dict | None = None) -> dict[str, np.ndarray]:
+                       scheduler_params: dict | None = None, window_s: float = 1.0) -> dict[str, np.ndarray]:
     """Per-run metrics (arrays of length ``runs``) of ``scheduler`` under ``cc``."""
     sim = Simulator(scenario, cc, scheduler=scheduler, batch=runs, seed=seed, config=config,
                     cc_overrides={cc: cc_params} if cc_params else None, scheduler_overrides=scheduler_params)
     sim.reset()
     sim.run()
-    return sim.results()
+    return sim.results(window_s)
 
 
-def summary(per_run: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Mean, 95% CI half-width and the per-run values of each reported metric."""
+def summary(per_run: dict[str, np.ndarray], names: Sequence[str] = REPORTED) -> dict[str, dict]:
+    """Mean, 95% CI half-width and the per-run values of each metric in ``names`` (and the
+    per-path goodput)."""
     out = {}
-    for key in (*REPORTED, "per_path_goodput_mbps"):
+    for key in (*names, "per_path_goodput_mbps"):
         values = np.asarray(per_run[key], dtype=float)
         if values.ndim == 2:
             out[key] = {"mean": [mean_ci(values[:, i])[0] for i in range(values.shape[1])],
@@ -53,19 +77,21 @@ def to_json(header: dict, stats: dict[str, dict]) -> str:
 
 
 def to_table(header: dict, stats: dict[str, dict]) -> str:
-    cols = [("goodput_mbps", "goodput Mbit/s", "{:.2f}"), ("completion_s", "completion s", "{:.3f}"),
-            ("mean_rtt_ms", "mean RTT ms", "{:.1f}"), ("loss_rate", "loss %", "{:.2f}"),
-            ("reorder_max_bytes", "max reorder KB", "{:.1f}")]
-    scale = {"loss_rate": 100.0, "reorder_max_bytes": 1e-3}
+    """One row per run and a mean ± 95% CI row, one column per metric in ``stats``."""
+    cols = [(k, *_COLUMNS[k]) for k in stats if k in _COLUMNS]
     title = ", ".join(f"{k}={v}" for k, v in header.items())
     lines = [title, "run | " + " | ".join(c[1] for c in cols)]
-    n = len(stats["goodput_mbps"]["per_run"])
+    n = len(stats["per_path_goodput_mbps"]["per_run"])
     for i in range(n):
-        cells = [fmt.format(stats[k]["per_run"][i] * scale.get(k, 1.0)) for k, _, fmt in cols]
+        cells = [fmt.format(_scaled(stats[k]["per_run"][i], scale)) for k, _, fmt, scale in cols]
         lines.append(f"{i:>3} | " + " | ".join(cells))
-    cells = [(fmt + " ± " + fmt).format(stats[k]["mean"] * scale.get(k, 1.0), stats[k]["ci95"] * scale.get(k, 1.0))
-             for k, _, fmt in cols]
+    cells = [(fmt + " ± " + fmt).format(_scaled(stats[k]["mean"], scale), _scaled(stats[k]["ci95"], scale))
+             for k, _, fmt, scale in cols]
     lines.append("mean ± 95% CI | " + " | ".join(cells))
     per_path = ", ".join(f"path {i + 1}: {m:.2f}" for i, m in enumerate(stats["per_path_goodput_mbps"]["mean"]))
     lines.append(f"per-path goodput Mbit/s (mean): {per_path}")
     return "\n".join(lines)
+
+
+def _scaled(x: float | None, scale: float) -> float:
+    return math.nan if x is None else x * scale

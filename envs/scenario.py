@@ -20,7 +20,7 @@ import numbers
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import yaml
@@ -330,24 +330,79 @@ class PathSpec(_Model):
         return max(max_value(self.delay_ms), max_value(reverse)) + 4 * max_value(self.jitter_ms)
 
 
-# Fields each workload type needs and accepts (transport.md, "Workloads").
-# To add a type: extend the Literal in WorkloadSpec.type, add its fields, add a row here.
+# Fields each workload type needs and accepts (transport.md, "Workloads"), and the defaults of the
+# optional ones. To add a type: extend WORKLOAD_TYPES, add its fields, add a row to each table,
+# and a branch in envs/sim/workload.py.
+WORKLOAD_TYPES = ("bulk", "file", "dash", "web")
 _WORKLOAD_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # type: (required, optional)
     "file": (("file_mb",), ("duration_s",)),
-    "bulk": (("duration_s",), ()),
+    "bulk": ((), ("duration_s", "messages", "message_mb")),
+    "dash": ((), ("duration_s", "chunks", "chunk_s", "bitrates_mbps", "buffer_s", "throughput_chunks",
+                  "safety")),
+    "web": (("objects", "object_kb"), ("duration_s", "parallel")),
+}
+_WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    # LEEYOO: 300 chunks of 1 s over the ladder 1 / 5 / 10 Mbit/s; the buffer, history and safety
+    # factor follow dash.js (bufferTimeAtTopQuality 30 s, ThroughputRule bandwidthSafetyFactor 0.9)
+    # and FESTIVE's harmonic mean of the last 5 chunks (Jiang et al., CoNEXT 2012)
+    "dash": {"chunks": 300, "chunk_s": 1.0, "bitrates_mbps": [1.0, 5.0, 10.0], "buffer_s": 30.0,
+             "throughput_chunks": 5, "safety": 0.9},
+    # six requests in flight: the classic per-host limit of browsers (RFC 2616 said two; browsers use six)
+    "web": {"parallel": 6},
+    "bulk": {},
+    "file": {},
 }
 
 
 class WorkloadSpec(_Model):
-    """What the application sends (transport.md, "Workloads")."""
+    """What the application sends (transport.md, "Workloads"); ``envs/sim/workload.py`` runs it."""
 
-    type: Literal["file", "bulk"]
-    """file: one transfer of file_mb; bulk: a backlogged sender for duration_s."""
+    type: str
+    """bulk | file | dash | web (WORKLOAD_TYPES)."""
     file_mb: Annotated[float, _range(gt=0)] | None = None
-    """File size in MB (1 MB = 10^6 bytes); required for type file."""
+    """File: size in MB (1 MB = 10^6 bytes)."""
     duration_s: Annotated[float, _range(gt=0)] | None = None
-    """Bulk: transfer length (required). File: optional cap on the episode length."""
+    """Bulk: transfer length (required unless messages are given). Others: optional episode cap."""
+    messages: Annotated[int, _range(ge=1, le=100_000)] | None = None
+    """Bulk: send this many messages of message_mb back to back (MPTCP-TUT: 500 x 3 MB)."""
+    message_mb: Annotated[float, _range(gt=0)] | None = None
+    """Bulk: size of one message, MB."""
+    chunks: Annotated[int, _range(ge=1, le=100_000)] | None = None
+    """Dash: video segments to download (default 300)."""
+    chunk_s: Annotated[float, _range(gt=0, le=60)] | None = None
+    """Dash: playback length of one segment, s (default 1)."""
+    bitrates_mbps: list[Annotated[float, _range(gt=0)]] | None = None
+    """Dash: the bitrate ladder, increasing, at most 16 rungs (default 1, 5, 10)."""
+    buffer_s: Annotated[float, _range(gt=0)] | None = None
+    """Dash: client buffer; no request while it holds more than buffer_s - chunk_s (default 30)."""
+    throughput_chunks: Annotated[int, _range(ge=1, le=16)] | None = None
+    """Dash: chunks in the harmonic-mean throughput estimate (default 5)."""
+    safety: Annotated[float, _range(gt=0, le=1)] | None = None
+    """Dash: pick the highest bitrate <= safety x estimate (default 0.9)."""
+    objects: Annotated[int, _range(ge=1, le=100_000)] | None = None
+    """Web: objects to fetch."""
+    object_kb: Annotated[float, _range(gt=0)] | None = None
+    """Web: size of one object, kB (10^3 bytes)."""
+    parallel: Annotated[int, _range(ge=1, le=64)] | None = None
+    """Web: requests outstanding at once (default 6)."""
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, kind: str) -> str:
+        kind = kind.strip().lower()
+        if kind not in WORKLOAD_TYPES:
+            raise ValueError(f"unknown workload {kind!r}; valid: {', '.join(WORKLOAD_TYPES)}")
+        return kind
+
+    @field_validator("bitrates_mbps")
+    @classmethod
+    def _ladder(cls, rates: list[float] | None) -> list[float] | None:
+        if rates is not None and not 1 <= len(rates) <= 16:
+            raise ValueError(f"must list 1..16 bitrates, got {len(rates)}")
+        if rates is not None and any(b <= a for a, b in zip(rates, rates[1:])):
+            raise ValueError(f"must increase, got {_fmt_list(rates)}")
+        return rates
 
     @model_validator(mode="after")
     def _fields_match_type(self) -> WorkloadSpec:
@@ -359,7 +414,38 @@ class WorkloadSpec(_Model):
             raise ValueError(f"type {self.type!r} needs {', '.join(missing)}")
         if unused:
             raise ValueError(f"type {self.type!r} does not use {', '.join(unused)}")
+        if self.type == "bulk" and (self.messages is None) != (self.message_mb is None):
+            raise ValueError("type 'bulk' needs messages and message_mb together")
+        if self.type == "bulk" and self.messages is None and self.duration_s is None:
+            raise ValueError("type 'bulk' needs duration_s (or messages and message_mb)")
+        for name, value in _WORKLOAD_DEFAULTS[self.type].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        if self.type == "dash" and self.buffer_s < self.chunk_s:
+            raise ValueError(f"buffer_s must be >= chunk_s ({_fmt(self.chunk_s)}), got {_fmt(self.buffer_s)}")
         return self
+
+    def total_bytes(self) -> float:
+        """Whole bytes the application offers in all (inf: bulk for a duration; dash depends on the
+        bitrates chosen)."""
+        if self.type == "file":
+            return float(round(self.file_mb * 1e6))
+        if self.type == "bulk" and self.messages is not None:
+            return self.messages * self.item_bytes()
+        if self.type == "web":
+            return self.objects * self.item_bytes()
+        return math.inf
+
+    def item_bytes(self) -> float:
+        """Whole bytes of one message (bulk) or object (web); the file's size for a file."""
+        if self.type == "web":
+            return float(round(self.object_kb * 1e3))
+        size_mb = self.file_mb if self.type == "file" else self.message_mb
+        return math.nan if size_mb is None else float(round(size_mb * 1e6))
+
+    def items(self) -> int:
+        """Units the workload completes one by one: messages, chunks, objects; one file; bulk none."""
+        return {"file": 1, "bulk": self.messages or 0, "dash": self.chunks or 0, "web": self.objects or 0}[self.type]
 
 
 def _integer_count(value: Dist) -> Dist:
@@ -593,6 +679,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Uniform",
+    "WORKLOAD_TYPES",
     "WorkloadSpec",
     "list_scenarios",
     "load_scenario",

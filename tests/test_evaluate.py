@@ -33,6 +33,19 @@ def test_table_shows_runs_and_confidence_interval():
     assert "mean ± 95% CI" in out.stdout and out.stdout.count("\n") >= 6
 
 
+def test_workload_override_and_metric_selection():
+    out = run("scenario=leeyoo_static", "workload=dash", "workload.chunks=4", "cc=cubic", "runs=2",
+              "metrics=[avg_bitrate_mbps,rebuffer_s,download_time_s]", "format=json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["workload"] == "dash"
+    assert {"avg_bitrate_mbps", "rebuffer_s", "download_time_s"} <= set(data) and "mean_rtt_ms" not in data
+    assert 1 <= data["avg_bitrate_mbps"]["mean"] <= 10 and data["rebuffer_s"]["mean"] == 0.0
+    table = run("scenario=leeyoo_static", "workload=web", "workload.objects=20", "cc=cubic", "runs=2")
+    assert table.returncode == 0, table.stderr
+    assert "download s" in table.stdout and "thr var (Mbit/s)^2" in table.stdout and "rebuffer" not in table.stdout
+
+
 def test_user_scenario_file(tmp_path):
     spec = {"name": "mine", "paths": [{"bandwidth_mbps": 10, "delay_ms": 10}, {"bandwidth_mbps": 5, "delay_ms": 30}],
             "workload": {"type": "file", "file_mb": 1}}
@@ -50,6 +63,9 @@ def test_user_scenario_file(tmp_path):
     (["scenario.ispras_s1.paths.0.loss_pct=100"], "paths[0].loss_pct"),
     (["runs=0"], "runs must be an integer >= 1"),
     (["scenario_file=/no/such.yaml"], "scenario file not found"),
+    (["workload=video"], "Available options in 'workload'"),
+    (["metrics=[speed]"], "unknown metric 'speed'; valid:"),
+    (["workload=dash", "workload.bitrates_mbps=[5,1]"], "workload.bitrates_mbps: must increase"),
 ])
 def test_bad_input_fails_with_a_message_and_no_traceback(args, message):
     out = run(*args)

@@ -26,7 +26,7 @@ EXPECTED = (
     + [f"sod_{i}" for i in range(1, 7)]
     + [f"mptcp_tut_e{i}" for i in range(8)]
     + [f"kato_{i}" for i in range(1, 7)]
-    + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example"]
+    + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example", "leeyoo_static_dash", "leeyoo_loss_dash"]
     + ["m_peekaboo_5g", "mpquic_space", "dynamic"]
 )
 
@@ -111,6 +111,7 @@ def test_mptcp_tut_matches_spec_table(e: int) -> None:
     assert [p.bandwidth_mbps for p in scenario.paths] == MPTCP_TUT_CAP[(e // 2) % 2]
     assert [p.delay_ms for p in scenario.paths] == MPTCP_TUT_DELAY[e % 2]
     assert scenario.workload.type == "bulk" and scenario.workload.duration_s == 60
+    assert (scenario.workload.messages, scenario.workload.message_mb) == (500, 3)
 
 
 @pytest.mark.parametrize(
@@ -292,7 +293,8 @@ def _with_path(**fields: Any) -> dict[str, Any]:
         ({**minimal(), "workoad": {}}, ["workoad: unknown field", "did you mean 'workload'"]),
         ({**minimal(), "workload": {"type": "file"}}, ["workload", "file_mb"]),
         ({**minimal(), "workload": {"type": "bulk"}}, ["workload", "duration_s"]),
-        ({**minimal(), "workload": {"type": "video", "duration_s": 1}}, ["workload.type", "'file' or 'bulk'"]),
+        ({**minimal(), "workload": {"type": "video", "duration_s": 1}},
+         ["workload.type", "unknown workload 'video'; valid: bulk, file, dash, web"]),
         ({k: v for k, v in minimal().items() if k != "name"}, ["name: required field is missing"]),
         (_with_path(bandwidth_mbps=float("nan")), ["paths[0].bandwidth_mbps", "finite"]),
     ],

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from envs.errors import ConfigError
 from envs.live.system import LiveError, check_cc, run
 from envs.live.telemetry import IPPROTO_MPTCP, TCP_CONGESTION, Sample, Sampler, connection_info
 from envs.metrics import transfer_metrics
@@ -83,10 +84,11 @@ class TransferResult:
 
 
 def workload_bytes(work: WorkloadSpec) -> tuple[float, float | None]:
-    """(bytes to send, time limit): a file of file_mb (10^6 bytes per MB), or bulk for duration_s."""
-    if work.type == "file":
-        return float(int(work.file_mb * 1e6)), work.duration_s
-    return math.inf, work.duration_s
+    """(bytes to send, time limit): a file of file_mb (10^6 bytes per MB), bulk messages in all, or
+    bulk for duration_s. The request/response workloads (dash, web) run in the simulator only."""
+    if work.type not in ("file", "bulk"):
+        raise ConfigError(f"live runs support the file and bulk workloads, not {work.type!r}")
+    return work.total_bytes(), work.duration_s
 
 
 class MptcpTransfer:

@@ -8,6 +8,7 @@ One step (default 1 ms) of one connection, in order (spec/transport.md):
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
    samples (BBR), the CC, and the retransmission queue; RTO timers fire;
+   the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among
    those with window space and pacing credit; retransmissions go first; each packet meets
    random loss and the drop-tail bottleneck; competing flows and UDP fill the same queues;
@@ -43,6 +44,7 @@ from envs.cc import cc_init, cc_on_ack, cc_on_loss, cc_on_rto
 from envs.cc.base import CWND, PACING
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.rng import normal, uniform
+from envs.sim.workload import step as workload_step
 
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt before any sample (s)
 MIN_RTO = 0.2  # s
@@ -895,7 +897,7 @@ def _spurious_prob(r, grid, table):
 
 
 @njit(cache=True, _nrt=False)
-def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, spur_p, max_steps, mss, dt):
+def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, spur_p, max_steps, mss, dt, wl, it, rc):
     """One connection (views of its rows) until it pauses or has run ``max_steps`` steps."""
     # after a decision or interval pause the step continues at scheduling
     resume_send = c[CN_PAUSE] == PAUSE_DECISION or c[CN_PAUSE] == PAUSE_INTERVAL
@@ -912,10 +914,10 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
             _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
             _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
-            done = (c[CN_RCV_NXT] >= c[CN_SND_LIMIT] - EPS) or t >= c[CN_END_STEP] \
-                or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
+            complete = workload_step(t, c, wl, it, rc)  # the app's offer (CN_SND_LIMIT) and its end
+            done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
-                if c[CN_RCV_NXT] >= c[CN_SND_LIMIT] - EPS:
+                if complete:
                     c[CN_DONE_STEP] = t
                 c[CN_DONE] = 1.0
                 c[CN_PAUSE] = PAUSE_DONE
@@ -939,11 +941,11 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
 
 @njit(cache=True, _nrt=False)
 def advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
-            spur_r, spur_p, active, max_steps, mss, dt):
+            spur_r, spur_p, active, max_steps, mss, dt, wl, item, rec):
     """Advance every active connection until it pauses (decision, interval end, episode end) or
     has run ``max_steps`` steps. The reason is left in ``cn[b, CN_PAUSE]``."""
     for b in range(cn.shape[0]):
         if not active[b] or cn[b, CN_DONE] > 0.0:
             continue
         _run(b, obs[b], cobs[b], fl[b], cc[b], ccp[b], bn[b], cn[b], seg[b], segi[b], ring[b], hole[b],
-             sched[b], ctrace[b], atrace[b], rng, spur_r, spur_p, max_steps, mss, dt)
+             sched[b], ctrace[b], atrace[b], rng, spur_r, spur_p, max_steps, mss, dt, wl[b], item[b], rec[b])

@@ -86,7 +86,7 @@ CN_RCV_NXT = 2  # receiver: next in-order byte (everything below was delivered)
 CN_RCV_BYTES = 3  # receiver: unique bytes arrived
 CN_RCVBUF = 4  # receive buffer (bytes)
 CN_SND_NXT = 5  # next new byte to send
-CN_SND_LIMIT = 6  # bytes the application offers (file size, inf for bulk)
+CN_SND_LIMIT = 6  # bytes the application has offered so far (envs/sim/workload.py; inf for bulk)
 CN_END_STEP = 7  # step at which a bulk/capped episode ends
 CN_ACKED_EDGE = 8  # highest in-order point acknowledged to the sender
 CN_DONE_STEP = 9  # step the transfer completed (receiver has every byte)
@@ -176,3 +176,43 @@ N_SCHED = 32
 # --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
 N_CC = 48
 N_CCP = 8
+
+# --- the application's workload (envs/sim/workload.py): ``wl[B, N_WL]`` -----------------------------
+# parameters (set by the simulator at reset), then state; bytes, steps; ground truth of the app
+WL_TYPE = 0  # WL_BULK, WL_FILE, WL_DASH or WL_WEB
+WL_TOTAL = 1  # bytes offered in all when known in advance (file, messages, web), else inf
+WL_ITEMS = 2  # units completed one by one: messages, chunks, objects (1 for a file, 0 for bulk)
+WL_ITEM_BYTES = 3  # bytes of one message or web object
+WL_REQ_DELAY = 4  # steps a request takes to reach the server (the paths' smallest reverse delay)
+WL_PARALLEL = 5  # web: requests outstanding at once
+WL_CHUNK_STEPS = 6  # dash: playback steps of one chunk
+WL_BUF_MAX = 7  # dash: client buffer (steps of playback)
+WL_HIST_K = 8  # dash: chunks in the throughput estimate
+WL_SAFETY = 9  # dash: bitrate <= safety x estimate
+WL_N_RATES = 10  # dash: rungs of the ladder
+WL_DONE_ITEMS = 11  # items completed (delivered in order to the application)
+WL_ISSUED = 12  # items requested
+WL_RELEASED = 13  # items whose request reached the server (their bytes are offered)
+WL_BUFFER = 14  # dash: playback buffer (steps)
+WL_PLAYING = 15  # dash: 1 once playback started
+WL_REBUF = 16  # dash: steps the playback stalled (buffer empty, chunks to come)
+WL_BIN = 17  # steps per record bin (rec)
+WL_RATE = 18  # WL_N_RATES_MAX rungs (bytes/step), increasing
+WL_N_RATES_MAX = 16
+WL_HIST = WL_RATE + WL_N_RATES_MAX  # ring of the last WL_HIST_K chunk throughputs (bytes/step)
+N_WL = WL_HIST + 16
+
+WL_BULK, WL_FILE, WL_DASH, WL_WEB = 0, 1, 2, 3  # the order of envs.scenario.WORKLOAD_TYPES
+
+# --- one row per item (message, chunk, object): ``item[B, I, N_ITEM]`` (steps, bytes) ----------------
+ITEM_REQ = 0  # step the client requested it (0 for messages: offered at start)
+ITEM_ARRIVE = 1  # step the request reached the server
+ITEM_END = 2  # connection offset one past its last byte
+ITEM_DONE = 3  # step its last byte was delivered in order (-1 not yet)
+ITEM_RATE = 4  # dash: bitrate chosen (bytes/step)
+N_ITEM = 5
+
+# --- per time bin (SimConfig.record_bin_ms): ``rec[B, R, N_REC]`` ----------------------------------
+REC_DELIVERED = 0  # bytes delivered in order by the end of the bin (cumulative)
+REC_REORDER = 1  # reorder-buffer occupancy summed over the bin's steps (byte-steps)
+N_REC = 2

@@ -17,7 +17,7 @@ import numpy as np
 from agents.heuristics import NAMES as SCHEDULER_NAMES, scheduler_id, scheduler_params
 from envs.cc import cc_id, cc_params
 from envs.errors import ConfigError, out_of_range
-from envs.scenario import PathSpec, Scenario, max_value, min_value
+from envs.scenario import WORKLOAD_TYPES, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.reordering import GRID, spurious_table
@@ -34,6 +34,7 @@ class SimConfig:
     max_duration_s: float = 600.0  # cap on any episode, file transfers included
     ooo_limit_bytes: float = math.inf  # flag episodes whose reorder buffer exceeds this
     end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
+    record_bin_ms: float = 100.0  # time bin of the delivered-bytes and reorder-buffer records (metrics)
 
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
@@ -42,6 +43,8 @@ class SimConfig:
             raise out_of_range("mss", self.mss, "in [500, 9000]")
         if not self.max_duration_s > 0:
             raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
+        if not self.record_bin_ms >= self.dt_ms:
+            raise out_of_range("record_bin_ms", self.record_bin_ms, f">= dt_ms ({self.dt_ms})")
 
 
 def _as_list(x: object) -> list:
@@ -127,7 +130,16 @@ class Simulator:
         self.ctrace = np.full((B, P, T, 2), np.inf)
         self.atrace = np.full((B, F, TA, 2), np.inf)
         self.rng = np.zeros(B, dtype=np.uint64)
+        self.bin_steps = max(int(round(self.cfg.record_bin_ms / dt_ms)), 1)
+        episode_steps = max(round(self._episode_cap_s(s.workload) * 1000 / dt_ms) for s in self.scenarios)
+        self.wl = np.zeros((B, N_WL))
+        self.item = np.zeros((B, max(max(s.workload.items() for s in self.scenarios), 1), N_ITEM))
+        self.rec = np.zeros((B, episode_steps // self.bin_steps + 2, N_REC))
         self.active = np.ones(B, dtype=np.bool_)
+
+    def _episode_cap_s(self, work: WorkloadSpec) -> float:
+        """The longest an episode of this workload may run."""
+        return min(self.cfg.max_duration_s, work.duration_s or math.inf)
 
     def _max_inflight_ms(self, s: Scenario) -> float:
         """Bound on the steps a flow's segments span in its FIFO: RTT plus twice a full queue's
@@ -213,16 +225,7 @@ class Simulator:
         cn[CN_N_SUB] = nsub
         cn[CN_N_FLOWS] = f
         cn[CN_RCVBUF] = scen.receive_buffer(mss)
-        work = scen.workload
-        cap_s = self.cfg.max_duration_s
-        if work.type == "file":
-            cn[CN_SND_LIMIT] = work.file_mb * 1e6
-            if work.duration_s is not None:
-                cap_s = min(cap_s, work.duration_s)
-        else:
-            cn[CN_SND_LIMIT] = math.inf
-            cap_s = min(cap_s, work.duration_s)
-        cn[CN_END_STEP] = round(cap_s / dt)
+        cn[CN_END_STEP] = round(self._episode_cap_s(scen.workload) / dt)
         cn[CN_REORDERS] = 1.0 if scen.jitter_reorders else 0.0
         cn[CN_OOO_LIMIT] = self.cfg.ooo_limit_bytes
         cn[CN_END_ON_OOO] = 1.0 if self.cfg.end_on_ooo else 0.0
@@ -233,9 +236,40 @@ class Simulator:
         self.sched[b, :SCHED_STATE] = prm
         kernel.reset_connection(b, self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn,
                                 self.segi, self.ring, self.hole, self.sched, self.mss)
+        self._configure_workload(b, scen)
         # competing flows wait for their schedule; subflows are active from the start
         for k in range(nsub, f):
             self.fl[b, k, FL_ACTIVE] = 0.0
+
+    def _configure_workload(self, b: int, scen: Scenario) -> None:
+        """Parameters and initial state of the application (``envs/sim/workload.py``)."""
+        work, dt, dt_ms = scen.workload, self.dt, self.cfg.dt_ms
+        w, it, cn = self.wl[b], self.item[b], self.cn[b]
+        w[:] = 0.0
+        it[:] = 0.0
+        it[:, ITEM_DONE] = -1.0
+        self.rec[b] = 0.0
+        w[WL_TYPE] = WORKLOAD_TYPES.index(work.type)
+        w[WL_TOTAL] = work.total_bytes()
+        w[WL_ITEMS] = n = work.items()
+        w[WL_BIN] = self.bin_steps
+        rev = [p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms for p in scen.paths]
+        w[WL_REQ_DELAY] = round(min(rev) / dt_ms)
+        if work.type in ("bulk", "file"):  # everything offered at once, items end at fixed offsets
+            cn[CN_SND_LIMIT] = w[WL_TOTAL]
+            w[WL_ISSUED] = w[WL_RELEASED] = n
+            if n:
+                it[:n, ITEM_END] = np.arange(1, n + 1) * work.item_bytes()
+        elif work.type == "web":
+            w[WL_ITEM_BYTES] = work.item_bytes()
+            w[WL_PARALLEL] = work.parallel
+        else:
+            w[WL_CHUNK_STEPS] = max(round(work.chunk_s / dt), 1)
+            w[WL_BUF_MAX] = round(work.buffer_s / dt)
+            w[WL_HIST_K] = work.throughput_chunks
+            w[WL_SAFETY] = work.safety
+            w[WL_N_RATES] = len(work.bitrates_mbps)
+            w[WL_RATE:WL_RATE + len(work.bitrates_mbps)] = np.asarray(work.bitrates_mbps) * 125_000 * dt
 
     # ------------------------------------------------------------------ running
     def advance(self, max_steps: int, active: np.ndarray | None = None) -> np.ndarray:
@@ -244,7 +278,7 @@ class Simulator:
         kernel.advance(self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
                        self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.rng,
                        self.spur_r, self.spur_p, self.active if active is None else active,
-                       int(max_steps), self.mss, self.dt)
+                       int(max_steps), self.mss, self.dt, self.wl, self.item, self.rec)
         return self.cn[:, CN_PAUSE].astype(np.int64)
 
     def run(self) -> None:
@@ -269,10 +303,11 @@ class Simulator:
         self.cn[b, CN_ADVISE] = 1.0 if send_on_second else 0.0
 
     # ------------------------------------------------------------------ results
-    def results(self) -> dict[str, np.ndarray]:
-        """Per-connection metrics of the current episodes (``envs.metrics`` summarises them)."""
+    def results(self, window_s: float = 1.0) -> dict[str, np.ndarray]:
+        """Per-connection metrics of the current episodes (``envs.metrics``; throughput windows of
+        ``window_s``)."""
         from envs.metrics import connection_metrics
-        return connection_metrics(self)
+        return connection_metrics(self, window_s)
 
 
 def _pow2(n: int) -> int:
