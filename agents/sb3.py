@@ -4,6 +4,7 @@ arguments (``policy_kwargs.activation_fn`` may be written as a name: relu, tanh,
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,19 @@ ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU
 MODEL_FILE = "model.zip"
 
 
+# variants of SB3 algorithms that published schedulers need, by the name ``algorithm`` takes
+VARIANTS = {"LEEYOO_DQN": "agents.leeyoo:LeeyooDQN"}
+
+
 def algorithm_class(name: str) -> type[BaseAlgorithm]:
+    if name.upper() in VARIANTS:
+        module, cls_name = VARIANTS[name.upper()].split(":")
+        return getattr(importlib.import_module(module), cls_name)
     cls = getattr(stable_baselines3, name.upper(), None)
     valid = [n for n in dir(stable_baselines3) if isinstance(getattr(stable_baselines3, n), type)
              and issubclass(getattr(stable_baselines3, n), BaseAlgorithm)]
     if cls is None or not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
-        raise ConfigError(f"unknown Stable-Baselines3 algorithm {name!r}; valid: {', '.join(sorted(valid))}")
+        raise ConfigError(f"unknown Stable-Baselines3 algorithm {name!r}; valid: {', '.join(sorted(valid + list(VARIANTS)))}")
     return cls
 
 

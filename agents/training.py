@@ -26,7 +26,7 @@ from agents.registry import make_agent
 from envs import config
 from envs.errors import ConfigError, out_of_range
 from envs.evaluation import evaluate_heuristic
-from envs.metrics import mean_ci
+from envs.metrics import DASH_METRICS, ITEM_METRICS, mean_ci, metric_names
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig
@@ -105,29 +105,40 @@ def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: in
 
 
 def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any]]:
-    """Rows of (scenario, cc, scheduler, goodput mean/CI, completion mean/CI) for the agent and
-    minRTT on every training scenario and CC, on the same evaluation seeds."""
+    """Rows of (scenario, cc, scheduler, mean and 95% CI of goodput, completion and the
+    workload's own metrics, e.g. chunk download time and rebuffering for dash) for the agent
+    and minRTT on every training scenario and CC, on the same evaluation seeds."""
     rows = []
     for scen in s.scenarios:
+        names = ("goodput_mbps", "completion_s") + tuple(
+            m for m in metric_names(scen.workload) if m in ITEM_METRICS + DASH_METRICS)
         for cc in s.ccs:
             seed = s.seed + EVAL_SEED_OFFSET
             results = {s.agent_spec.get("name", "agent"): evaluate_agent(agent, s, scen, cc, runs, seed),
                        "minrtt": evaluate_heuristic(scen, cc, "minrtt", runs, seed, s.sim, s.ccs.get(cc))}
             for name, r in results.items():
-                g, gci = mean_ci(r["goodput_mbps"])
-                c, cci = mean_ci(r["completion_s"])
-                rows.append({"scenario": scen.name, "cc": cc, "scheduler": name, "goodput_mbps": g,
-                             "goodput_ci95": gci, "completion_s": c, "completion_ci95": cci, "runs": runs})
+                row: dict[str, Any] = {"scenario": scen.name, "cc": cc, "scheduler": name, "runs": runs}
+                for m in names:
+                    row[m], row[m.rsplit("_", 1)[0] + "_ci95"] = mean_ci(r[m])
+                rows.append(row)
     return rows
 
 
+_COLUMNS = {"goodput_mbps": "goodput Mbit/s", "completion_s": "completion s", "items_done": "items",
+            "download_time_s": "chunk/item time s", "avg_bitrate_mbps": "bitrate Mbit/s", "rebuffer_s": "rebuffer s"}
+
+
 def format_rows(rows: list[dict[str, Any]]) -> str:
-    lines = ["| scenario | cc | scheduler | goodput Mbit/s (95% CI) | completion s (95% CI) |",
-             "|---|---|---|---|---|"]
+    """Markdown table of ``compare_with_minrtt`` rows: every metric they carry, mean ± 95% CI."""
+    metrics = [m for m in _COLUMNS if any(m in r for r in rows)]
+    lines = ["| scenario | cc | scheduler | " + " | ".join(f"{_COLUMNS[m]} (95% CI)" for m in metrics) + " |",
+             "|---|---|---|" + "---|" * len(metrics)]
     for r in rows:
-        comp = "n/a" if math.isnan(r["completion_s"]) else f"{r['completion_s']:.3f} ± {r['completion_ci95']:.3f}"
-        lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | "
-                     f"{r['goodput_mbps']:.2f} ± {r['goodput_ci95']:.2f} | {comp} |")
+        cells = []
+        for m in metrics:
+            v, ci = r.get(m, math.nan), r.get(m.rsplit("_", 1)[0] + "_ci95", math.nan)
+            cells.append("n/a" if math.isnan(v) else f"{v:.3f} ± {ci:.3f}")
+        lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
-from envs.sim.layout import CN_N_SUB, CN_T, COBS_ACKED, COBS_ELAPSED
+from envs.sim.layout import CN_N_SUB, CN_T, COBS_ACKED, COBS_ELAPSED, WL_BUFFER, WL_DASH, WL_TYPE
 from envs.sim.simulator import Simulator
 
 DECISION_MODES = ("blocked", "interval", "packet")
@@ -140,6 +140,8 @@ class DecisionProcess:
         goodput = s.cobs[:, COBS_ACKED] * 8 / np.maximum(elapsed, 1e-9) / 1e6
         infos = [{"goodput_mbps": float(goodput[b]), "elapsed_s": float(elapsed[b]),
                   "decisions": int(self.decisions[b]), "cc": s.current_cc[b]} for b in range(s.B)]
+        for b in np.flatnonzero(s.wl[:, WL_TYPE] == WL_DASH):  # the client's video buffer
+            infos[b]["buffer_s"] = float(s.wl[b, WL_BUFFER] * s.dt)
         terminated = np.zeros(s.B, dtype=bool)
         if done.any():
             metrics = s.results()

@@ -72,17 +72,20 @@ FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
             ("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0),
             ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)),
             ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)])),
-    # LEEYOO: per path srtt, cwnd, in flight; send window; elapsed; chunk bytes left and acked
+    # LEEYOO: per path srtt, cwnd, in flight; send window; the chunk's elapsed download time, its
+    # bytes not yet acknowledged and acknowledged (the current item of the workload: a dash chunk)
     "leeyoo": tuple(
         [f for i in range(2) for f in _per_path(i, [("srtt", "srtt", None, 0.1), ("cwnd", "cwnd", None, MB),
                                                     ("inflight", "inflight", None, MB)])]
-        + [Feature("rwnd", "rwnd", None, None, 10 * MB), Feature("elapsed", "elapsed", None, None, 10.0),
-           Feature("remaining", "remaining", None, None, 10 * MB), Feature("acked", "acked", None, None, 10 * MB)]),
+        + [Feature("rwnd", "rwnd", None, None, 10 * MB), Feature("chunk_elapsed", "item_elapsed", None, None, 1.0),
+           Feature("remaining", "remaining", None, None, 10 * MB),
+           Feature("chunk_acked", "item_acked", None, None, 10 * MB)]),
 }
 SCALES = {"cwnd": MB, "swnd": MB, "srtt": 0.1, "rttvar": 0.1, "min_rtt": 0.1, "latest_rtt": 0.1,
           "inflight": MB, "delivery_rate": 100 * MBIT_S, "losses": 1000.0, "retrans": 1000.0,
           "rtos": 10.0, "pacing_rate": 100 * MBIT_S, "available": 1.0, "acked": 100 * MB, "sent": 100 * MB,
-          "backlog": 10 * MB, "elapsed": 10.0, "reorder": MB, "rwnd": 10 * MB, "remaining": 10 * MB}
+          "backlog": 10 * MB, "elapsed": 10.0, "reorder": MB, "rwnd": 10 * MB, "remaining": 10 * MB,
+          "item_acked": 10 * MB, "item_elapsed": 10.0, "items_acked": 100.0, "item_rate": 100 * MBIT_S}
 
 
 def full_set(n_paths: int) -> tuple[Feature, ...]:

@@ -13,10 +13,10 @@ import numpy as np
 from numba import njit
 
 from envs.errors import out_of_range, unknown_name
-from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, OBS_ACKED, OBS_LATEST_RTT, OBS_LOSSES, OBS_SENT, OBS_SRTT
+from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, COBS_ITEM_RATE, COBS_ITEMS_ACKED, OBS_ACKED, OBS_LATEST_RTT, OBS_LOSSES, OBS_SENT, OBS_SRTT
 
 MBIT_S = 125_000.0
-REWARDS = ("throughput", "ispras", "peekaboo", "completion")
+REWARDS = ("throughput", "ispras", "peekaboo", "completion", "chunk")
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class RewardSpec:
 
     name: str = "throughput"
     alpha: float = 1.0  # ispras: weight of throughput
-    beta: float = 0.5  # ispras: weight of RTT
+    beta: float = 0.5  # ispras: weight of RTT; chunk: weight of the chunk-end reward
     gamma: float = 0.0  # ispras: weight of loss (transport.md objective)
     thr_norm_mbps: float = 100.0
     rtt_norm_ms: float = 100.0
@@ -48,8 +48,9 @@ class RewardSpec:
                          self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s])
 
 
-# A snapshot of the sender's counters at a decision: [acked, elapsed, then per path: acked, sent, losses]
-SNAP_ACKED, SNAP_ELAPSED, SNAP_PATHS = 0, 1, 2
+# A snapshot of the sender's counters at a decision:
+# [acked, elapsed, items acked, then per path: acked, sent, losses]
+SNAP_ACKED, SNAP_ELAPSED, SNAP_ITEMS, SNAP_PATHS = 0, 1, 2, 3
 
 
 def snapshot_width(n_paths: int) -> int:
@@ -67,6 +68,10 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
       sent on path i during the interval).
     - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
     - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
+    - chunk (LEEYOO, spec/schedulers.md): packets acknowledged in the interval (as goodput over
+      the interval / thr_norm) plus, per chunk fully acknowledged in it, beta * size / download
+      time of the last such chunk / thr_norm (the session ends when its last
+      chunk reaches the client, before the server sees it acknowledged: that one earns none).
     """
     kind = int(prm[0])
     for b in range(prev.shape[0]):
@@ -76,6 +81,9 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
             r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
         elif kind == 3:
             r = -dt / prm[6]
+        elif kind == 4:
+            r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
+            r += prm[2] * (cobs[b, COBS_ITEMS_ACKED] - prev[b, SNAP_ITEMS]) * cobs[b, COBS_ITEM_RATE] / prm[4]
         else:
             for i in range(int(nsub[b])):
                 base = SNAP_PATHS + 3 * i
@@ -89,6 +97,7 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
         out[b] = r if live[b] else 0.0
         prev[b, SNAP_ACKED] = cobs[b, COBS_ACKED]
         prev[b, SNAP_ELAPSED] = cobs[b, COBS_ELAPSED]
+        prev[b, SNAP_ITEMS] = cobs[b, COBS_ITEMS_ACKED]
         for i in range(int(nsub[b])):
             base = SNAP_PATHS + 3 * i
             prev[b, base] = obs[b, i, OBS_ACKED]

@@ -50,7 +50,11 @@ _CONN = {
     "elapsed": ("elapsed_us", 10**6, "time since the connection started, microseconds"),
     "reorder": ("reorder", 1, "receiver's reorder-buffer occupancy as advertised, bytes"),
     "rwnd": ("rwnd", 1, "free receive window as advertised, bytes"),
-    "remaining": ("remaining", 1, "bytes of the transfer not yet acknowledged (MPSCHED_UNBOUNDED: bulk)"),
+    "remaining": ("remaining", 1, "bytes offered not yet acknowledged (MPSCHED_UNBOUNDED: bulk)"),
+    "item_acked": ("item_acked", 1, "bytes of the current response (chunk, object, message) acknowledged"),
+    "item_elapsed": ("item_elapsed_us", 10**6, "time since the current response's request arrived, microseconds"),
+    "items_acked": ("items_acked", 1, "responses fully acknowledged"),
+    "item_rate": ("item_rate", 1, "last complete response: bytes / (last ACK - request arrival), bytes/s"),
 }
 
 

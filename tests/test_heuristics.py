@@ -222,6 +222,18 @@ def test_sod_never_overfills_a_paths_outgoing_queue():
     assert s.obs[0, OBS_INFLIGHT] == 10 * MSS
 
 
+@pytest.mark.parametrize("p", [0.25, 0.75])
+def test_split_draws_path_one_with_its_probability_and_waits_when_the_draw_is_full(p):
+    s = Paths("split", [(0.01, 10**6, 0), (0.05, 10**6, 0)], params={"p_first": p})
+    picks = np.array([s.pick() for _ in range(4000)])
+    assert set(picks.tolist()) <= {1, 2}
+    assert abs((picks == 1).mean() - p) < 0.03  # binomial sd ~0.007
+    full = Paths("split", [(0.01, 2, 2), (0.05, 10**6, 0)], params={"p_first": p})
+    waits = np.array([full.pick() for _ in range(4000)])
+    assert set(waits.tolist()) <= {0, 2}  # never the full path, and no fallback to the other
+    assert abs((waits == 0).mean() - p) < 0.03
+
+
 def test_wrr_follows_its_weights_and_rr_alternates():
     s = Paths("wrr", [(0.01, 100, 0), (0.05, 100, 0)], params={"weights": [3, 1]})
     picks = [s.pick() for _ in range(8)]

@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from agents.heuristics import (atlb, blest, ecf, fast_only, fixed, hsr, kato, lts, lws, minrtt, otias,
-                               redundant, rr, sod, wrr)
+from agents.heuristics import (atlb, blest, ecf, fast_only, fixed, hsr, kato, lts, lws, minrtt, minrtt_fast,
+                               otias, redundant, rr, sod, split, wrr)
 from envs.errors import ConfigError, unknown_name
 
 MODULES = {"minrtt": minrtt, "rr": rr, "fixed": fixed, "wrr": wrr, "redundant": redundant, "ecf": ecf,
            "blest": blest, "sod": sod, "atlb": atlb, "hsr": hsr, "lws": lws, "lts": lts, "kato": kato,
-           "fast_only": fast_only, "otias": otias}
+           "fast_only": fast_only, "otias": otias, "split": split, "minrtt_fast": minrtt_fast}
 NAMES = tuple(MODULES)
 _BURST = tuple(bool(getattr(m, "BURST", False)) for m in MODULES.values())
 N_PARAMS = 16
@@ -106,4 +106,8 @@ def pick(sid, prm, st, obs, cobs, nsub, mss, rng, b):
         return kato.pick(prm, st, obs, cobs, nsub, mss, rng, b)
     if sid == 13:
         return fast_only.pick(prm, st, obs, cobs, nsub, mss, rng, b)
-    return otias.pick(prm, st, obs, cobs, nsub, mss, rng, b)
+    if sid == 14:
+        return otias.pick(prm, st, obs, cobs, nsub, mss, rng, b)
+    if sid == 15:
+        return split.pick(prm, st, obs, cobs, nsub, mss, rng, b)
+    return minrtt_fast.pick(prm, st, obs, cobs, nsub, mss, rng, b)

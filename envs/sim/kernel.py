@@ -914,7 +914,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
             _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
             _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
-            complete = workload_step(t, c, wl, it, rc)  # the app's offer (CN_SND_LIMIT) and its end
+            complete = workload_step(t, c, wl, it, rc, co, dt)  # the app's offer (CN_SND_LIMIT) and its end
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
                 if complete:

@@ -38,9 +38,16 @@ COBS_ACKED = 1  # bytes delivered in order, as acknowledged to the sender
 COBS_ELAPSED = 2  # seconds since the connection started
 COBS_REORDER = 3  # receiver's reorder-buffer occupancy as it advertises it (bytes)
 COBS_RWND = 4  # free receive window as advertised, less what was sent since (bytes)
-COBS_REMAINING = 5  # bytes of the transfer not yet acknowledged (inf for bulk)
-N_COBS = 6
-COBS_NAMES = ("backlog", "acked", "elapsed", "reorder", "rwnd", "remaining")
+COBS_REMAINING = 5  # bytes offered by the application not yet acknowledged (inf for bulk)
+# the current item (message, chunk, object: the first one offered and not yet fully acknowledged);
+# the server knows where each response ends and when its request arrived (envs/sim/workload.py)
+COBS_ITEM_ACKED = 6  # bytes of the current item acknowledged
+COBS_ITEM_ELAPSED = 7  # seconds since the current item's request reached the server (0: none)
+COBS_ITEMS_ACKED = 8  # items fully acknowledged
+COBS_ITEM_RATE = 9  # the last fully acknowledged item: bytes / (last ACK - request arrival), bytes/s
+N_COBS = 10
+COBS_NAMES = ("backlog", "acked", "elapsed", "reorder", "rwnd", "remaining",
+              "item_acked", "item_elapsed", "items_acked", "item_rate")
 
 # --- sender bookkeeping per flow, not exposed to schedulers: ``fl[B, F, N_FL]`` -----------------
 FL_PACE_CREDIT = 0  # bytes the pacer allows now
@@ -200,7 +207,9 @@ WL_BIN = 17  # steps per record bin (rec)
 WL_RATE = 18  # WL_N_RATES_MAX rungs (bytes/step), increasing
 WL_N_RATES_MAX = 16
 WL_HIST = WL_RATE + WL_N_RATES_MAX  # ring of the last WL_HIST_K chunk throughputs (bytes/step)
-N_WL = WL_HIST + 16
+WL_ACKED_ITEMS = WL_HIST + 16  # items whose last byte the sender has seen acknowledged
+WL_ACK_STEP = WL_ACKED_ITEMS + 1  # step the last item was fully acknowledged
+N_WL = WL_ACK_STEP + 1
 
 WL_BULK, WL_FILE, WL_DASH, WL_WEB = 0, 1, 2, 3  # the order of envs.scenario.WORKLOAD_TYPES
 

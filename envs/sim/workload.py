@@ -36,19 +36,48 @@ EPS = 1e-6
 
 
 @njit(cache=True, _nrt=False)
-def step(t, c, w, it, rc):
-    """Advance connection ``c``'s workload to step ``t``; True when it is complete."""
+def step(t, c, w, it, rc, co, dt):
+    """Advance connection ``c``'s workload to step ``t``; True when it is complete. Also writes
+    the sender's view of the current item into ``co`` (``COBS_ITEM_*``)."""
     k = t // int(w[WL_BIN])
     if k < rc.shape[0]:
         rc[k, REC_DELIVERED] = c[CN_RCV_NXT]
         rc[k, REC_REORDER] += c[CN_RCV_BYTES] - c[CN_RCV_NXT]
     kind = int(w[WL_TYPE])
     if kind == WL_DASH:
-        return _dash(t, c, w, it)
-    if kind == WL_WEB:
-        return _web(t, c, w, it)
-    _deliver(t, c, w, it)
-    return c[CN_RCV_NXT] >= w[WL_TOTAL] - EPS
+        complete = _dash(t, c, w, it)
+    elif kind == WL_WEB:
+        complete = _web(t, c, w, it)
+    else:
+        _deliver(t, c, w, it)
+        complete = c[CN_RCV_NXT] >= w[WL_TOTAL] - EPS
+    _sender_view(t, c, w, it, co, dt)
+    return complete
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _sender_view(t, c, w, it, co, dt):
+    """What the server knows of its responses: where each ends, when its request arrived, and
+    the cumulative ACK. An item's clock starts at its request's arrival or, for back-to-back
+    items, when the previous one was fully acknowledged."""
+    k = int(w[WL_ACKED_ITEMS])
+    released = int(w[WL_RELEASED])
+    while k < released and c[CN_ACKED_EDGE] >= it[k, ITEM_END] - EPS:
+        start = max(it[k, ITEM_ARRIVE], w[WL_ACK_STEP]) if k > 0 else it[k, ITEM_ARRIVE]
+        size = it[k, ITEM_END] - (it[k - 1, ITEM_END] if k > 0 else 0.0)
+        co[COBS_ITEM_RATE] = size / (max(t - start, 1.0) * dt)
+        w[WL_ACK_STEP] = t
+        k += 1
+    w[WL_ACKED_ITEMS] = k
+    co[COBS_ITEMS_ACKED] = k
+    if k < released:
+        begin = it[k - 1, ITEM_END] if k > 0 else 0.0
+        start = max(it[k, ITEM_ARRIVE], w[WL_ACK_STEP]) if k > 0 else it[k, ITEM_ARRIVE]
+        co[COBS_ITEM_ACKED] = max(c[CN_ACKED_EDGE] - begin, 0.0)
+        co[COBS_ITEM_ELAPSED] = max(t - start, 0.0) * dt
+    else:
+        co[COBS_ITEM_ACKED] = 0.0
+        co[COBS_ITEM_ELAPSED] = 0.0
 
 
 @njit(inline="always", cache=True, _nrt=False)
