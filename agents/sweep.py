@@ -319,8 +319,9 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
     interrupted = done + len(failed) < len(grid)
     finished = [r for r in grid if r.error is None and r.metrics and math.isfinite(r.metrics.get(METRIC, math.nan))]
     best_config, best_objective, best_params = None, math.nan, {}
-    if finished:
-        best = max(finished, key=lambda r: r.metrics[METRIC])
+    if finished:  # trials that ran their whole budget first: an early-stopped score is a shorter run's
+        full = [r for r in finished if r.metrics.get(TIME_ATTR, 0) >= base["train"]["steps"]]
+        best = max(full or finished, key=lambda r: r.metrics[METRIC])
         best_objective = float(best.metrics[METRIC])
         best_params = {k: v for k, v in best.config.items()}
         cfg = apply_params(base, best_params)

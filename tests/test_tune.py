@@ -28,7 +28,7 @@ def test_tiny_sweep_end_to_end(tmp_path):
     (tmp_path / "configs" / "tune" / "tiny.yaml").write_text(TINY_SPACE)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     out = subprocess.run(
-        [sys.executable, "tune.py", "agent=dqn", "cc=cubic", "file_mb=1", "tune=tiny",
+        [sys.executable, "tune.py", "agent=dqn", "cc=cubic", "duration_s=2", "tune=tiny",
          f"hydra.searchpath=[file://{tmp_path}/configs]", "tune.num_samples=1", "ray.num_cpus=2",
          "train.steps=1000", "train.n_envs=4", "train.eval_every=500", "train.eval_runs=2",
          "tune.scheduler.grace_steps=500", "tune.scheduler.reduction_factor=2", "agent.hyperparams.learning_starts=200",
