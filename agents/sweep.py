@@ -201,8 +201,8 @@ def _sweep_path(t: DictConfig, agent: str) -> Path:
     if t.name:
         path = storage / str(t.name)
     elif t.resume:
-        found = sorted((p for p in storage.glob(f"{agent}-*") if (p / STATE_FILE).is_file()),
-                       key=lambda p: p.stat().st_mtime)
+        found = sorted((p.parent for p in storage.glob(f"*/{STATE_FILE}")
+                        if json.loads(p.read_text()).get("agent") == agent), key=lambda p: p.stat().st_mtime)
         if not found:
             raise ConfigError(f"tune.resume: no sweep of agent {agent!r} in {storage}; name one with tune.name=")
         path = found[-1]
@@ -256,7 +256,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
     with mlflow.start_run(run_id=state.get("parent_run_id"), run_name=f"sweep-{path.name}") as parent:
         if not t.resume:
             path.mkdir(parents=True)
-            (path / STATE_FILE).write_text(json.dumps({"parent_run_id": parent.info.run_id}))
+            (path / STATE_FILE).write_text(json.dumps({"parent_run_id": parent.info.run_id, "agent": cfg.agent.name}))
             mlflow.log_params({"sweep": path.name, "agent": cfg.agent.name, "objective": t.objective.name,
                                "num_samples": t.num_samples, "scheduler": t.scheduler.name,
                                "steps_per_trial": cfg.train.steps})
@@ -266,7 +266,9 @@ def sweep(cfg: DictConfig) -> SweepResult:
         base = OmegaConf.to_container(base_cfg, resolve=True)
         spec = OmegaConf.to_container(t.objective, resolve=True)
 
-        _ray_init(cfg.ray)
+        # trials checkpoint at every evaluation on purpose; Ray would warn about each snapshot
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    _ray_init(cfg.ray)
         try:
             trainable = tune.with_resources(tune.with_parameters(trial, base=base, spec=spec),
                                             {"cpu": float(t.cpus_per_trial)})
@@ -297,9 +299,12 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
     config as ``best.yaml`` and log the outcome on the parent run."""
     client = mlflow.MlflowClient(uri)
     experiment_id = mlflow.active_run().info.experiment_id
-    runs = {r.info.run_name: r for r in client.search_runs(
-        [experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'")}
-    failed, done = {}, 0
+    runs: dict[str, Any] = {}  # trial's run name -> its newest run (a resumed trial starts another)
+    for r in client.search_runs([experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+                                order_by=["attributes.start_time DESC"]):
+        runs.setdefault(r.info.run_name, r)
+    status = {t.trial_id: t.status for t in grid._experiment_analysis.trials}  # Ray's Result has no status
+    failed = {}
     for r in grid:
         trial_id = Path(r.path).name
         nested = runs.get(run_name(trial_id))
@@ -312,11 +317,11 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
             client.set_tag(nested.info.run_id, "error", failed[trial_id])
             if nested.info.status in ("RUNNING", "SCHEDULED"):
                 client.set_terminated(nested.info.run_id, "FAILED")
-        elif nested is not None and nested.info.status != "FINISHED":  # ended by the scheduler
-            client.set_tag(nested.info.run_id, "tune.stopped_early", "true")
+        elif nested is not None and nested.info.status != "FINISHED":  # stopped by ASHA or by an interruption
+            reason = "tune.stopped_early" if status.get(trial_id) == "TERMINATED" else "tune.interrupted"
+            client.set_tag(nested.info.run_id, reason, "true")
             client.set_terminated(nested.info.run_id, "KILLED")
-        done += r.error is None and bool(r.metrics)
-    interrupted = done + len(failed) < len(grid)
+    interrupted = grid.num_terminated + grid.num_errors < len(grid)
     finished = [r for r in grid if r.error is None and r.metrics and math.isfinite(r.metrics.get(METRIC, math.nan))]
     best_config, best_objective, best_params = None, math.nan, {}
     if finished:  # trials that ran their whole budget first: an early-stopped score is a shorter run's
