@@ -267,8 +267,8 @@ def sweep(cfg: DictConfig) -> SweepResult:
         spec = OmegaConf.to_container(t.objective, resolve=True)
 
         # trials checkpoint at every evaluation on purpose; Ray would warn about each snapshot
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    _ray_init(cfg.ray)
+        os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+        _ray_init(cfg.ray)
         try:
             trainable = tune.with_resources(tune.with_parameters(trial, base=base, spec=spec),
                                             {"cpu": float(t.cpus_per_trial)})
