@@ -109,3 +109,32 @@ def test_tune_py_names_bad_input_before_starting_ray(tmp_path, override, message
     assert out.returncode != 0 and message in out.stdout + out.stderr, out.stderr[-2000:]
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "ray").exists()
+
+
+class _Stop:
+    """Monitor that ends learning after the first batch of transitions."""
+
+    def on_step(self, n, rewards, infos) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("agent", sorted(p.stem for p in (ROOT / "configs" / "tune").glob("*.yaml")))
+def test_every_shipped_search_space_gives_configs_its_agent_accepts(tmp_path, agent):
+    from omegaconf import OmegaConf
+
+    from agents.registry import make_agent
+    from agents.sweep import apply_params, check_paths
+    from agents.training import make_env, setup
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        cfg = compose(config_name="tune", overrides=[f"agent={agent}", "duration_s=1", "train.steps=64"])
+    base = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("tune", "ray")])
+    space = search_space(OmegaConf.to_container(cfg.tune.space, resolve=True))
+    check_paths(base, space)
+    for i in range(3):
+        params = {k: v.sample() if hasattr(v, "sample") else v for k, v in space.items()}
+        s = setup(apply_params(OmegaConf.to_container(base, resolve=True), params), tmp_path)
+        env = make_env(s, 2, i)
+        learner = make_agent(s.agent_spec, env.observation_space.shape[0], int(env.action_space.n), i)
+        learner.learn(env, 64, _Stop())
+        assert learner.act(env.reset()).shape == (2,)
