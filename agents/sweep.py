@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlflow
 import numpy as np
@@ -23,6 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 from ray import tune
 
 from envs.errors import ConfigError, out_of_range, unknown_name
+
+if TYPE_CHECKING:
+    from agents.training import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("goodput", "cc_robust")
@@ -100,7 +103,7 @@ def apply_params(base: dict[str, Any], params: dict[str, Any]) -> DictConfig:
 
 
 # ---------------------------------------------------------------------------------- objective
-def objective(progress, rows: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, float]:
+def objective(progress: Progress, rows: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, float]:
     """The score a trial reports: ``goodput`` is the agent's mean goodput over the training
     scenarios and CCs (the evaluation rows just computed); ``cc_robust`` is the worst, over
     ``spec['ccs']``, of its mean goodput on the training scenarios under that CC."""
@@ -131,7 +134,7 @@ def trial(params: dict[str, Any], base: dict[str, Any], spec: dict[str, Any]) ->
 
     final: dict[str, Any] = {}
 
-    def on_eval(progress, rows: list[dict[str, Any]]) -> None:
+    def on_eval(progress: Progress, rows: list[dict[str, Any]]) -> None:
         metrics = {**objective(progress, rows, spec), TIME_ATTR: progress.steps}
         progress.tracker.log({f"tune/{k}": v for k, v in metrics.items() if k != TIME_ATTR}, progress.steps)
         progress.tracker.flush()
@@ -150,7 +153,7 @@ def trial(params: dict[str, Any], base: dict[str, Any], spec: dict[str, Any]) ->
     tune.report(final, checkpoint=tune.Checkpoint.from_directory(str(out_dir / "checkpoint")))
 
 
-def trial_dirname(t) -> str:
+def trial_dirname(t: tune.experiment.Trial) -> str:
     return t.trial_id
 
 

@@ -138,3 +138,25 @@ def test_every_shipped_search_space_gives_configs_its_agent_accepts(tmp_path, ag
         learner = make_agent(s.agent_spec, env.observation_space.shape[0], int(env.action_space.n), i)
         learner.learn(env, 64, _Stop())
         assert learner.act(env.reset()).shape == (2,)
+
+
+def test_cc_robust_objective_is_the_worst_cc(tmp_path):
+    from types import SimpleNamespace
+
+    from agents.registry import make_agent
+    from agents.sweep import objective
+    from agents.training import make_env, setup
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        cfg = compose(config_name="train", overrides=["agent=linucb", "cc=cubic", "duration_s=1"])
+    s = setup(cfg, tmp_path)
+    env = make_env(s, 2, 0)
+    agent = make_agent(s.agent_spec, env.observation_space.shape[0], int(env.action_space.n), 0)
+    ccs = ["reno", "cubic", "bbr", "bbr2"]
+    scores = objective(SimpleNamespace(s=s, agent=agent), [], {"name": "cc_robust", "ccs": ccs, "runs": 2})
+    per_cc = [scores[f"goodput_mbps/{cc}"] for cc in ccs]
+    assert all(g > 0 for g in per_cc) and scores["objective"] == min(per_cc)
+    assert len(set(per_cc)) > 1  # the CCs really differ
+    rows = [{"scenario": "ispras_s1", "cc": "cubic", "scheduler": "linucb", "goodput_mbps": 3.0},
+            {"scenario": "ispras_s1", "cc": "cubic", "scheduler": "minrtt", "goodput_mbps": 9.0}]
+    assert objective(SimpleNamespace(s=s, agent=agent), rows, {"name": "goodput"})["objective"] == 3.0
