@@ -17,7 +17,8 @@ def main(cfg: DictConfig) -> None:
         result = sweep(cfg)
     except ConfigError as err:
         sys.exit(f"error: {err}")
-    print(f"\n{result.trials} trials in {result.path}")
+    print(f"\n{result.trials} trials in {result.path}: {result.stopped_early} stopped early by the scheduler, "
+          f"{len(result.failed)} failed")
     for trial_id, error in sorted(result.failed.items()):
         print(f"failed trial {trial_id}: {error}")
     print(f"MLflow sweep run: {result.parent_run_id} in {result.tracking_uri}  (browse: mlflow ui)")

@@ -169,6 +169,7 @@ class SweepResult:
     best_objective: float
     best_params: dict[str, Any]
     trials: int
+    stopped_early: int        # trials the scheduler ended before their budget
     failed: dict[str, str]    # trial id -> its error
     interrupted: bool
     parent_run_id: str
@@ -325,6 +326,8 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
             client.set_tag(nested.info.run_id, reason, "true")
             client.set_terminated(nested.info.run_id, "KILLED")
     interrupted = grid.num_terminated + grid.num_errors < len(grid)
+    stopped_early = sum(status.get(Path(r.path).name) == "TERMINATED"
+                        and (r.metrics or {}).get(TIME_ATTR, 0) < base["train"]["steps"] for r in grid)
     finished = [r for r in grid if r.error is None and r.metrics and math.isfinite(r.metrics.get(METRIC, math.nan))]
     best_config, best_objective, best_params = None, math.nan, {}
     if finished:  # trials that ran their whole budget first: an early-stopped score is a shorter run's
@@ -346,5 +349,5 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
         mlflow.log_text(yaml.safe_dump(failed, sort_keys=True), "failed_trials.yaml")
     if interrupted:
         mlflow.end_run(status="KILLED")
-    return SweepResult(path, best_config, best_objective, best_params, len(grid), failed, interrupted,
+    return SweepResult(path, best_config, best_objective, best_params, len(grid), stopped_early, failed, interrupted,
                        parent_run_id, uri)

@@ -42,16 +42,23 @@ def _field_kb(path: str, name: str) -> int:
     return 0
 
 
-def tree_memory_mb(root: int) -> tuple[float, float, int]:
-    """(sum of RSS, sum of PSS, number of processes) of ``root`` and all its descendants."""
+def tree_memory_mb(root: int) -> tuple[float, float, list[tuple[float, str]]]:
+    """(sum of RSS, sum of PSS, [(PSS, name) per process]) of ``root`` and all its descendants."""
     tree, todo, seen = _children(), [root], []
     while todo:
         pid = todo.pop()
         seen.append(pid)
         todo += tree.get(pid, [])
     rss = sum(_field_kb(f"/proc/{p}/status", "VmRSS") for p in seen)
-    pss = sum(_field_kb(f"/proc/{p}/smaps_rollup", "Pss") for p in seen)
-    return rss / 1024, pss / 1024, len(seen)
+    per = [(_field_kb(f"/proc/{p}/smaps_rollup", "Pss") / 1024, _name(p)) for p in seen]
+    return rss / 1024, sum(m for m, _ in per), per
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:60].strip() or "?"
+    except OSError:
+        return "?"
 
 
 def main(extra: list[str]) -> None:
@@ -59,14 +66,16 @@ def main(extra: list[str]) -> None:
         cmd = [sys.executable, "tune.py", *SWEEP, *extra, "ray.num_cpus=2", f"tune.storage_path={tmp}/ray",
                f"mlflow.tracking_uri=sqlite:///{tmp}/mlflow.db", f"hydra.run.dir={tmp}/hydra"]
         print("python " + " ".join(cmd[1:-3]), flush=True)
-        peak = {"rss": 0.0, "pss": 0.0, "procs": 0}
+        peak = {"rss": 0.0, "pss": 0.0, "per": []}
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
         def sample() -> None:
             while proc.poll() is None:
-                rss, pss, n = tree_memory_mb(proc.pid)
-                peak["rss"], peak["pss"], peak["procs"] = max(peak["rss"], rss), max(peak["pss"], pss), max(peak["procs"], n)
+                rss, pss, per = tree_memory_mb(proc.pid)
+                peak["rss"] = max(peak["rss"], rss)
+                if pss > peak["pss"]:
+                    peak["pss"], peak["per"] = pss, per
                 time.sleep(0.5)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -80,8 +89,10 @@ def main(extra: list[str]) -> None:
     if proc.returncode != 0:
         sys.exit(f"tune.py failed (exit {proc.returncode})")
     print(f"\nwall time: {wall:.0f} s for 16 trials ({os.cpu_count()} cores, ray.num_cpus=2)")
-    print(f"peak memory of the process tree: {peak['rss']:.0f} MB RSS summed, {peak['pss']:.0f} MB PSS "
-          f"(up to {peak['procs']} processes)")
+    print(f"peak memory of the process tree: {peak['rss']:.0f} MB RSS summed, {peak['pss']:.0f} MB PSS; "
+          f"at the PSS peak ({len(peak['per'])} processes):")
+    for mb, name in sorted(peak["per"], reverse=True):
+        print(f"  {mb:7.0f} MB  {name}")
 
 
 if __name__ == "__main__":
