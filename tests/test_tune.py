@@ -27,13 +27,13 @@ def test_tiny_sweep_end_to_end(tmp_path):
     (tmp_path / "configs" / "tune").mkdir(parents=True)
     (tmp_path / "configs" / "tune" / "tiny.yaml").write_text(TINY_SPACE)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    out = subprocess.run(
-        [sys.executable, "tune.py", "agent=dqn", "cc=cubic", "duration_s=2", "tune=tiny",
-         f"hydra.searchpath=[file://{tmp_path}/configs]", "tune.num_samples=1", "ray.num_cpus=2",
-         "train.steps=1000", "train.n_envs=4", "train.eval_every=500", "train.eval_runs=2",
-         "tune.scheduler.grace_steps=500", "tune.scheduler.reduction_factor=2", "agent.hyperparams.learning_starts=200",
-         f"tune.storage_path={tmp_path}/ray", f"mlflow.tracking_uri={uri}", f"hydra.run.dir={tmp_path}/hydra"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "tune.py", "agent=dqn", "cc=cubic", "duration_s=2", "tune=tiny",
+               f"hydra.searchpath=[file://{tmp_path}/configs]", "tune.num_samples=1", "ray.num_cpus=2",
+               "train.steps=1000", "train.n_envs=4", "train.eval_every=500", "train.eval_runs=2",
+               "tune.scheduler.grace_steps=500", "tune.scheduler.reduction_factor=2",
+               "agent.hyperparams.learning_starts=200", f"tune.storage_path={tmp_path}/ray", f"mlflow.tracking_uri={uri}",
+               f"hydra.run.dir={tmp_path}/hydra"]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "4 trials in" in out.stdout
     failed = re.findall(r"failed trial (\S+): (.*)", out.stdout)
@@ -58,6 +58,12 @@ def test_tiny_sweep_end_to_end(tmp_path):
             assert "tune/objective" in r.data.metrics
     assert parent.data.metrics["best_objective"] == max(r.data.metrics["tune/objective"] for r in trials
                                                         if r.info.status == "FINISHED")
+
+    # resuming a finished sweep (the newest of the agent) reruns nothing and keeps its parent run
+    again = subprocess.run([*command, "tune.resume=true"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"4 trials in {best.parent}" in again.stdout and f"MLflow sweep run: {parent.info.run_id}" in again.stdout
+    assert len(client.search_runs([parent.info.experiment_id])) == 5
 
     # the best config is a train.py config: on the command line and composed into a short run
     shown = subprocess.run([sys.executable, "train.py", "--config-path", str(best.parent), "--config-name", "best",
