@@ -10,7 +10,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import mlflow
 import numpy as np
@@ -167,10 +167,12 @@ class Tracker:
 
 class Progress:
     """The training monitor: progress bar, per-episode metrics, periodic evaluation and
-    checkpoints."""
+    checkpoints. ``on_eval(progress, rows)`` (hyperparameter sweeps report to Ray Tune through it)
+    runs after every evaluation, with a fresh checkpoint written."""
 
-    def __init__(self, s: Setup, agent: Agent, tracker: Tracker, start_step: int, save) -> None:
-        self.s, self.agent, self.tracker, self.save = s, agent, tracker, save
+    def __init__(self, s: Setup, agent: Agent, tracker: Tracker, start_step: int, save,
+                 on_eval: EvalHook | None = None) -> None:
+        self.s, self.agent, self.tracker, self.save, self.on_eval = s, agent, tracker, save, on_eval
         self.steps = start_step
         self.episodes = 0
         self.returns = np.zeros(s.n_envs)
@@ -200,6 +202,9 @@ class Progress:
             for r in rows:
                 self.tracker.log({f"eval/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"]},
                                  self.steps)
+            if self.on_eval is not None:
+                self.save(finished=False)
+                self.on_eval(self, rows)
         if self.steps >= self.next_ckpt:
             self.next_ckpt += self.s.checkpoint_every
             self.save(finished=False)
@@ -210,9 +215,14 @@ class Progress:
         self.tracker.flush()
 
 
+EvalHook = Callable[[Progress, list[dict[str, Any]]], None]
+
+
 # ---------------------------------------------------------------------------------- the run
-def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
-    """Train (or resume) as configured; returns the evaluation rows and where things are."""
+def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict[str, Any]:
+    """Train (or resume) as configured; returns the evaluation rows and where things are.
+    ``on_eval`` sees every periodic evaluation and the final one (see ``Progress``);
+    ``mlflow.parent_run_id`` nests the run under another (a sweep's trials)."""
     s = setup(cfg, out_dir)
     apply_runtime(s)
     env = make_env(s, s.n_envs, s.seed)
@@ -236,7 +246,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if mlflow_cfg.get("tracking_uri"):
         mlflow.set_tracking_uri(mlflow_cfg["tracking_uri"])
     mlflow.set_experiment(mlflow_cfg.get("experiment") or "mpsched")
-    with mlflow.start_run(run_name=f"{s.interface['agent']}-{'+'.join(s.ccs)}") as active:
+    with mlflow.start_run(run_name=mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}",
+                          parent_run_id=mlflow_cfg.get("parent_run_id")) as active:
         mlflow.log_params(_params(s, resume))
         tracker = Tracker()
 
@@ -247,7 +258,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                     "mlflow_run_id": active.info.run_id}
             checkpoint.save(ckpt_dir, agent, meta, s.config_yaml)
 
-        progress = Progress(s, agent, tracker, start, save)
+        progress = Progress(s, agent, tracker, start, save, on_eval)
         try:
             agent.learn(env, s.steps - start, progress)
         except KeyboardInterrupt:
@@ -265,6 +276,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         progress.close()
         save(finished=True)
         rows = compare_with_minrtt(agent, s, s.eval_runs)
+        if on_eval is not None:
+            on_eval(progress, rows)
         table = format_rows(rows)
         (out_dir / "eval.md").write_text(table + "\n")
         for r in rows:
