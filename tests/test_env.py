@@ -116,7 +116,7 @@ def test_reward_presets_are_finite(reward):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"cc": "bbr3"}, "unknown cc 'bbr3'; valid: bbr"),
+    ({"cc": "bbr3"}, "unknown cc 'bbr3'; valid: balia, bbr, bbr2"),
     ({"scenario": "nope"}, "unknown scenario 'nope'; valid:"),
     ({"decision": "sometimes"}, "unknown decision mode 'sometimes'; valid: blocked"),
     ({"observation": "everything"}, "unknown observation set 'everything'; valid:"),
