@@ -31,7 +31,8 @@ were, checked on a fingerprint of scenarios x CCs x schedulers x decision modes)
 - ring and FIFO lengths are powers of two (a mask instead of an integer division per index);
 - the hole table keeps lists of its holes in use (in sequence order), pending and awaiting
   detection (``layout.py``), instead of scans of every slot up to CN_HOLES_HI per packet or step;
-- the spurious-loss probability is cached per path while its capacity is unchanged.
+- spurious (reordering) declarations take one uniform draw per departed segment (a binomial by
+  inversion), not one per packet.
 """
 
 import math
@@ -47,6 +48,7 @@ from envs.sim.rng import normal, uniform
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt before any sample (s)
 MIN_RTO = 0.2  # s
 MAX_PACKETS_PER_STEP = 100000
+DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
 EPS = 1e-6
 
 
@@ -76,9 +78,8 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
             cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss)
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
-        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_SPUR_P):
+        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED):
             bn[b, p, k] = 0.0
-        bn[b, p, BN_SPUR_R] = -1.0
     for h in range(hole.shape[1]):
         for k in range(N_HOLE):
             hole[b, h, k] = 0.0
@@ -826,8 +827,13 @@ def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
-    """Bottlenecks drain in FIFO order; departed segments get their arrival step."""
+def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows):
+    """Bottlenecks drain in FIFO order; departed segments get their arrival step.
+
+    With reordering jitter, each departed packet is declared lost spuriously with the
+    probability of ``reordering.py`` at the spacing of the flow's own packets, ``mss`` over the
+    flow's departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of
+    the link has its packets spaced further apart than back-to-back, and is reordered less."""
     Qm = sg.shape[1] - 1
     for p in range(nsub):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -835,7 +841,10 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
         bnb[p, BN_DEQ] += out
         bnb[p, BN_DELIVERED] += out
     reorders = c[CN_REORDERS] > 0.0
+    w = min(dt / DEP_RATE_TAU, 1.0)
     for f in range(nflows):
+        rate = fb[f, FL_DEP_RATE]
+        fb[f, FL_DEP_RATE] = rate * (1.0 - w)
         d = si[f, SI_DEP]
         tl = si[f, SI_TAIL]
         if d >= tl:
@@ -849,25 +858,20 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
         dfwd = bnb[p, BN_DFWD]
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
+        out = 0.0
         while d < tl:
             if sg[f, s, SEG_POS] > deq_eps:
                 break
+            out += sg[f, s, SEG_BYTES]
             delay = dfwd
             if jit > 0.0:
                 delay = max(delay + jit * normal(rng, b), 0.0)
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
-                    if prob < 0.0:  # cached per path while its capacity stays the same
-                        if bnb[p, BN_CAP] != bnb[p, BN_SPUR_R]:
-                            bnb[p, BN_SPUR_R] = bnb[p, BN_CAP]
-                            bnb[p, BN_SPUR_P] = _spurious_prob(mss / max(bnb[p, BN_CAP], 1.0) / jit,
-                                                               spur_r, spur_p)
-                        prob = bnb[p, BN_SPUR_P]
+                    if prob < 0.0:  # spacing at the rate so far (before this step's departures)
+                        spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
+                        prob = _spurious_prob(spacing / jit, spur_r, spur_p)
                     npk = int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))
-                    cnt = 0.0
-                    for _ in range(npk):
-                        if uniform(rng, b) < prob:
-                            cnt += 1.0
-                    sg[f, s, SEG_SPUR] += cnt
+                    sg[f, s, SEG_SPUR] += _binomial(rng, b, npk, prob)
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive)
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
@@ -875,6 +879,26 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
             s = (s + 1) & Qm
         si[f, SI_DEP] = d
         fb[f, FL_LAST_ARRIVE] = last_arrive
+        fb[f, FL_DEP_RATE] += w * out
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _binomial(rng, b, n, p):
+    """A Binomial(n, p) draw by inversion of its CDF with one uniform number."""
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return float(n)
+    u = uniform(rng, b)
+    pk = (1.0 - p) ** n
+    cdf = pk
+    k = 0
+    odds = p / (1.0 - p)
+    while u > cdf and k < n:
+        pk *= (n - k) / (k + 1.0) * odds
+        k += 1
+        cdf += pk
+    return float(k)
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -929,7 +953,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             break
         c[CN_ADVISE] = -1.0
         _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows)
-        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows)
+        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows)
         c[CN_T] = t + 1
         steps += 1
     if c[CN_PAUSE] == PAUSE_NONE:
