@@ -26,8 +26,8 @@ from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
                              CN_RCV_NXT, CN_RCVBUF, CN_REORDER_MAX, CN_SND_LIMIT, CN_SND_NXT, CN_T,
                              COBS_ACKED, COBS_RWND, FL_GOOD, FL_PATH, FL_RTT_CNT, OBS_ACKED, OBS_AVAILABLE,
-                             OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_SENT,
-                             OBS_SWND)
+                             OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_RTTVAR,
+                             OBS_SENT, OBS_SRTT, OBS_SWND)
 from envs.sim.simulator import SimConfig, Simulator
 
 SCHEDULERS = tuple(n for n in SCHEDULER_NAMES if n != "fixed")  # "fixed" is internal (packet mode)
@@ -291,6 +291,24 @@ def test_observations_after_reset_same_with_default_receive_buffer():
     a, b = _reset_only(10, 1, 0, 0), _reset_only(150, 4, 3, 2)
     np.testing.assert_array_equal(a.obs[:, :2], b.obs[:, :2])
     np.testing.assert_array_equal(a.cobs, b.cobs)
+
+
+def test_every_path_starts_with_its_handshake_rtt():
+    """RFC 9002 sec. 5.1 / RFC 6298: the handshake is the first RTT sample, so before any data
+    is acknowledged each path shows its two-way propagation delay, and minRTT's first packets go
+    to the truly faster path (not to path 0 because every path showed the same placeholder)."""
+    paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
+             {"bandwidth_mbps": 20, "delay_ms": 5}]
+    # a 4-packet file fits in the initial window of either path
+    sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.005}, "paths": paths}),
+                    "cubic", batch=1, seed=0)
+    sim.reset()
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.005])
+    sim.advance(1)
+    assert sim.obs[0, 0, OBS_SENT] == 0 and sim.obs[0, 1, OBS_SENT] > 0
+    assert sim.fl[0, :2, FL_RTT_CNT].tolist() == [0, 0]  # the handshake is not a data RTT (metric)
 
 
 # --------------------------------------------------------------------------- known simulator bugs

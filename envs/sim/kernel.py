@@ -45,7 +45,7 @@ from envs.cc.base import CWND, PACING
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.rng import normal, uniform
 
-INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt before any sample (s)
+INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
 MIN_RTO = 0.2  # s
 MAX_PACKETS_PER_STEP = 100000
 DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
@@ -53,16 +53,24 @@ EPS = 1e-6
 
 
 @njit(cache=True, _nrt=False)
-def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss):
-    """Zero a connection's dynamic state, keeping its configuration columns."""
+def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss, dt):
+    """Zero a connection's dynamic state, keeping its configuration columns.
+
+    Every flow starts with the RTT sample of its handshake, the path's two-way propagation delay
+    in whole steps (RFC 9002 sec. 5.1/5.3 and RFC 6298 sec. 2.2: srtt = sample, rttvar = sample / 2), so a path
+    not yet used shows its base RTT to a scheduler, not a placeholder."""
     nflows = int(cn[b, CN_N_FLOWS])
     for f in range(obs.shape[1]):
         for k in range(N_OBS):
             obs[b, f, k] = 0.0
-        obs[b, f, OBS_SRTT] = INITIAL_RTT
-        obs[b, f, OBS_RTTVAR] = INITIAL_RTT / 2.0
-        obs[b, f, OBS_MIN_RTT] = INITIAL_RTT
-        obs[b, f, OBS_LATEST_RTT] = INITIAL_RTT
+        rtt0 = INITIAL_RTT
+        if f < nflows:
+            p = int(fl[b, f, FL_PATH])
+            rtt0 = (max(math.floor(bn[b, p, BN_DFWD] + 0.5), 1.0) + bn[b, p, BN_DREV]) * dt  # as _depart rounds
+        obs[b, f, OBS_SRTT] = rtt0
+        obs[b, f, OBS_RTTVAR] = rtt0 / 2.0
+        obs[b, f, OBS_MIN_RTT] = rtt0
+        obs[b, f, OBS_LATEST_RTT] = rtt0
         for k in range(N_FL):
             if k != FL_PATH and k != FL_IS_SUB and k != FL_CC:
                 fl[b, f, k] = 0.0
@@ -244,14 +252,10 @@ def _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nfl
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
             o[f, OBS_ACKED] += acked
             rtt = max((t - rg[f, slot, RING_SENT]) * dt, dt)
-            if fb[f, FL_RTT_CNT] == 0.0:
-                o[f, OBS_SRTT] = rtt
-                o[f, OBS_RTTVAR] = rtt / 2.0
-                o[f, OBS_MIN_RTT] = rtt
-            else:  # RFC 6298 / RFC 9002
-                o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
-                o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
-                o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
+            # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection)
+            o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
+            o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
+            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
             o[f, OBS_LATEST_RTT] = rtt
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
@@ -902,16 +906,15 @@ def _binomial(rng, b, n, p):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _spurious_prob(r, grid, table):
-    """Interpolate the spurious-declaration probability at spacing/jitter ratio r (log grid)."""
-    if r <= grid[0]:
+def _spurious_prob(r, log_grid, table):
+    """Interpolate the spurious-declaration probability at spacing/jitter ratio r (``log_grid``:
+    the natural logs of the table's evenly log-spaced grid)."""
+    n = log_grid.shape[0]
+    x = (math.log(r) - log_grid[0]) / (log_grid[n - 1] - log_grid[0]) * (n - 1)
+    if x <= 0.0:
         return table[0]
-    n = grid.shape[0]
-    if r >= grid[n - 1]:
+    if x >= n - 1:
         return table[n - 1]
-    lg0 = math.log(grid[0])
-    step = (math.log(grid[n - 1]) - lg0) / (n - 1)
-    x = (math.log(r) - lg0) / step
     i = int(x)
     w = x - i
     return table[i] * (1.0 - w) + table[i + 1] * w

@@ -83,7 +83,7 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.spur_r = GRID.copy()
+        self.spur_r = np.log(GRID)
         self.spur_p = spurious_table()
 
     # ------------------------------------------------------------------ sizing and allocation
@@ -224,7 +224,7 @@ class Simulator:
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm
         kernel.reset_connection(b, self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn,
-                                self.segi, self.ring, self.hole, self.sched, self.mss)
+                                self.segi, self.ring, self.hole, self.sched, self.mss, self.dt)
         # competing flows wait for their schedule; subflows are active from the start
         for k in range(nsub, f):
             self.fl[b, k, FL_ACTIVE] = 0.0
