@@ -131,9 +131,8 @@ def check_invariants(sim: Simulator, prev: dict[str, np.ndarray] | None) -> dict
         o = obs[b, :nflows]
         for col, label in ((OBS_CWND, "cwnd"), (OBS_INFLIGHT, "inflight"), (OBS_SWND, "swnd")):
             assert (obs[b, :, col] >= -tol(obs[b, :, col])).all(), f"b={b}: negative {label} {obs[b, :, col]}"
-        if not done:  # the terminal state is checked by test_terminal_send_window_consistent
-            assert (o[:, OBS_SWND] <= o[:, OBS_CWND] + tol(o[:, OBS_CWND])).all(), \
-                f"b={b}: swnd {o[:, OBS_SWND]} > cwnd {o[:, OBS_CWND]}"
+        assert (o[:, OBS_SWND] <= o[:, OBS_CWND] + tol(o[:, OBS_CWND])).all(), \
+            f"b={b}: swnd {o[:, OBS_SWND]} > cwnd {o[:, OBS_CWND]}"
         assert (o[:, OBS_ACKED] <= o[:, OBS_SENT] + tol(o[:, OBS_SENT])).all(), \
             f"b={b}: acked {o[:, OBS_ACKED]} > sent {o[:, OBS_SENT]}"
         for f in range(nflows):
@@ -311,16 +310,10 @@ def test_every_path_starts_with_its_handshake_rtt():
     assert sim.fl[0, :2, FL_RTT_CNT].tolist() == [0, 0]  # the handshake is not a data RTT (metric)
 
 
-# --------------------------------------------------------------------------- known simulator bugs
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py advance(): when an episode ends, the loop breaks after _feedback "
-    "(which updated OBS_CWND/OBS_INFLIGHT) but before _refresh_windows, so the terminal "
-    "observation keeps the previous step's OBS_SWND / OBS_AVAILABLE / COBS_BACKLOG: swnd > cwnd"))
 def test_terminal_send_window_consistent():
-    # reno on a lossy path: find the step whose feedback first cuts cwnd (step 101 today,
-    # 102808 -> 52128 bytes), then end a bulk transfer exactly at that step
+    """The terminal observation is refreshed after the last feedback (no stale swnd/availability)."""
+    # reno on a lossy path: find the step whose feedback first cuts cwnd, then end a bulk
+    # transfer exactly at that step
     def sim_for(duration_s: float) -> Simulator:
         scen = scenario_from_dict({"name": "x", "paths": [{"bandwidth_mbps": 10, "delay_ms": 10, "loss_pct": 2}],
                                    "workload": {"type": "bulk", "duration_s": duration_s}})
@@ -340,6 +333,9 @@ def test_terminal_send_window_consistent():
     o = sim.obs[0, 0]
     assert o[OBS_SWND] <= o[OBS_CWND], f"terminal swnd {o[OBS_SWND]} > cwnd {o[OBS_CWND]}"
     assert o[OBS_AVAILABLE] == float(o[OBS_INFLIGHT] + sim.mss <= o[OBS_CWND])
+
+
+# --------------------------------------------------------------------------- known simulator bugs
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -938,6 +938,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
             _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
             _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
+            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)  # before a break: terminal obs
             done = (c[CN_RCV_NXT] >= c[CN_SND_LIMIT] - EPS) or t >= c[CN_END_STEP] \
                 or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
@@ -946,7 +947,6 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
                 c[CN_DONE] = 1.0
                 c[CN_PAUSE] = PAUSE_DONE
                 break
-            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)
             if c[CN_MODE_UNTIL] >= 0.0 and t >= c[CN_MODE_UNTIL]:
                 c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
                 break
