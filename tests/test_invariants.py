@@ -335,6 +335,21 @@ def test_terminal_send_window_consistent():
     assert o[OBS_AVAILABLE] == float(o[OBS_INFLIGHT] + sim.mss <= o[OBS_CWND])
 
 
+def test_udp_saturated_path_does_not_starve_the_connection():
+    """UDP cross traffic arrives in whole packets: on a path with less than one MSS of capacity
+    per step, fluid UDP crumbs used to fill every byte of room a step freed, so every packet of
+    the connection was dropped (916 of 918) and the transfer never completed."""
+    scen = scenario_from_dict({
+        "name": "udp", "workload": {"type": "file", "file_mb": 0.5},
+        "paths": [{"bandwidth_mbps": 1, "delay_ms": 5, "competing": {"udp_mbps": 1.0}},
+                  {"bandwidth_mbps": 10, "delay_ms": 20}]})
+    sim = Simulator(scen, "reno", scheduler="minrtt", batch=1, seed=0, config=SimConfig(max_duration_s=60))
+    sim.reset()
+    sim.run()
+    # round robin finishes in ~1 s; 0.5 MB over the clean path alone takes < 1 s
+    assert sim.results()["completion_s"][0] < 10.0
+
+
 # --------------------------------------------------------------------------- known simulator bugs
 
 
@@ -353,22 +368,4 @@ def test_outage_of_one_path_does_not_block_the_connection():
     sim = Simulator(scen, "cubic", batch=1, seed=0)
     sim.reset()
     sim.run()
-    assert sim.results()["completion_s"][0] < 10.0
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py _send_packet()/_competing_and_udp(): UDP cross traffic takes the free "
-    "buffer in byte-sized crumbs each step while a packet needs one MSS of room, so on a path with "
-    "capacity < 1 MSS/step and UDP >= capacity every connection packet is dropped (916 of 918); "
-    "minRTT keeps retransmitting the same hole on that lowest-RTT path (nothing moves it elsewhere) "
-    "and the transfer never completes although a clean 10 Mbit/s path is idle"))
-def test_udp_saturated_path_does_not_starve_the_connection():
-    scen = scenario_from_dict({
-        "name": "udp", "workload": {"type": "file", "file_mb": 0.5},
-        "paths": [{"bandwidth_mbps": 1, "delay_ms": 5, "competing": {"udp_mbps": 1.0}},
-                  {"bandwidth_mbps": 10, "delay_ms": 20}]})
-    sim = Simulator(scen, "reno", scheduler="minrtt", batch=1, seed=0, config=SimConfig(max_duration_s=60))
-    sim.reset()
-    sim.run()
-    # round robin finishes in ~1 s; 0.5 MB over the clean path alone takes < 1 s
     assert sim.results()["completion_s"][0] < 10.0

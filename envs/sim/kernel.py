@@ -86,7 +86,7 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
             cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss)
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
-        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED):
+        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_UDP_CREDIT):
             bn[b, p, k] = 0.0
     for h in range(hole.shape[1]):
         for k in range(N_HOLE):
@@ -821,13 +821,22 @@ def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 2, False, 1 << 62, 0.0)
+    # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
+    # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(nsub):
         udp = bnb[p, BN_UDP]
         if udp > 0.0:
-            room = bnb[p, BN_QCAP] - (bnb[p, BN_ENQ] - bnb[p, BN_DEQ])
-            take = min(udp, max(room, 0.0))
-            bnb[p, BN_ENQ] += take
-            bnb[p, BN_DROPPED] += udp - take
+            credit = bnb[p, BN_UDP_CREDIT] + udp
+            q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
+            qcap_eps = bnb[p, BN_QCAP] + EPS
+            while credit >= mss - EPS:
+                if q + mss > qcap_eps:
+                    bnb[p, BN_DROPPED] += mss
+                else:
+                    bnb[p, BN_ENQ] += mss
+                    q += mss
+                credit -= mss
+            bnb[p, BN_UDP_CREDIT] = credit
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

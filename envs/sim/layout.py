@@ -76,7 +76,8 @@ BN_DEQ = 8  # cumulative bytes that left the queue
 BN_TRACE_IDX = 9  # index of the next capacity change in the trace
 BN_DELIVERED = 10  # bytes that crossed the bottleneck (all flows; invariant checks)
 BN_DROPPED = 11  # bytes dropped at the tail
-N_BN = 12
+BN_UDP_CREDIT = 12  # UDP bytes accrued but not yet sent as a whole packet
+N_BN = 13
 
 # --- connection: ``cn[B, N_CN]`` ---------------------------------------------------------------
 CN_T = 0  # current step
