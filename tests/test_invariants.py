@@ -6,7 +6,8 @@ satisfy the physical and transport invariants of ``check_invariants``. A second 
 sender-only separation (spec/transport.md, "What a scheduler may look at"): the observation
 arrays must not depend on ground truth the sender cannot see before any feedback reached it.
 
-Known simulator bugs are pinned by ``xfail(strict=True)`` tests at the end of the file.
+Fixed simulator bugs keep a regression test each at the end of the file (terminal observation,
+UDP starvation, outage without reinjection).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from envs.sim.simulator import SimConfig, Simulator
 
 SCHEDULERS = tuple(n for n in SCHEDULER_NAMES if n != "fixed")  # "fixed" is internal (packet mode)
 CUMULATIVE_OBS = [OBS_LOSSES, OBS_RETRANS, OBS_RTOS, OBS_ACKED, OBS_SENT]
-# Episodes of random scenarios are capped: a few of them starve (see the xfail tests below), and
+# Episodes of random scenarios are capped: a few of them may starve, and
 # the invariants are about every state reached, not about finishing.
 FUZZ_CONFIG = SimConfig(max_duration_s=20.0)
 
@@ -350,17 +351,11 @@ def test_udp_saturated_path_does_not_starve_the_connection():
     assert sim.results()["completion_s"][0] < 10.0
 
 
-# --------------------------------------------------------------------------- known simulator bugs
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py _rto(): an RTO declares only bytes really lost; bytes waiting in a "
-    "failed path's queue are never retransmitted on another path (spec: a timed-out / failed "
-    "path's outgoing data returns to the input queue), so one path's outage blocks in-order "
-    "delivery of the whole connection until the path recovers"))
 def test_outage_of_one_path_does_not_block_the_connection():
+    """Reinjection: on an RTO the failed path's data in flight returns to the send queue (spec:
+    a timed-out / failed path's outgoing data returns to the input queue)."""
     # 5 MB over two 20 Mbit/s paths; path 0 fails from 0.2 s to 30 s. Path 1 alone needs ~2 s;
-    # the simulator finishes at ~30.8 s, right after path 0 comes back.
+    # without reinjection the transfer finished at ~30.8 s, right after path 0 came back.
     scen = scenario_from_dict({
         "name": "outage", "workload": {"type": "file", "file_mb": 5},
         "paths": [{"bandwidth_mbps": 20, "delay_ms": 10, "outages": [[0.2, 30.0]]},

@@ -218,7 +218,7 @@ def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
 @njit(cache=True, _nrt=False)
 def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
-    collapses, the timer backs off."""
+    collapses, the timer backs off; a subflow's data not yet arrived is reinjected."""
     o[f, OBS_RTOS] += 1.0
     fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
     fb[f, FL_LAST_PROGRESS] = t
@@ -236,7 +236,39 @@ def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     Qm = sg.shape[1] - 1
     for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
         sg[f, i & Qm, SEG_LOST] = 0.0
+    if fb[f, FL_IS_SUB] > 0.0:
+        _reinject(f, c, sg, si, ho)
     cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT], mss)
+
+
+@njit(cache=True, _nrt=False)
+def _reinject(f, c, sg, si, ho):
+    """The connection data a timed-out subflow still has in flight returns to the send queue, to
+    be retransmitted on any path (MPTCP reinjection, RFC 8684 sec. 3.3.6; spec/transport.md), so
+    a failed path does not block in-order delivery. The copies in the network still arrive and
+    are acknowledged, carrying nothing new: a segment's new bytes become a hole pending
+    retransmission, and the retransmitted bytes it carries return to their hole's queue."""
+    Qm = sg.shape[1] - 1
+    for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
+        s = i & Qm
+        hf = int(sg[f, s, SEG_FILL])
+        if hf >= 0 and sg[f, s, SEG_FILL_BYTES] > 0.0:
+            _add_pending(c, ho, hf, sg[f, s, SEG_FILL_BYTES])
+            sg[f, s, SEG_FILL_BYTES] = 0.0
+            sg[f, s, SEG_FILL] = -1.0
+        new = sg[f, s, SEG_NEW]
+        if new > 0.0:
+            k = _alloc_hole(c, ho)
+            if k < 0:  # hole table full: the rest stays on this path
+                return
+            ho[k, HOLE_SEQ] = sg[f, s, SEG_SEQ]
+            ho[k, HOLE_REM] = new
+            ho[k, HOLE_UNDET] = 0.0
+            ho[k, HOLE_FLOW] = f
+            ho[k, HOLE_DETECT_AT] = -1.0
+            _link_live(c, ho, k)
+            _add_pending(c, ho, k, new)
+            sg[f, s, SEG_NEW] = 0.0
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -688,9 +720,8 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         s = -1
         if tl > dep:
             room = sg[f, ls, SEG_BYTES] + sg[f, ls, SEG_LOST] < room_lim or tl - head >= Q
-            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1 \
-                    and (sg[f, ls, SEG_SEQ] == math.inf) == (seq == math.inf):
-                s = ls
+            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1:
+                s = ls  # spurious resends share a segment with the step's new data
         if s < 0:
             if tl - head >= Q:
                 failed = True
