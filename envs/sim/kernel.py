@@ -599,8 +599,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
             if size <= EPS:
                 return 0.0
             seq = c[CN_SND_NXT]
-    # the tail segment takes the packet if it was opened this step for the same kind of data
-    # and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
+    # the tail segment takes the packet if it was opened this step for the same hole (or for no
+    # hole: new data, copies and spurious resends share segments) and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
     # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
     # left the queue, which broke ACK clocking and halved unpaced CCs' throughput at 1 BDP)
     tl = si[f, SI_TAIL]
@@ -609,8 +609,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
         last = (tl - 1) & (Q - 1)
         room = sg[f, last, SEG_BYTES] + sg[f, last, SEG_LOST] < max(bnb[p, BN_CAP], mss) - EPS \
             or tl - si[f, SI_HEAD] >= Q
-        if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill \
-                and (fill >= 0 or (sg[f, last, SEG_SEQ] == math.inf) == (seq == math.inf)):
+        if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill:
             s = last
     if s < 0:
         s = _new_segment(f, t, o, sg, si, bnb[p, BN_ENQ], seq, float(fill))
@@ -721,7 +720,7 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         if tl > dep:
             room = sg[f, ls, SEG_BYTES] + sg[f, ls, SEG_LOST] < room_lim or tl - head >= Q
             if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1:
-                s = ls  # spurious resends share a segment with the step's new data
+                s = ls  # as in _send_packet: new data and spurious resends share segments
         if s < 0:
             if tl - head >= Q:
                 failed = True
