@@ -198,7 +198,8 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
           bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng, spur_r, spur_p, mss, dt, reward_prm,
           prev, rewards, field, path, per, scale, features, info):
     """One decision of every unfinished connection: apply its action (blocked mode when
-    ``mode_sid`` is empty: advise; else run mode ``a`` for ``interval_steps``), advance it to its
+    ``mode_sid`` is empty: CN_ADVISE, the answer for the rest of the step; else run mode ``a`` for
+    ``interval_steps``, as ``Simulator.set_mode``), advance it to its
     next pause, then rewards, features and info rows. Returns the number of finished connections,
     or -1 (nothing applied) when an action is out of range."""
     B = cn.shape[0]

@@ -256,10 +256,6 @@ class Simulator:
             self.sched[b, :SCHED_STATE] = params
         self.cn[b, CN_MODE_UNTIL] = until_step
 
-    def advise(self, b: int, send_on_second: bool) -> None:
-        """Blocked mode: the agent's answer for the rest of this step."""
-        self.cn[b, CN_ADVISE] = 1.0 if send_on_second else 0.0
-
     # ------------------------------------------------------------------ results
     def results(self) -> dict[str, np.ndarray]:
         """Per-connection metrics of the current episodes (``envs.metrics`` summarises them)."""
