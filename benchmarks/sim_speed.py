@@ -6,7 +6,8 @@ ispras_s1 under bbr with a 1 ms step:
 - cold start: the first call in a process with an empty numba cache (compilation), and with a
   warm cache;
 - one env driven through the Gymnasium API with random actions, per decision mode, with the share
-  of the time spent in the compiled core (``Simulator.advance``) and its cost per call;
+  of the time spent in the one compiled call per env step (``envs.decision._step``: actions,
+  simulation, reward, features) and its cost per call;
 - the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
   grows with the number of paths (2, 4, 8) and with B;
 - peak resident memory of each process and the size of the simulator's state arrays.
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's envs
 SIM_S = 10.0  # simulated seconds per case
 
 
@@ -58,19 +60,19 @@ def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
 def case_gym(decision: str, sim_s: float) -> dict:
     import gymnasium as gym
     import envs  # noqa: F401
-    from envs.sim.simulator import Simulator
+    import envs.decision
     kernel = {"s": 0.0, "calls": 0}
-    advance = Simulator.advance
+    compiled = envs.decision._step  # one compiled call per env step: simulation, reward, features
 
-    def timed(self, *args, **kwargs):
+    def timed(*args):
         t = time.perf_counter()
         try:
-            return advance(self, *args, **kwargs)
+            return compiled(*args)
         finally:
             kernel["s"] += time.perf_counter() - t
             kernel["calls"] += 1
 
-    Simulator.advance = timed
+    envs.decision._step = timed
     env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s), cc="bbr", decision=decision)
     env.reset(seed=0)
     env.step(env.action_space.sample())
@@ -120,7 +122,7 @@ def main(quick: bool) -> None:
         r = run_case(["gym", decision, str(sim_s)])
         print(f"  {decision:>8}: {r['sim_s_per_wall_s']:8.1f} x real time ({r['sim_s_per_cpu_s']:.1f} per CPU s), "
               f"{r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step, peak {r['peak_mb']:.0f} MB; "
-              f"core: {100 * r['kernel_share']:.0f}% of the time, {r['us_per_kernel_call']:.1f} us/call "
+              f"compiled step: {100 * r['kernel_share']:.0f}% of the time, {r['us_per_kernel_call']:.1f} us/call "
               f"({r['sim_s_per_kernel_s']:.0f} x real time on its own)")
     print("\nbatched core (minRTT in the kernel), aggregate simulated s per wall s (per CPU s):")
     grid = [(2, 1), (2, 64), (2, 1024), (4, 1), (4, 64), (4, 1024), (8, 1), (8, 64), (8, 1024)]

@@ -20,7 +20,7 @@ from gymnasium.envs.registration import register, registry
 def _numba_cache_dir() -> str:
     here = Path(__file__).parent
     compiled = [*sorted((here / "sim").glob("*.py")), *sorted((here / "cc").glob("*.py")),
-                here / "features.py", here / "rewards.py",
+                here / "features.py", here / "rewards.py", here / "decision.py",
                 *sorted((here.parent / "agents" / "heuristics").glob("*.py"))]
     digest = hashlib.sha256()
     for path in compiled:

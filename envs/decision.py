@@ -15,13 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from agents.heuristics import scheduler_id, scheduler_params
 from envs.errors import ConfigError, out_of_range, unknown_name
-from envs.features import compute, feature_set, table
+from envs.features import compute, evaluate, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
-from envs.sim.layout import CN_N_SUB, CN_T, COBS_ACKED, COBS_ELAPSED, WL_BUFFER, WL_DASH, WL_TYPE
+from envs.sim import kernel
+from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,
+                             COBS_ELAPSED, SCHED_STATE, WL_BUFFER, WL_DASH, WL_TYPE)
 from envs.sim.simulator import Simulator
 
 DECISION_MODES = ("blocked", "interval", "packet")
@@ -71,6 +74,11 @@ class DecisionProcess:
         self._prev = np.zeros((sim.B, snapshot_width(sim.P)))
         self._rewards = np.zeros(sim.B)
         self.decisions = np.zeros(sim.B, dtype=np.int64)
+        self._mode_sid = np.array([m[0] for m in self.modes], dtype=np.int64)
+        self._mode_prm = np.array([m[1] for m in self.modes]).reshape(len(self.modes), SCHED_STATE)
+        self._live = np.zeros(sim.B, dtype=np.bool_)
+        self._info = np.zeros((sim.B, N_INFO))
+        self.last_obs = np.zeros((sim.B, len(self.features)), dtype=np.float32)  # features now
 
     def _mode(self, m: Mapping | str) -> tuple[int, np.ndarray]:
         if isinstance(m, str):
@@ -108,46 +116,124 @@ class DecisionProcess:
         self._run(mask)
         reward_and_snapshot(self._reward_prm, self._prev, s.obs, s.cobs, s.cn[:, CN_N_SUB], s.mss,
                             np.zeros(s.B, dtype=np.bool_), self._rewards)
+        evaluate(*self._table, s.obs, s.cobs, s.cn[:, CN_N_SUB], self.last_obs)
 
-    def step(self, actions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+    def step(self, actions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Infos]:
         """Apply one action per unfinished connection and run each to its next decision.
 
         Returns rewards, terminated (a file completed, or a bulk transfer reached its duration),
         truncated (a file transfer hit the episode cap), and per-connection infos (running
         goodput; ``episode_metrics`` when the episode ended). Finished episodes are not reset here.
+        Applying the actions, the simulation, the rewards and the next features (``last_obs``)
+        are one compiled call.
         """
         s = self.sim
-        actions = np.asarray(actions).reshape(-1)
+        actions = np.asarray(actions, dtype=np.int64).reshape(-1)
         if actions.shape[0] != s.B:
             raise ConfigError(f"expected {s.B} actions, got {actions.shape[0]}")
-        bad = (actions < 0) | (actions >= self.n_actions)
-        if bad.any():
-            raise ConfigError(f"action out of range [0, {self.n_actions - 1}]: {actions[bad].tolist()}")
-        live = ~s.done
-        for b in np.flatnonzero(live):
-            a = int(actions[b])
-            if self.decision.mode == "blocked":
-                s.advise(b, a == 1)
-            else:
-                sid, prm = self.modes[a]
-                s.set_mode(b, sid, prm, s.cn[b, CN_T] + self.interval_steps)
-        self.decisions[live] += 1
-        self._run(live)
-        reward_and_snapshot(self._reward_prm, self._prev, s.obs, s.cobs, s.cn[:, CN_N_SUB], s.mss, live,
-                            self._rewards)
-        done = s.done
-        elapsed = s.cobs[:, COBS_ELAPSED]
-        goodput = s.cobs[:, COBS_ACKED] * 8 / np.maximum(elapsed, 1e-9) / 1e6
-        infos = [{"goodput_mbps": float(goodput[b]), "elapsed_s": float(elapsed[b]),
-                  "decisions": int(self.decisions[b]), "cc": s.current_cc[b]} for b in range(s.B)]
-        for b in np.flatnonzero(s.wl[:, WL_TYPE] == WL_DASH):  # the client's video buffer
-            infos[b]["buffer_s"] = float(s.wl[b, WL_BUFFER] * s.dt)
+        tab = self._table
+        n_done = _step(actions, self.n_actions, self._mode_sid, self._mode_prm, self.interval_steps,
+                       self.decisions, self._live, s.obs, s.cobs, s.fl, s.cc, s.ccp, s.bn, s.cn, s.seg,
+                       s.segi, s.ring, s.hole, s.sched, s.ctrace, s.atrace, s.rng, s.spur_r, s.spur_p,
+                       s.mss, s.dt, s.wl, s.item, s.rec, self._reward_prm, self._prev, self._rewards,
+                       tab[0], tab[1], tab[2], tab[3], self.last_obs, self._info)
+        if n_done < 0:
+            bad = actions[(actions < 0) | (actions >= self.n_actions)]
+            raise ConfigError(f"action out of range [0, {self.n_actions - 1}]: {bad.tolist()}")
         terminated = np.zeros(s.B, dtype=bool)
-        if done.any():
+        truncated = np.zeros(s.B, dtype=bool)
+        metrics = None
+        if n_done:
+            done = s.done
             metrics = s.results()
             bulk = np.array([sc is not None and sc.workload.type == "bulk" for sc in s.current])
             terminated = done & (~np.isnan(metrics["completion_s"]) | bulk)
-            for b in np.flatnonzero(done):
-                infos[b]["episode_metrics"] = {k: (v[b].tolist() if v.ndim > 1 else float(v[b]))
-                                               for k, v in metrics.items()}
-        return self._rewards.astype(np.float32), terminated, done & ~terminated, infos
+            truncated = done & ~terminated
+        return (self._rewards.astype(np.float32), terminated, truncated,
+                Infos(self._info.copy(), list(s.current_cc), metrics))
+
+
+class Infos(Sequence):
+    """Per-connection info dicts of one step, built when read: ``goodput_mbps``, ``elapsed_s``,
+    ``decisions``, ``cc``, ``buffer_s`` (the client's video buffer, dash workload only), and ``episode_metrics`` for connections whose episode ended. A dict,
+    once read, is kept (callers may add keys)."""
+
+    def __init__(self, table: np.ndarray, ccs: list[str], metrics: dict[str, np.ndarray] | None) -> None:
+        self.table = table  # [B, INFO_*]
+        self._ccs = ccs
+        self._metrics = metrics
+        self._dicts: dict[int, dict] = {}
+
+    @property
+    def goodput_mbps(self) -> np.ndarray:
+        return self.table[:, INFO_GOODPUT]
+
+    def __len__(self) -> int:
+        return self.table.shape[0]
+
+    def __getitem__(self, b):
+        if isinstance(b, slice):
+            return [self[i] for i in range(*b.indices(len(self)))]
+        b = range(len(self))[b]
+        d = self._dicts.get(b)
+        if d is None:
+            row = self.table[b]
+            d = {"goodput_mbps": float(row[INFO_GOODPUT]), "elapsed_s": float(row[INFO_ELAPSED]),
+                 "decisions": int(row[INFO_DECISIONS]), "cc": self._ccs[b]}
+            if row[INFO_BUFFER] >= 0.0:
+                d["buffer_s"] = float(row[INFO_BUFFER])
+            if row[INFO_DONE] > 0.0 and self._metrics is not None:
+                d["episode_metrics"] = {k: (v[b].tolist() if v.ndim > 1 else float(v[b]))
+                                        for k, v in self._metrics.items()}
+            self._dicts[b] = d
+        return d
+
+
+INFO_GOODPUT, INFO_ELAPSED, INFO_DECISIONS, INFO_DONE, INFO_BUFFER = range(5)  # buffer: -1 if not dash
+N_INFO = 5
+MAX_STEPS = 10**12  # no step budget: each connection runs to its next pause
+
+
+@njit(cache=True, _nrt=False)
+def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, live, obs, cobs, fl, cc, ccp,
+          bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng, spur_r, spur_p, mss, dt, wl, item, rec,
+          reward_prm, prev, rewards, field, path, per, scale, features, info):
+    """One decision of every unfinished connection: apply its action (blocked mode when
+    ``mode_sid`` is empty: CN_ADVISE, the answer for the rest of the step; else run mode ``a`` for
+    ``interval_steps``, as ``Simulator.set_mode``), advance it to its
+    next pause, then rewards, features and info rows. Returns the number of finished connections,
+    or -1 (nothing applied) when an action is out of range."""
+    B = cn.shape[0]
+    for b in range(B):
+        if not 0 <= actions[b] < n_actions:
+            return -1
+    blocked = mode_sid.shape[0] == 0
+    for b in range(B):
+        live[b] = cn[b, CN_DONE] == 0.0
+        if not live[b]:
+            continue
+        a = actions[b]
+        if blocked:
+            cn[b, CN_ADVISE] = 1.0 if a == 1 else 0.0
+        else:
+            cn[b, CN_SCHED] = mode_sid[a]
+            for k in range(SCHED_STATE):
+                sched[b, k] = mode_prm[a, k]
+            cn[b, CN_MODE_UNTIL] = cn[b, CN_T] + interval_steps
+        decisions[b] += 1
+    kernel.advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
+                   spur_r, spur_p, live, MAX_STEPS, mss, dt, wl, item, rec)
+    nsub = cn[:, CN_N_SUB]
+    reward_and_snapshot(reward_prm, prev, obs, cobs, nsub, mss, live, rewards)
+    evaluate(field, path, per, scale, obs, cobs, nsub, features)
+    n_done = 0
+    for b in range(B):
+        elapsed = cobs[b, COBS_ELAPSED]
+        info[b, INFO_GOODPUT] = cobs[b, COBS_ACKED] * 8.0 / max(elapsed, 1e-9) / 1e6
+        info[b, INFO_ELAPSED] = elapsed
+        info[b, INFO_DECISIONS] = decisions[b]
+        info[b, INFO_DONE] = cn[b, CN_DONE]
+        info[b, INFO_BUFFER] = wl[b, WL_BUFFER] * dt if wl[b, WL_TYPE] == WL_DASH else -1.0
+        if cn[b, CN_DONE] > 0.0:
+            n_done += 1
+    return n_done

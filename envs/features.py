@@ -137,7 +137,8 @@ def path_roles(obs: np.ndarray, nsub: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def _evaluate(field, path, per, scale, obs, cobs, nsub, out):
+def evaluate(field, path, per, scale, obs, cobs, nsub, out):
+    """Features of every connection into ``out[B, n]`` (the set as ``table`` arrays)."""
     for b in range(obs.shape[0]):
         fast, second = path_roles(obs[b], int(nsub[b]))
         for j in range(field.shape[0]):
@@ -159,5 +160,5 @@ def compute(features: tuple[Feature, ...] | tuple[np.ndarray, ...], obs: np.ndar
     ``cobs[B, N_COBS]``; ``features`` is a set or its ``table``."""
     tab = table(features) if isinstance(features[0], Feature) else features
     out = np.empty((obs.shape[0], tab[0].shape[0]), dtype=np.float32)
-    _evaluate(*tab, obs, cobs, nsub, out)
+    evaluate(*tab, obs, cobs, nsub, out)
     return out

@@ -59,9 +59,9 @@ class MultipathEnv(gym.Env):
             self.process.sim.seed = int(seed)
             self.process.sim.episode[:] = 0
         self.process.reset()
-        return self.process.observe()[0], {"cc": self.process.sim.current_cc[0],
+        return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0],
                                            "scenario": self.process.sim.current[0].name}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         rew, term, trunc, infos = self.process.step(np.array([int(action)]))
-        return self.process.observe()[0], float(rew[0]), bool(term[0]), bool(trunc[0]), infos[0]
+        return self.process.last_obs[0].copy(), float(rew[0]), bool(term[0]), bool(trunc[0]), infos[0]

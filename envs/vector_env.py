@@ -36,24 +36,24 @@ class MultipathVectorEnv(gym.vector.VectorEnv):
             self.process.sim.seed = int(seed)
             self.process.sim.episode[:] = 0
         self.process.reset()
-        return self.process.observe(), {}
+        return self.process.last_obs.copy(), {}
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         rew, term, trunc, infos, final_obs = step_and_autoreset(self.process, actions)
-        info: dict[str, Any] = {"goodput_mbps": np.array([i["goodput_mbps"] for i in infos])}
+        info: dict[str, Any] = {"goodput_mbps": infos.goodput_mbps.copy()}
         ended = term | trunc
         if ended.any():
             info["final_obs"] = np.array([o if e else None for o, e in zip(final_obs, ended)], dtype=object)
-            info["final_info"] = np.array([i if e else None for i, e in zip(infos, ended)], dtype=object)
+            info["final_info"] = np.array([infos[b] if e else None for b, e in enumerate(ended)], dtype=object)
             info["_final_obs"] = info["_final_info"] = ended
-        return self.process.observe(), rew, term, trunc, info
+        return self.process.last_obs.copy(), rew, term, trunc, info
 
 
 def step_and_autoreset(process, actions):
     """Step every connection; connections whose episode ended start a new one at once.
     Returns rewards, terminated, truncated, infos and each connection's last observation."""
     rew, term, trunc, infos = process.step(actions)
-    final_obs = process.observe()
+    final_obs = process.last_obs.copy()
     for b in np.flatnonzero(term | trunc):
         process.reset(int(b))
     return rew, term, trunc, infos, final_obs
@@ -76,17 +76,18 @@ class SB3VecEnv(VecEnv):
             self.process.sim.episode[:] = 0
             self._seed = None
         self.process.reset()
-        return self.process.observe()
+        return self.process.last_obs.copy()
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 
     def step_wait(self):
         rew, term, trunc, infos, final_obs = step_and_autoreset(self.process, self._actions)
+        infos = list(infos)  # SB3 expects a list of dicts
         for b in np.flatnonzero(term | trunc):
             infos[b]["terminal_observation"] = final_obs[b]
             infos[b]["TimeLimit.truncated"] = bool(trunc[b] and not term[b])
-        return self.process.observe(), rew, term | trunc, infos
+        return self.process.last_obs.copy(), rew, term | trunc, infos
 
     def seed(self, seed: int | None = None) -> list[int | None]:
         self._seed = seed

@@ -6,7 +6,8 @@ satisfy the physical and transport invariants of ``check_invariants``. A second 
 sender-only separation (spec/transport.md, "What a scheduler may look at"): the observation
 arrays must not depend on ground truth the sender cannot see before any feedback reached it.
 
-Known simulator bugs are pinned by ``xfail(strict=True)`` tests at the end of the file.
+Fixed simulator bugs keep a regression test each at the end of the file (terminal observation,
+UDP starvation, outage without reinjection).
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
                              CN_RCV_NXT, CN_RCVBUF, CN_REORDER_MAX, CN_SND_LIMIT, CN_SND_NXT, CN_T,
                              COBS_ACKED, COBS_RWND, FL_GOOD, FL_PATH, FL_RTT_CNT, OBS_ACKED, OBS_AVAILABLE,
-                             OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_SENT,
-                             OBS_SWND)
+                             OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_RTTVAR,
+                             OBS_SENT, OBS_SRTT, OBS_SWND)
 from envs.sim.simulator import SimConfig, Simulator
 
 SCHEDULERS = tuple(n for n in SCHEDULER_NAMES if n != "fixed")  # "fixed" is internal (packet mode)
 CUMULATIVE_OBS = [OBS_LOSSES, OBS_RETRANS, OBS_RTOS, OBS_ACKED, OBS_SENT]
-# Episodes of random scenarios are capped: a few of them starve (see the xfail tests below), and
+# Episodes of random scenarios are capped: a few of them may starve, and
 # the invariants are about every state reached, not about finishing.
 FUZZ_CONFIG = SimConfig(max_duration_s=20.0)
 
@@ -132,9 +133,8 @@ def check_invariants(sim: Simulator, prev: dict[str, np.ndarray] | None) -> dict
         o = obs[b, :nflows]
         for col, label in ((OBS_CWND, "cwnd"), (OBS_INFLIGHT, "inflight"), (OBS_SWND, "swnd")):
             assert (obs[b, :, col] >= -tol(obs[b, :, col])).all(), f"b={b}: negative {label} {obs[b, :, col]}"
-        if not done:  # the terminal state is checked by test_terminal_send_window_consistent
-            assert (o[:, OBS_SWND] <= o[:, OBS_CWND] + tol(o[:, OBS_CWND])).all(), \
-                f"b={b}: swnd {o[:, OBS_SWND]} > cwnd {o[:, OBS_CWND]}"
+        assert (o[:, OBS_SWND] <= o[:, OBS_CWND] + tol(o[:, OBS_CWND])).all(), \
+            f"b={b}: swnd {o[:, OBS_SWND]} > cwnd {o[:, OBS_CWND]}"
         assert (o[:, OBS_ACKED] <= o[:, OBS_SENT] + tol(o[:, OBS_SENT])).all(), \
             f"b={b}: acked {o[:, OBS_ACKED]} > sent {o[:, OBS_SENT]}"
         for f in range(nflows):
@@ -294,16 +294,28 @@ def test_observations_after_reset_same_with_default_receive_buffer():
     np.testing.assert_array_equal(a.cobs, b.cobs)
 
 
-# --------------------------------------------------------------------------- known simulator bugs
+def test_every_path_starts_with_its_handshake_rtt():
+    """RFC 9002 sec. 5.1 / RFC 6298: the handshake is the first RTT sample, so before any data
+    is acknowledged each path shows its two-way propagation delay, and minRTT's first packets go
+    to the truly faster path (not to path 0 because every path showed the same placeholder)."""
+    paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
+             {"bandwidth_mbps": 20, "delay_ms": 5}]
+    # a 4-packet file fits in the initial window of either path
+    sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.005}, "paths": paths}),
+                    "cubic", batch=1, seed=0)
+    sim.reset()
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.005])
+    sim.advance(1)
+    assert sim.obs[0, 0, OBS_SENT] == 0 and sim.obs[0, 1, OBS_SENT] > 0
+    assert sim.fl[0, :2, FL_RTT_CNT].tolist() == [0, 0]  # the handshake is not a data RTT (metric)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py advance(): when an episode ends, the loop breaks after _feedback "
-    "(which updated OBS_CWND/OBS_INFLIGHT) but before _refresh_windows, so the terminal "
-    "observation keeps the previous step's OBS_SWND / OBS_AVAILABLE / COBS_BACKLOG: swnd > cwnd"))
 def test_terminal_send_window_consistent():
-    # reno on a lossy path: find the step whose feedback first cuts cwnd (step 101 today,
-    # 102808 -> 52128 bytes), then end a bulk transfer exactly at that step
+    """The terminal observation is refreshed after the last feedback (no stale swnd/availability)."""
+    # reno on a lossy path: find the step whose feedback first cuts cwnd, then end a bulk
+    # transfer exactly at that step
     def sim_for(duration_s: float) -> Simulator:
         scen = scenario_from_dict({"name": "x", "paths": [{"bandwidth_mbps": 10, "delay_ms": 10, "loss_pct": 2}],
                                    "workload": {"type": "bulk", "duration_s": duration_s}})
@@ -325,31 +337,10 @@ def test_terminal_send_window_consistent():
     assert o[OBS_AVAILABLE] == float(o[OBS_INFLIGHT] + sim.mss <= o[OBS_CWND])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py _rto(): an RTO declares only bytes really lost; bytes waiting in a "
-    "failed path's queue are never retransmitted on another path (spec: a timed-out / failed "
-    "path's outgoing data returns to the input queue), so one path's outage blocks in-order "
-    "delivery of the whole connection until the path recovers"))
-def test_outage_of_one_path_does_not_block_the_connection():
-    # 5 MB over two 20 Mbit/s paths; path 0 fails from 0.2 s to 30 s. Path 1 alone needs ~2 s;
-    # the simulator finishes at ~30.8 s, right after path 0 comes back.
-    scen = scenario_from_dict({
-        "name": "outage", "workload": {"type": "file", "file_mb": 5},
-        "paths": [{"bandwidth_mbps": 20, "delay_ms": 10, "outages": [[0.2, 30.0]]},
-                  {"bandwidth_mbps": 20, "delay_ms": 20}]})
-    sim = Simulator(scen, "cubic", batch=1, seed=0)
-    sim.reset()
-    sim.run()
-    assert sim.results()["completion_s"][0] < 10.0
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG envs/sim/kernel.py _send_packet()/_competing_and_udp(): UDP cross traffic takes the free "
-    "buffer in byte-sized crumbs each step while a packet needs one MSS of room, so on a path with "
-    "capacity < 1 MSS/step and UDP >= capacity every connection packet is dropped (916 of 918); "
-    "minRTT keeps retransmitting the same hole on that lowest-RTT path (nothing moves it elsewhere) "
-    "and the transfer never completes although a clean 10 Mbit/s path is idle"))
 def test_udp_saturated_path_does_not_starve_the_connection():
+    """UDP cross traffic arrives in whole packets: on a path with less than one MSS of capacity
+    per step, fluid UDP crumbs used to fill every byte of room a step freed, so every packet of
+    the connection was dropped (916 of 918) and the transfer never completed."""
     scen = scenario_from_dict({
         "name": "udp", "workload": {"type": "file", "file_mb": 0.5},
         "paths": [{"bandwidth_mbps": 1, "delay_ms": 5, "competing": {"udp_mbps": 1.0}},
@@ -358,4 +349,19 @@ def test_udp_saturated_path_does_not_starve_the_connection():
     sim.reset()
     sim.run()
     # round robin finishes in ~1 s; 0.5 MB over the clean path alone takes < 1 s
+    assert sim.results()["completion_s"][0] < 10.0
+
+
+def test_outage_of_one_path_does_not_block_the_connection():
+    """Reinjection: on an RTO the failed path's data in flight returns to the send queue (spec:
+    a timed-out / failed path's outgoing data returns to the input queue)."""
+    # 5 MB over two 20 Mbit/s paths; path 0 fails from 0.2 s to 30 s. Path 1 alone needs ~2 s;
+    # without reinjection the transfer finished at ~30.8 s, right after path 0 came back.
+    scen = scenario_from_dict({
+        "name": "outage", "workload": {"type": "file", "file_mb": 5},
+        "paths": [{"bandwidth_mbps": 20, "delay_ms": 10, "outages": [[0.2, 30.0]]},
+                  {"bandwidth_mbps": 20, "delay_ms": 20}]})
+    sim = Simulator(scen, "cubic", batch=1, seed=0)
+    sim.reset()
+    sim.run()
     assert sim.results()["completion_s"][0] < 10.0

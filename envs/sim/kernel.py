@@ -32,7 +32,8 @@ were, checked on a fingerprint of scenarios x CCs x schedulers x decision modes)
 - ring and FIFO lengths are powers of two (a mask instead of an integer division per index);
 - the hole table keeps lists of its holes in use (in sequence order), pending and awaiting
   detection (``layout.py``), instead of scans of every slot up to CN_HOLES_HI per packet or step;
-- the spurious-loss probability is cached per path while its capacity is unchanged.
+- spurious (reordering) declarations take one uniform draw per departed segment (a binomial by
+  inversion), not one per packet.
 """
 
 import math
@@ -46,23 +47,32 @@ from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.rng import normal, uniform
 from envs.sim.workload import step as workload_step
 
-INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt before any sample (s)
+INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
 MIN_RTO = 0.2  # s
 MAX_PACKETS_PER_STEP = 100000
+DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
 EPS = 1e-6
 
 
 @njit(cache=True, _nrt=False)
-def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss):
-    """Zero a connection's dynamic state, keeping its configuration columns."""
+def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss, dt):
+    """Zero a connection's dynamic state, keeping its configuration columns.
+
+    Every flow starts with the RTT sample of its handshake, the path's two-way propagation delay
+    in whole steps (RFC 9002 sec. 5.1/5.3 and RFC 6298 sec. 2.2: srtt = sample, rttvar = sample / 2), so a path
+    not yet used shows its base RTT to a scheduler, not a placeholder."""
     nflows = int(cn[b, CN_N_FLOWS])
     for f in range(obs.shape[1]):
         for k in range(N_OBS):
             obs[b, f, k] = 0.0
-        obs[b, f, OBS_SRTT] = INITIAL_RTT
-        obs[b, f, OBS_RTTVAR] = INITIAL_RTT / 2.0
-        obs[b, f, OBS_MIN_RTT] = INITIAL_RTT
-        obs[b, f, OBS_LATEST_RTT] = INITIAL_RTT
+        rtt0 = INITIAL_RTT
+        if f < nflows:
+            p = int(fl[b, f, FL_PATH])
+            rtt0 = (max(math.floor(bn[b, p, BN_DFWD] + 0.5), 1.0) + bn[b, p, BN_DREV]) * dt  # as _depart rounds
+        obs[b, f, OBS_SRTT] = rtt0
+        obs[b, f, OBS_RTTVAR] = rtt0 / 2.0
+        obs[b, f, OBS_MIN_RTT] = rtt0
+        obs[b, f, OBS_LATEST_RTT] = rtt0
         for k in range(N_FL):
             if k != FL_PATH and k != FL_IS_SUB and k != FL_CC:
                 fl[b, f, k] = 0.0
@@ -78,9 +88,8 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
             cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss)
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
-        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_SPUR_P):
+        for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_UDP_CREDIT):
             bn[b, p, k] = 0.0
-        bn[b, p, BN_SPUR_R] = -1.0
     for h in range(hole.shape[1]):
         for k in range(N_HOLE):
             hole[b, h, k] = 0.0
@@ -211,7 +220,7 @@ def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
 @njit(cache=True, _nrt=False)
 def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
-    collapses, the timer backs off."""
+    collapses, the timer backs off; a subflow's data not yet arrived is reinjected."""
     o[f, OBS_RTOS] += 1.0
     fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
     fb[f, FL_LAST_PROGRESS] = t
@@ -229,7 +238,39 @@ def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     Qm = sg.shape[1] - 1
     for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
         sg[f, i & Qm, SEG_LOST] = 0.0
+    if fb[f, FL_IS_SUB] > 0.0:
+        _reinject(f, c, sg, si, ho)
     cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT], mss)
+
+
+@njit(cache=True, _nrt=False)
+def _reinject(f, c, sg, si, ho):
+    """The connection data a timed-out subflow still has in flight returns to the send queue, to
+    be retransmitted on any path (MPTCP reinjection, RFC 8684 sec. 3.3.6; spec/transport.md), so
+    a failed path does not block in-order delivery. The copies in the network still arrive and
+    are acknowledged, carrying nothing new: a segment's new bytes become a hole pending
+    retransmission, and the retransmitted bytes it carries return to their hole's queue."""
+    Qm = sg.shape[1] - 1
+    for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
+        s = i & Qm
+        hf = int(sg[f, s, SEG_FILL])
+        if hf >= 0 and sg[f, s, SEG_FILL_BYTES] > 0.0:
+            _add_pending(c, ho, hf, sg[f, s, SEG_FILL_BYTES])
+            sg[f, s, SEG_FILL_BYTES] = 0.0
+            sg[f, s, SEG_FILL] = -1.0
+        new = sg[f, s, SEG_NEW]
+        if new > 0.0:
+            k = _alloc_hole(c, ho)
+            if k < 0:  # hole table full: the rest stays on this path
+                return
+            ho[k, HOLE_SEQ] = sg[f, s, SEG_SEQ]
+            ho[k, HOLE_REM] = new
+            ho[k, HOLE_UNDET] = 0.0
+            ho[k, HOLE_FLOW] = f
+            ho[k, HOLE_DETECT_AT] = -1.0
+            _link_live(c, ho, k)
+            _add_pending(c, ho, k, new)
+            sg[f, s, SEG_NEW] = 0.0
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -245,14 +286,10 @@ def _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nfl
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
             o[f, OBS_ACKED] += acked
             rtt = max((t - rg[f, slot, RING_SENT]) * dt, dt)
-            if fb[f, FL_RTT_CNT] == 0.0:
-                o[f, OBS_SRTT] = rtt
-                o[f, OBS_RTTVAR] = rtt / 2.0
-                o[f, OBS_MIN_RTT] = rtt
-            else:  # RFC 6298 / RFC 9002
-                o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
-                o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
-                o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
+            # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection)
+            o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
+            o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
+            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
             o[f, OBS_LATEST_RTT] = rtt
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
@@ -564,8 +601,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
             if size <= EPS:
                 return 0.0
             seq = c[CN_SND_NXT]
-    # the tail segment takes the packet if it was opened this step for the same kind of data
-    # and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
+    # the tail segment takes the packet if it was opened this step for the same hole (or for no
+    # hole: new data, copies and spurious resends share segments) and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
     # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
     # left the queue, which broke ACK clocking and halved unpaced CCs' throughput at 1 BDP)
     tl = si[f, SI_TAIL]
@@ -574,8 +611,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
         last = (tl - 1) & (Q - 1)
         room = sg[f, last, SEG_BYTES] + sg[f, last, SEG_LOST] < max(bnb[p, BN_CAP], mss) - EPS \
             or tl - si[f, SI_HEAD] >= Q
-        if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill \
-                and (fill >= 0 or (sg[f, last, SEG_SEQ] == math.inf) == (seq == math.inf)):
+        if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill:
             s = last
     if s < 0:
         s = _new_segment(f, t, o, sg, si, bnb[p, BN_ENQ], seq, float(fill))
@@ -685,9 +721,8 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         s = -1
         if tl > dep:
             room = sg[f, ls, SEG_BYTES] + sg[f, ls, SEG_LOST] < room_lim or tl - head >= Q
-            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1 \
-                    and (sg[f, ls, SEG_SEQ] == math.inf) == (seq == math.inf):
-                s = ls
+            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1:
+                s = ls  # as in _send_packet: new data and spurious resends share segments
         if s < 0:
             if tl - head >= Q:
                 failed = True
@@ -819,18 +854,32 @@ def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 2, False, 1 << 62, 0.0)
+    # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
+    # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(nsub):
         udp = bnb[p, BN_UDP]
         if udp > 0.0:
-            room = bnb[p, BN_QCAP] - (bnb[p, BN_ENQ] - bnb[p, BN_DEQ])
-            take = min(udp, max(room, 0.0))
-            bnb[p, BN_ENQ] += take
-            bnb[p, BN_DROPPED] += udp - take
+            credit = bnb[p, BN_UDP_CREDIT] + udp
+            q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
+            qcap_eps = bnb[p, BN_QCAP] + EPS
+            while credit >= mss - EPS:
+                if q + mss > qcap_eps:
+                    bnb[p, BN_DROPPED] += mss
+                else:
+                    bnb[p, BN_ENQ] += mss
+                    q += mss
+                credit -= mss
+            bnb[p, BN_UDP_CREDIT] = credit
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
-    """Bottlenecks drain in FIFO order; departed segments get their arrival step."""
+def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows):
+    """Bottlenecks drain in FIFO order; departed segments get their arrival step.
+
+    With reordering jitter, each departed packet is declared lost spuriously with the
+    probability of ``reordering.py`` at the spacing of the flow's own packets, ``mss`` over the
+    flow's departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of
+    the link has its packets spaced further apart than back-to-back, and is reordered less."""
     Qm = sg.shape[1] - 1
     for p in range(nsub):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -838,7 +887,10 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
         bnb[p, BN_DEQ] += out
         bnb[p, BN_DELIVERED] += out
     reorders = c[CN_REORDERS] > 0.0
+    w = min(dt / DEP_RATE_TAU, 1.0)
     for f in range(nflows):
+        rate = fb[f, FL_DEP_RATE]
+        fb[f, FL_DEP_RATE] = rate * (1.0 - w)
         d = si[f, SI_DEP]
         tl = si[f, SI_TAIL]
         if d >= tl:
@@ -852,25 +904,20 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
         dfwd = bnb[p, BN_DFWD]
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
+        out = 0.0
         while d < tl:
             if sg[f, s, SEG_POS] > deq_eps:
                 break
+            out += sg[f, s, SEG_BYTES]
             delay = dfwd
             if jit > 0.0:
                 delay = max(delay + jit * normal(rng, b), 0.0)
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
-                    if prob < 0.0:  # cached per path while its capacity stays the same
-                        if bnb[p, BN_CAP] != bnb[p, BN_SPUR_R]:
-                            bnb[p, BN_SPUR_R] = bnb[p, BN_CAP]
-                            bnb[p, BN_SPUR_P] = _spurious_prob(mss / max(bnb[p, BN_CAP], 1.0) / jit,
-                                                               spur_r, spur_p)
-                        prob = bnb[p, BN_SPUR_P]
+                    if prob < 0.0:  # spacing at the rate so far (before this step's departures)
+                        spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
+                        prob = _spurious_prob(spacing / jit, spur_r, spur_p)
                     npk = int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))
-                    cnt = 0.0
-                    for _ in range(npk):
-                        if uniform(rng, b) < prob:
-                            cnt += 1.0
-                    sg[f, s, SEG_SPUR] += cnt
+                    sg[f, s, SEG_SPUR] += _binomial(rng, b, npk, prob)
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive)
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
@@ -878,19 +925,38 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows):
             s = (s + 1) & Qm
         si[f, SI_DEP] = d
         fb[f, FL_LAST_ARRIVE] = last_arrive
+        fb[f, FL_DEP_RATE] += w * out
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _spurious_prob(r, grid, table):
-    """Interpolate the spurious-declaration probability at spacing/jitter ratio r (log grid)."""
-    if r <= grid[0]:
+def _binomial(rng, b, n, p):
+    """A Binomial(n, p) draw by inversion of its CDF with one uniform number."""
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return float(n)
+    u = uniform(rng, b)
+    pk = (1.0 - p) ** n
+    cdf = pk
+    k = 0
+    odds = p / (1.0 - p)
+    while u > cdf and k < n:
+        pk *= (n - k) / (k + 1.0) * odds
+        k += 1
+        cdf += pk
+    return float(k)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _spurious_prob(r, log_grid, table):
+    """Interpolate the spurious-declaration probability at spacing/jitter ratio r (``log_grid``:
+    the natural logs of the table's evenly log-spaced grid)."""
+    n = log_grid.shape[0]
+    x = (math.log(r) - log_grid[0]) / (log_grid[n - 1] - log_grid[0]) * (n - 1)
+    if x <= 0.0:
         return table[0]
-    n = grid.shape[0]
-    if r >= grid[n - 1]:
+    if x >= n - 1:
         return table[n - 1]
-    lg0 = math.log(grid[0])
-    step = (math.log(grid[n - 1]) - lg0) / (n - 1)
-    x = (math.log(r) - lg0) / step
     i = int(x)
     w = x - i
     return table[i] * (1.0 - w) + table[i + 1] * w
@@ -915,6 +981,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
             _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
             complete = workload_step(t, c, wl, it, rc, co, dt)  # the app's offer (CN_SND_LIMIT) and its end
+            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)  # before a break: terminal obs
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
                 if complete:
@@ -922,7 +989,6 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
                 c[CN_DONE] = 1.0
                 c[CN_PAUSE] = PAUSE_DONE
                 break
-            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)
             if c[CN_MODE_UNTIL] >= 0.0 and t >= c[CN_MODE_UNTIL]:
                 c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
                 break
@@ -932,7 +998,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             break
         c[CN_ADVISE] = -1.0
         _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows)
-        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, nsub, nflows)
+        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows)
         c[CN_T] = t + 1
         steps += 1
     if c[CN_PAUSE] == PAUSE_NONE:

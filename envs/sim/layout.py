@@ -67,7 +67,8 @@ FL_LOST_PKTS = 13  # packets lost in the network (ground truth, metric)
 FL_GOOD = 14  # unique connection bytes that arrived over this flow (per-path goodput)
 FL_SCHED_IDX = 15  # index of the next change in the flow's activity schedule
 FL_LAST_ARRIVE = 16  # arrival step of the flow's latest departed segment (FIFO order)
-N_FL = 17
+FL_DEP_RATE = 17  # bytes per step the flow's packets leave the bottleneck at (EWMA; their spacing)
+N_FL = 18
 
 # --- bottleneck (path) ground truth: ``bn[B, P, N_BN]`` -------------------------------------------
 BN_CAP = 0  # current capacity (bytes/step)
@@ -82,9 +83,8 @@ BN_DEQ = 8  # cumulative bytes that left the queue
 BN_TRACE_IDX = 9  # index of the next capacity change in the trace
 BN_DELIVERED = 10  # bytes that crossed the bottleneck (all flows; invariant checks)
 BN_DROPPED = 11  # bytes dropped at the tail
-BN_SPUR_R = 12  # cache: the capacity BN_SPUR_P was computed for (kernel bookkeeping, -1 none)
-BN_SPUR_P = 13  # cache: spurious-declaration probability per packet at that capacity
-N_BN = 14
+BN_UDP_CREDIT = 12  # UDP bytes accrued but not yet sent as a whole packet
+N_BN = 13
 
 # --- connection: ``cn[B, N_CN]`` ---------------------------------------------------------------
 CN_T = 0  # current step

@@ -86,7 +86,7 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.spur_r = GRID.copy()
+        self.spur_r = np.log(GRID)
         self.spur_p = spurious_table()
 
     @property
@@ -235,7 +235,7 @@ class Simulator:
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm
         kernel.reset_connection(b, self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn,
-                                self.segi, self.ring, self.hole, self.sched, self.mss)
+                                self.segi, self.ring, self.hole, self.sched, self.mss, self.dt)
         self._configure_workload(b, scen)
         # competing flows wait for their schedule; subflows are active from the start
         for k in range(nsub, f):
@@ -297,10 +297,6 @@ class Simulator:
         if params is not None:
             self.sched[b, :SCHED_STATE] = params
         self.cn[b, CN_MODE_UNTIL] = until_step
-
-    def advise(self, b: int, send_on_second: bool) -> None:
-        """Blocked mode: the agent's answer for the rest of this step."""
-        self.cn[b, CN_ADVISE] = 1.0 if send_on_second else 0.0
 
     # ------------------------------------------------------------------ results
     def results(self, window_s: float = 1.0) -> dict[str, np.ndarray]:
