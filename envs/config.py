@@ -29,7 +29,11 @@ def scenarios(cfg: DictConfig) -> list[Scenario]:
         if not isinstance(node, dict) or not node:
             raise ConfigError("scenario: select one or more, e.g. scenario=ispras_s1 or scenario=[ispras_s1,ispras_s2]")
         found = [scenario_from_dict(spec) for spec in node.values()]
-    file_mb, duration_s = cfg.get("file_mb"), cfg.get("duration_s")
+    return with_workload(found, cfg.get("file_mb"), cfg.get("duration_s"))
+
+
+def with_workload(found: list[Scenario], file_mb: float | None, duration_s: float | None) -> list[Scenario]:
+    """The scenarios with the ``file_mb=`` / ``duration_s=`` workload override (see ``scenarios``)."""
     if file_mb is None and duration_s is None:
         return found
     if file_mb is not None:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 METRICS = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes",
            "reorder_mean_bytes", "ooo_exceeded")
+# metrics where a smaller value is better (a study's normalised score and ranks read them so)
+LOWER_IS_BETTER = frozenset({"completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes", "reorder_mean_bytes",
+                             "ooo_exceeded"})
 
 
 def connection_metrics(sim: Simulator) -> dict[str, np.ndarray]:
