@@ -205,4 +205,9 @@ def mlflow_metrics(study: Study, results: dict) -> dict[str, float]:
         for k, s in enumerate(study.scenarios):
             for c, cc in enumerate(study.ccs):
                 out[f"cell/{s.name}/{cc}/{e.label}/{study.metric}"] = means[i, k, c]
-    return {re.sub(r"[^\w\-./ ]", "_", k): float(v) for k, v in out.items() if np.isfinite(v)}
+    return {mlflow_key(k): float(v) for k, v in out.items() if np.isfinite(v)}
+
+
+def mlflow_key(key: str) -> str:
+    """``key`` in the characters MLflow allows in metric, parameter and tag names."""
+    return re.sub(r"[^\w\-./ :]", "_", key)

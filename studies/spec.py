@@ -198,7 +198,7 @@ def resolve_checkpoint(entry: Entry, study: Study) -> Entry:
         local = source
     entry.meta = checkpoint.read_meta(Path(local))
     entry.checkpoint = str(local)
-    entry.label = entry.label or f"{entry.meta.get('agent')}[{'+'.join(entry.meta.get('ccs', []))}]"
+    entry.label = entry.label or f"{entry.meta.get('agent')}_{'+'.join(entry.meta.get('ccs', []))}"
     return entry
 
 
