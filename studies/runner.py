@@ -47,7 +47,8 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
                            "scenarios": ",".join(s.name for s in study.scenarios)[:500],
                            "ccs": ",".join(study.ccs)[:500]})
-        mlflow.set_tags({report.mlflow_key(f"train_run/{label}"): run_id for label, run_id in train_runs.items() if run_id})
+        mlflow.set_tags({report.mlflow_key(f"train_run/{label}"): run_id
+                         for label, run_id in train_runs.items() if run_id})
         mlflow.log_metrics({"wall_s": elapsed, **report.mlflow_metrics(study, results)})
         for path in files.values():
             mlflow.log_artifact(str(path))
