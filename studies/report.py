@@ -154,7 +154,7 @@ def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
 def _bars(study: Study, means: np.ndarray, cis: np.ndarray, path: Path) -> Path:
     """One panel per scenario: CCs on the x axis, a bar per scheduler with its 95% CI."""
     n_s, n_k, n_c = means.shape
-    fig, axes = plt.subplots(1, n_k, figsize=(max(4.0, 0.35 * n_s * n_c + 1.5) * n_k, 3.6), squeeze=False,
+    fig, axes = plt.subplots(1, n_k, figsize=(max(3.0, 0.2 * n_s * n_c + 1.0) * n_k + 1.5, 3.6), squeeze=False,
                              sharey=True)
     width = 0.8 / n_s
     x = np.arange(n_c)
