@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted(p.stem for p in (ROOT / "configs" / "study").glob("*.yaml"))
 
 
-def evaluate_cfg(tmp_path: Path, *overrides: str, study: dict | None = None):
+def evaluate_cfg(tmp_path: Path, *overrides: str, study: dict | None = None, tracking: Path | None = None):
+    db = tracking or tmp_path / "mlflow.db"
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="evaluate", overrides=[f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-                                                         *overrides])
+        cfg = compose(config_name="evaluate", overrides=[f"mlflow.tracking_uri=sqlite:///{db}", *overrides])
     if study is not None:
         with open_dict(cfg):
             cfg.study = OmegaConf.create(study)
@@ -132,6 +132,21 @@ def test_checkpoint_that_cannot_act_is_reported_per_cell(tmp_path, two_path_agen
     assert res[("minrtt", "sod_2", "bbr")]["error"] is None
     text = result["files"]["results.md"].read_text()
     assert "n/a" in text and "linucb_bbr / sod_2 / bbr" in text
+
+
+def test_checkpoint_by_mlflow_run_id(tmp_path, two_path_agent):
+    run_id = spec.checkpoint.read_meta(two_path_agent)["mlflow_run_id"]
+    db = two_path_agent.parents[1] / "m.db"
+    for ref in (f"mlflow:{run_id}", f"runs:/{run_id}/checkpoint"):
+        study = spec.from_config(evaluate_cfg(tmp_path, f"scheduler=[minrtt,'{ref}']", "cc=[bbr,cubic]", tracking=db),
+                                 tmp_path / "out")
+        entry = study.schedulers[1]
+        assert entry.label == "linucb_bbr" and entry.kind == spec.CHECKPOINT
+        assert Path(entry.checkpoint).is_relative_to(tmp_path / "out" / "agents" / "downloads")
+        assert (Path(entry.checkpoint) / "meta.json").is_file()
+    with pytest.raises(ConfigError, match="cannot fetch checkpoint mlflow:0123abc"):
+        spec.from_config(evaluate_cfg(tmp_path, "scheduler=[minrtt,'mlflow:0123abc']", "cc=[bbr,cubic]", tracking=db),
+                         tmp_path / "out")
 
 
 def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, capfd):
