@@ -1,17 +1,22 @@
 """Evaluate a scheduler on the simulator: ``python evaluate.py scheduler=minrtt scenario=ispras_s1
 cc=bbr runs=10`` (``format=json`` for one JSON object; ``workload=dash`` to replace the
-scenario's workload; ``metrics=[goodput_mbps,rebuffer_s]`` to choose what is printed). See
+scenario's workload; ``metrics=[goodput_mbps,rebuffer_s]`` to choose what is printed), or a
+study: ``python evaluate.py study=ispras`` or lists, ``scheduler=[minrtt,rr]
+scenario=[ispras_s1,ispras_s2] cc=[cubic,bbr]`` (README: Reproducing the studies). See
 ``configs/evaluate.yaml``."""
 
 import sys
+from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs import config
 from envs.errors import ConfigError
 from envs.evaluation import evaluate_heuristic, summary, to_json, to_table
 from envs.live import cli as live_cli  # backend=live, compare=sim,live (README "Live runs")
+from studies import spec as study_spec
 
 
 @hydra.main(config_path="configs", config_name="evaluate", version_base=None)
@@ -19,6 +24,8 @@ def main(cfg: DictConfig) -> None:
     try:
         if live_cli.wants_live(cfg):  # backend=live, compare=sim,live
             return live_cli.run(cfg)
+        if study_spec.wanted(cfg):
+            return run_study(cfg)
         scen, cc, cc_params = config.evaluation_request(cfg)
         names = config.metric_request(cfg, scen)
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
@@ -29,6 +36,18 @@ def main(cfg: DictConfig) -> None:
               "runs": cfg.runs, "seed": cfg.seed}
     stats = summary(per_run, names)
     print(to_json(header, stats) if cfg.format == "json" else to_table(header, stats))
+
+
+def run_study(cfg: DictConfig) -> None:
+    from studies.runner import run_study as run  # pulls in pandas and matplotlib
+    result = run(cfg, Path(HydraConfig.get().runtime.output_dir))
+    files = result["files"]
+    print(files["results.md"].read_text())
+    print(files["robustness.md"].read_text())
+    if "transfer.md" in files:
+        print(files["transfer.md"].read_text())
+    print(f"{len(result['results'])} cells in {result['wall_s']:.1f} s; outputs in {files['results.md'].parent}")
+    print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}")
 
 
 if __name__ == "__main__":

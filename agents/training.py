@@ -25,14 +25,13 @@ from agents.base import Agent
 from agents.registry import make_agent
 from envs import config
 from envs.errors import ConfigError, out_of_range
-from envs.evaluation import evaluate_heuristic
+from envs.decision import DecisionProcess
+from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import DASH_METRICS, ITEM_METRICS, mean_ci, metric_names
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig
 from envs.vector_env import SB3VecEnv
-
-EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never reuse training seeds
 
 
 @dataclass
@@ -92,6 +91,16 @@ def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None =
              ccs: list[str] | None = None) -> SB3VecEnv:
     return SB3VecEnv(batch, scenario=scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
                      cc_params=s.ccs, **s.env_kwargs)
+
+
+def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> dict[str, Any]:
+    """What an agent of this setup needs from the environment of ``process`` on ``scenarios``
+    (``agents.checkpoint.INTERFACE``): a checkpoint acts only where this matches its own."""
+    fixed = [len(sc.paths) for sc in scenarios if sc.n_paths is None]
+    return {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
+            "observation": s.env_kwargs["observation"], "n_features": len(process.features),
+            "n_actions": int(process.n_actions), "n_paths": min(fixed) if fixed else process.sim.P,
+            "decision": s.env_kwargs["decision"]}
 
 
 # ---------------------------------------------------------------------------------- evaluation
@@ -226,11 +235,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
     s = setup(cfg, out_dir)
     apply_runtime(s)
     env = make_env(s, s.n_envs, s.seed)
-    n_paths = min(len(sc.paths) for sc in s.scenarios if sc.n_paths is None) if any(
-        sc.n_paths is None for sc in s.scenarios) else env.process.sim.P
-    s.interface = {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
-                   "observation": s.env_kwargs["observation"], "n_features": env.observation_space.shape[0],
-                   "n_actions": int(env.action_space.n), "n_paths": n_paths, "decision": s.env_kwargs["decision"]}
+    s.interface = interface(s, env.process, s.scenarios)
     resume = cfg.train.get("resume")
     start = 0
     if resume:

@@ -36,6 +36,11 @@ def scenarios(cfg: DictConfig) -> list[Scenario]:
         if not isinstance(node, dict) or not node:
             raise ConfigError("scenario: select one or more, e.g. scenario=ispras_s1 or scenario=[ispras_s1,ispras_s2]")
         found = [scenario_from_dict(spec) for spec in node.values()]
+    return with_workload(found, cfg)
+
+
+def with_workload(found: list[Scenario], cfg: DictConfig) -> list[Scenario]:
+    """The scenarios with the command line's workload override (see ``scenarios``)."""
     file_mb, duration_s = cfg.get("file_mb"), cfg.get("duration_s")
     work = plain(cfg.get("workload"))
     if work is not None:

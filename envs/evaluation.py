@@ -13,6 +13,7 @@ from envs.metrics import mean_ci
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig, Simulator
 
+EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never reuse training seeds
 REPORTED = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes")
 """What a table shows when no metric list is given (and what live runs compare)."""
 

@@ -33,6 +33,9 @@ MAY_BE_NAN = ("completion_s", "mean_rtt_ms", "throughput_mean_mbps", "throughput
               "aggregation_benefit", "download_time_s", "avg_bitrate_mbps")
 """NaN where undefined: not completed, no RTT sample, no whole window, one path, no item delivered."""
 REORDER_PERCENTILES = (50, 90, 99)
+# metrics where a smaller value is better (a study's normalised score and ranks read them so)
+LOWER_IS_BETTER = frozenset({"completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes", "reorder_mean_bytes",
+                             "ooo_exceeded"})
 
 
 def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:

@@ -1,0 +1,213 @@
+"""A study's outputs: the results table in the ISPRAS layout (scenarios as column groups, CCs as
+columns; markdown and CSV), every metric of every cell (``cells.csv``), the robustness summary
+(``studies.robustness``), the transfer matrix of the learned agents (train CC x test CC) and the
+figures (grouped bars with 95% CIs, heatmap of normalised scores, transfer matrix)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from envs.evaluation import REPORTED  # noqa: E402
+from envs.metrics import mean_ci  # noqa: E402
+from studies import robustness  # noqa: E402
+from studies.spec import HEURISTIC, Study  # noqa: E402
+
+
+def cube(study: Study, results: dict, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and 95% CI half-width of ``metric`` as arrays [scheduler, scenario, cc] (NaN: n/a)."""
+    shape = (len(study.schedulers), len(study.scenarios), len(study.ccs))
+    means, cis = np.full(shape, np.nan), np.full(shape, np.nan)
+    for i, e in enumerate(study.schedulers):
+        for k, s in enumerate(study.scenarios):
+            for c, cc in enumerate(study.ccs):
+                values = results[(e.label, s.name, cc)]["metrics"].get(metric)
+                if values is not None:
+                    means[i, k, c], cis[i, k, c] = mean_ci(values)
+    return means, cis
+
+
+def train_ccs(study: Study) -> dict[str, str]:
+    """Label -> the CC(s) each learned agent was trained under."""
+    return {e.label: "+".join(e.meta.get("ccs", [])) or "?" for e in study.learned}
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _md(header: list[str], rows: list[list[str]], groups: list[str] | None = None) -> str:
+    """A markdown table; with ``groups``, the group names form the header and ``header`` the
+    first (bold) row, so the table reads as a two-level header."""
+    top = groups if groups else header
+    lines = ["| " + " | ".join(top) + " |", "|" + "---|" * len(top)]
+    if groups:
+        lines.append("| " + " | ".join(f"**{h}**" if h else "" for h in header) + " |")
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
+    """Write every output into ``out_dir``; returns name -> path."""
+    out_dir = Path(out_dir)
+    labels = [e.label for e in study.schedulers]
+    scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
+    means, cis = cube(study, results, study.metric)
+    summ = robustness.summary(means, study.higher_is_better)
+    score = robustness.normalised(means, study.higher_is_better)
+    files: dict[str, Path] = {}
+
+    # every metric of every cell, one row per cell
+    rows = []
+    for (label, s, cc), r in results.items():
+        row: dict[str, Any] = {"scheduler": label, "scenario": s, "cc": cc, "runs": study.runs,
+                               "error": r["error"] or ""}
+        for m in REPORTED:
+            mean, half = mean_ci(r["metrics"][m]) if m in r["metrics"] else (math.nan, math.nan)
+            row[m], row[f"{m}_ci95"] = mean, half
+        rows.append(row)
+    files["cells.csv"] = out_dir / "cells.csv"
+    pd.DataFrame(rows).sort_values(["scheduler", "scenario", "cc"]).to_csv(files["cells.csv"], index=False)
+
+    # the results table, ISPRAS layout
+    cols = pd.MultiIndex.from_tuples([(s, cc, stat) for s in scen for cc in ccs for stat in ("mean", "ci95")],
+                                     names=["scenario", "cc", "stat"])
+    data = np.stack([means, cis], axis=-1).reshape(len(labels), -1)
+    files["results.csv"] = out_dir / "results.csv"
+    pd.DataFrame(data, index=pd.Index(labels, name="scheduler"), columns=cols).to_csv(files["results.csv"])
+    groups = ["scheduler"] + [s if c == 0 else "" for s in scen for c in range(len(ccs))]
+    header = [""] + [cc for _ in scen for cc in ccs]
+    body = [[label] + [f"{_fmt(means[i, k, c])} ± {_fmt(cis[i, k, c])}" if np.isfinite(means[i, k, c]) else "n/a"
+                       for k in range(len(scen)) for c in range(len(ccs))] for i, label in enumerate(labels)]
+    failed = [f"- {' / '.join(key)}: {r['error']}" for key, r in results.items() if r["error"]]
+    text = (f"# Study {study.name}: {study.metric}, mean ± 95% CI over {study.runs} runs\n\n"
+            + _md(header, body, groups) + "\n")
+    if failed:
+        text += "\nn/a: the scheduler could not run in that cell:\n\n" + "\n".join(failed) + "\n"
+    files["results.md"] = out_dir / "results.md"
+    files["results.md"].write_text(text)
+
+    # robustness
+    direction = "higher" if study.higher_is_better else "lower"
+    cells = [(s, cc) for s in scen for cc in ccs]
+    rob = pd.DataFrame({
+        "scheduler": labels,
+        "mean_score": summ["mean_score"], "worst_score": summ["worst_score"],
+        "worst_cell": ["/".join(cells[j]) if j >= 0 else "" for j in summ["worst_cell"]],
+        **{f"score_{cc}": summ["per_cc"][:, c] for c, cc in enumerate(ccs)},
+        "mean_regret": summ["mean_regret"], "max_regret": summ["max_regret"],
+        "mean_rank": summ["mean_rank"], "rank_range": summ["rank_range"]})
+    files["robustness.csv"] = out_dir / "robustness.csv"
+    rob.to_csv(files["robustness.csv"], index=False)
+    order = np.argsort(-np.nan_to_num(summ["worst_score"], nan=-1.0), kind="stable")
+    head = ["scheduler", "worst score", "worst cell", "mean score", *[f"mean under {cc}" for cc in ccs],
+            f"mean regret ({study.metric})", "max regret", "mean rank", "rank range"]
+    body = [[labels[i], _fmt(summ["worst_score"][i], 3), rob["worst_cell"][i], _fmt(summ["mean_score"][i], 3),
+             *[_fmt(summ["per_cc"][i, c], 3) for c in range(len(ccs))], _fmt(summ["mean_regret"][i]),
+             _fmt(summ["max_regret"][i]), _fmt(summ["mean_rank"][i]), _fmt(summ["rank_range"][i], 1)] for i in order]
+    w = ", ".join(f"{s} {_fmt(summ['kendall_w'][k], 3)}" for k, s in enumerate(scen))
+    text = (f"# Robustness across CCs: study {study.name}\n\n"
+            f"Score: {study.metric} ({direction} is better) normalised by the best scheduler of each "
+            f"scenario x CC cell (1 = best). Worst score: the lowest over all {len(cells)} cells; regret: "
+            f"distance to the cell's best in {study.metric}; rank range: the largest spread of a "
+            "scheduler's rank across CCs within one scenario (0 = same rank under every CC). Sorted by "
+            "worst score.\n\n" + _md(head, body)
+            + f"\n\nRank agreement across CCs (Kendall's W per scenario; 1 = every CC ranks the schedulers "
+              f"alike): {w}\n")
+    files["robustness.md"] = out_dir / "robustness.md"
+    files["robustness.md"].write_text(text)
+
+    # transfer matrix of the learned agents: train CC x test CC
+    learned = [i for i, e in enumerate(study.schedulers) if e.kind != HEURISTIC]
+    trained = train_ccs(study)
+    if learned:
+        names = [f"{labels[i]} (trained {trained[labels[i]]})" for i in learned]
+        matrix = summ["per_cc"][learned]
+        files["transfer.csv"] = out_dir / "transfer.csv"
+        pd.DataFrame(matrix, index=pd.Index(names, name="agent (train cc)"),
+                     columns=pd.Index(ccs, name="test cc")).to_csv(files["transfer.csv"])
+        files["transfer.md"] = out_dir / "transfer.md"
+        files["transfer.md"].write_text(
+            f"# Transfer matrix: study {study.name}\n\nMean normalised {study.metric} over the scenarios, per "
+            "learned agent (rows, with the CC it was trained under) and evaluation CC (columns).\n\n"
+            + _md(["agent (train cc)", *ccs], [[n, *[_fmt(v, 3) for v in row]] for n, row in zip(names, matrix)])
+            + "\n")
+        files["transfer.png"] = _heatmap(matrix, names, ccs, "test CC", f"transfer: normalised {study.metric}",
+                                         out_dir / "transfer.png")
+
+    files["bars.png"] = _bars(study, means, cis, out_dir / "bars.png")
+    files["heatmap.png"] = _heatmap(score.reshape(len(labels), -1), labels, [f"{s}\n{cc}" for s, cc in cells],
+                                    "scenario / CC", f"normalised {study.metric} (1 = best in cell)",
+                                    out_dir / "heatmap.png")
+    return files
+
+
+def _bars(study: Study, means: np.ndarray, cis: np.ndarray, path: Path) -> Path:
+    """One panel per scenario: CCs on the x axis, a bar per scheduler with its 95% CI."""
+    n_s, n_k, n_c = means.shape
+    fig, axes = plt.subplots(1, n_k, figsize=(max(3.0, 0.2 * n_s * n_c + 1.0) * n_k + 1.5, 3.6), squeeze=False,
+                             sharey=True)
+    width = 0.8 / n_s
+    x = np.arange(n_c)
+    colors = plt.get_cmap("tab10" if n_s <= 10 else "tab20")
+    for k, ax in enumerate(axes[0]):
+        for i, e in enumerate(study.schedulers):
+            ax.bar(x + (i - (n_s - 1) / 2) * width, np.nan_to_num(means[i, k]), width, yerr=np.nan_to_num(cis[i, k]),
+                   capsize=2, label=e.label, color=colors(i % colors.N))
+        ax.set_xticks(x, list(study.ccs))
+        ax.set_title(study.scenarios[k].name)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel(f"{study.metric} (mean ± 95% CI)")
+    axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], xlabel: str, title: str, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(cols) + 2.5), max(2.5, 0.4 * len(rows) + 1.5)))
+    shown = np.ma.masked_invalid(matrix)
+    image = ax.imshow(shown, cmap="viridis", vmin=np.nanmin(matrix) if np.isfinite(matrix).any() else 0, vmax=1.0,
+                      aspect="auto")
+    ax.set_xticks(range(len(cols)), cols, fontsize="small")
+    ax.set_yticks(range(len(rows)), rows, fontsize="small")
+    if matrix.size <= 300:
+        for (r, c), v in np.ndenumerate(matrix):
+            ax.text(c, r, "n/a" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if np.isfinite(v) and v < np.nanmean(matrix) else "black")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize="medium")
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def mlflow_metrics(study: Study, results: dict) -> dict[str, float]:
+    """Cell means and per-scheduler robustness as MLflow metrics (keys in MLflow's character set)."""
+    means, _ = cube(study, results, study.metric)
+    summ = robustness.summary(means, study.higher_is_better)
+    out = {}
+    for i, e in enumerate(study.schedulers):
+        for key in ("mean_score", "worst_score", "mean_regret", "max_regret", "mean_rank", "rank_range"):
+            out[f"robustness/{e.label}/{key}"] = summ[key][i]
+        for k, s in enumerate(study.scenarios):
+            for c, cc in enumerate(study.ccs):
+                out[f"cell/{s.name}/{cc}/{e.label}/{study.metric}"] = means[i, k, c]
+    return {mlflow_key(k): float(v) for k, v in out.items() if np.isfinite(v)}
+
+
+def mlflow_key(key: str) -> str:
+    """``key`` in the characters MLflow allows in metric, parameter and tag names."""
+    return re.sub(r"[^\w\-./ :]", "_", key)

@@ -1,0 +1,234 @@
+"""What a study is: schedulers x scenarios x CCs x runs, read from ``configs/study/*.yaml``
+(``evaluate.py study=ispras``) or from evaluate.py's command-line lists
+(``scheduler=[minrtt,rr] scenario=[ispras_s1,ispras_s2] cc=[cubic,bbr]``), and checked in full
+before any work starts: every name, every checkpoint, every training config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from agents import checkpoint
+from agents.heuristics import NAMES as HEURISTICS, scheduler_params
+from envs import config
+from envs.cc import cc_params
+from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.metrics import LOWER_IS_BETTER, METRICS
+from envs.scenario import Scenario, load_scenario
+from envs.sim.simulator import SimConfig
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+HEURISTIC, CHECKPOINT, TRAIN = "heuristic", "checkpoint", "train"
+ENTRY_KEYS = ("label", "scheduler", "params", "checkpoint", "train")
+CHECKPOINT_FORMS = "a checkpoint directory, runs:/<run_id>/checkpoint or mlflow:<run_id>"
+
+
+@dataclass
+class Entry:
+    """One scheduler of a study: a heuristic (``scheduler`` + ``params``), a checkpoint
+    (``source``: a directory or an MLflow reference) or an agent the study trains (``train``:
+    train.py overrides). ``checkpoint`` is the local checkpoint directory once known."""
+
+    label: str
+    kind: str
+    scheduler: str = ""
+    params: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+    train: list[str] = field(default_factory=list)
+    checkpoint: str = ""
+    train_yaml: str = ""  # the composed training config of a TRAIN entry
+    meta: dict[str, Any] = field(default_factory=dict)
+    error: str = ""  # why the entry has no checkpoint (its training failed): reported in its cells
+
+
+@dataclass
+class Study:
+    name: str
+    schedulers: list[Entry]
+    scenarios: list[Scenario]
+    ccs: dict[str, dict[str, float]]
+    runs: int
+    seed: int
+    metric: str
+    higher_is_better: bool
+    sim: SimConfig
+    workers: int
+    agents_dir: Path
+    mlflow: dict[str, Any]
+
+    @property
+    def learned(self) -> list[Entry]:
+        return [e for e in self.schedulers if e.kind != HEURISTIC]
+
+
+def wanted(cfg: DictConfig) -> bool:
+    """Whether evaluate.py's request is a study: ``study=`` or a list in scheduler/scenario/cc."""
+    return (cfg.get("study") is not None or OmegaConf.is_list(cfg.get("scheduler"))
+            or len(cfg.get("scenario") or {}) > 1 or len(cfg.get("cc") or {}) > 1)
+
+
+def from_config(cfg: DictConfig, out_dir: Path) -> Study:
+    """The study ``cfg`` asks for, fully validated (MLflow checkpoints are downloaded into
+    ``agents_dir`` here, so that their interface can be checked)."""
+    node = cfg.get("study")
+    given = config.plain(node) if node is not None else {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"study must be a mapping (a file in configs/study), got {given!r}")
+    unknown = sorted(set(given) - {"name", "metric", "higher_is_better", "runs", "scenarios", "ccs", "schedulers",
+                                   "train_overrides", "description"})
+    if unknown:
+        raise ConfigError(f"study has unknown keys {', '.join(unknown)}; valid: name, metric, higher_is_better, "
+                          "runs, scenarios, ccs, schedulers, train_overrides, description")
+    if node is not None:
+        if config.plain(cfg.get("scheduler_params")):
+            raise ConfigError("scheduler_params is for one scheduler; in a study give "
+                              "{label, scheduler, params} entries")
+        scenarios = config.with_workload([load_scenario(str(n)) for n in _names(given, "scenarios")], cfg)
+        ccs = _ccs(given.get("ccs"))
+        items = _names(given, "schedulers")
+    else:
+        scenarios, ccs = config.scenarios(cfg), config.ccs(cfg)
+        if config.plain(cfg.get("scheduler_params")) and OmegaConf.is_list(cfg.scheduler):
+            raise ConfigError("scheduler_params is for one scheduler; in a study give "
+                              "{label, scheduler, params} entries in a configs/study file")
+        items = config.plain(cfg.scheduler)
+        items = items if isinstance(items, list) else [items]
+        if not items:
+            raise ConfigError("scheduler: the list is empty; give at least one, e.g. scheduler=[minrtt,rr]")
+    for cc, params in ccs.items():
+        cc_params(cc, params)  # unknown CC or parameter: lists the valid ones
+    runs = given.get("runs", cfg.runs)
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise out_of_range("runs", runs, "an integer >= 1")
+    workers = cfg.get("workers", 2)
+    if not isinstance(workers, int) or workers < 1:
+        raise out_of_range("workers", workers, "an integer >= 1")
+    metric = given.get("metric") or cfg.get("metric") or "goodput_mbps"
+    if metric not in METRICS:
+        raise unknown_name("metric", metric, METRICS)
+    higher = given.get("higher_is_better")
+    agents_dir = Path(cfg.get("agents_dir") or out_dir / "agents")
+    mlflow_cfg = config.plain(cfg.get("mlflow")) or {}
+    study = Study(str(given.get("name") or "study"), [], scenarios, ccs, runs, int(cfg.seed), metric,
+                  metric not in LOWER_IS_BETTER if higher is None else bool(higher), config.sim_config(cfg.env),
+                  workers, agents_dir, mlflow_cfg)
+    common = [str(o) for o in given.get("train_overrides") or []]
+    study.schedulers = [parse_entry(item, common, study) for item in items]
+    labels = [e.label for e in study.schedulers]
+    repeated = sorted({x for x in labels if labels.count(x) > 1})
+    if repeated:
+        raise ConfigError(f"schedulers: repeated label(s) {', '.join(repeated)}; give each entry its own label")
+    return study
+
+
+def _names(given: dict, key: str) -> list:
+    value = given.get(key)
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"study.{key}: give a non-empty list, got {value!r}")
+    return value
+
+
+def _ccs(value: Any) -> dict[str, dict[str, float]]:
+    """``[cubic, bbr]`` or ``{bbr: {params: {...}}}``."""
+    if isinstance(value, list) and value:
+        return {str(name): {} for name in value}
+    if isinstance(value, dict) and value:
+        return {str(name): dict((spec or {}).get("params") or {}) for name, spec in value.items()}
+    raise ConfigError(f"study.ccs: give a non-empty list of CCs, got {value!r}")
+
+
+def parse_entry(item: Any, train_overrides: list[str], study: Study) -> Entry:
+    """One scheduler entry: a heuristic's name, a checkpoint reference, or a mapping with
+    ``label`` and one of ``scheduler`` (+ ``params``), ``checkpoint``, ``train``."""
+    if isinstance(item, str):
+        if item in HEURISTICS:
+            return Entry(item, HEURISTIC, scheduler=item)
+        if is_checkpoint_ref(item):
+            return resolve_checkpoint(Entry("", CHECKPOINT, source=item), study)
+        raise ConfigError(f"{unknown_name('scheduler', item, HEURISTICS)} (or {CHECKPOINT_FORMS})")
+    if not isinstance(item, dict):
+        raise ConfigError(f"scheduler entry must be a name or a mapping, got {item!r}")
+    bad = sorted(set(item) - set(ENTRY_KEYS))
+    kinds = [k for k in ("scheduler", "checkpoint", "train") if item.get(k)]
+    if bad or len(kinds) != 1:
+        raise ConfigError(f"scheduler entry {item!r}: give a label and exactly one of scheduler (with params), "
+                          f"checkpoint or train" + (f"; unknown keys {', '.join(bad)}" if bad else ""))
+    label = str(item.get("label") or "")
+    if kinds[0] == "scheduler":
+        name = str(item["scheduler"])
+        params = dict(item.get("params") or {})
+        scheduler_params(name, params)  # unknown name or parameter: lists the valid ones
+        return Entry(label or name, HEURISTIC, scheduler=name, params=params)
+    if item.get("params"):
+        raise ConfigError(f"scheduler entry {label or item!r}: params belong to heuristics")
+    if kinds[0] == "checkpoint":
+        return resolve_checkpoint(Entry(label, CHECKPOINT, source=str(item["checkpoint"])), study)
+    if not label:
+        raise ConfigError(f"scheduler entry {item!r}: a trained agent needs a label")
+    overrides = item["train"]
+    if not isinstance(overrides, list):
+        raise ConfigError(f"scheduler entry {label}: train takes a list of train.py overrides, got {overrides!r}")
+    return prepare_training(Entry(label, TRAIN, train=[*train_overrides, *map(str, overrides)]), study)
+
+
+def is_checkpoint_ref(text: str) -> bool:
+    return text.startswith(("runs:/", "mlflow:")) or "/" in text or Path(text).exists()
+
+
+def resolve_checkpoint(entry: Entry, study: Study) -> Entry:
+    """A local checkpoint directory for ``entry.source`` (MLflow artifacts are downloaded), its
+    metadata read, and a label from it when none was given."""
+    source = entry.source
+    if source.startswith(("runs:/", "mlflow:")):
+        import mlflow
+        if study.mlflow.get("tracking_uri"):
+            mlflow.set_tracking_uri(study.mlflow["tracking_uri"])
+        uri = source if source.startswith("runs:/") else f"runs:/{source.removeprefix('mlflow:')}/checkpoint"
+        dst = study.agents_dir / "downloads" / uri.removeprefix("runs:/").replace("/", "_")
+        dst.mkdir(parents=True, exist_ok=True)
+        try:
+            local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dst))
+        except Exception as err:  # MLflow raises several types for a missing run or artifact
+            raise ConfigError(f"cannot fetch checkpoint {source}: {err}") from None
+    else:
+        local = source
+    entry.meta = checkpoint.read_meta(Path(local))
+    entry.checkpoint = str(local)
+    entry.label = entry.label or f"{entry.meta.get('agent')}_{'+'.join(entry.meta.get('ccs', []))}"
+    return entry
+
+
+def prepare_training(entry: Entry, study: Study) -> Entry:
+    """Compose train.py's config for ``entry`` and validate it (agents.training.setup), fixing
+    where its checkpoint will be: ``agents_dir/<label>-<config hash>`` (reused when finished)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from agents.training import setup
+    try:
+        cfg = compose_train(entry.train)
+        if study.mlflow:
+            cfg.mlflow = OmegaConf.create(study.mlflow)
+        s = setup(cfg, study.agents_dir)
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError(f"scheduler {entry.label}: bad train overrides {entry.train}: {err}") from None
+    except ConfigError as err:
+        raise ConfigError(f"scheduler {entry.label}: {err}") from None
+    entry.train_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    entry.checkpoint = str(study.agents_dir / f"{entry.label}-{s.config_hash}" / "checkpoint")
+    entry.meta = {"agent": s.agent_spec.get("name"), "ccs": list(s.ccs), "scenarios": [x.name for x in s.scenarios]}
+    return entry
+
+
+def compose_train(overrides: list[str]) -> DictConfig:
+    """train.py's config with ``overrides`` (inside evaluate.py's Hydra app or outside it)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return compose(config_name="train", overrides=overrides)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return compose(config_name="train", overrides=overrides)
