@@ -24,6 +24,7 @@
 #include "src/transport/xqc_conn.h"
 #include "src/transport/xqc_multipath.h"
 #include "src/transport/xqc_send_ctl.h"
+#include "src/transport/xqc_stream.h"
 #include "src/transport/scheduler/xqc_scheduler_common.h"
 
 #define ALPN "mpsched"
@@ -466,20 +467,29 @@ static int
 cli_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
 {
     mps_transfer *t = (mps_transfer *)user;
-    xqc_conn_stats_t st = xqc_conn_get_stats(t->cli, cid);
-    int i;
     t->res.client_errno = xqc_conn_get_errno(conn);
-    t->res.lost_pkts = st.lost_count;
-    t->res.sent_pkts = st.send_count;
-    for (i = 0; i < XQC_MAX_PATHS_COUNT; ++i) {
-        int k = path_index(t, st.paths_info[i].path_id);
-        if (k >= 0 && st.paths_info[i].path_send_bytes)
-            t->res.path_sent[k] = st.paths_info[i].path_send_bytes;
-    }
     t->cli_closed = 1;
     t->cconn = NULL;
     t->cstream = NULL;
     return 0;
+}
+
+/* the sender's final counters: bytes sent and acknowledged per path, packets sent and lost */
+static void
+client_stats(mps_transfer *t)
+{
+    xqc_list_head_t *pos, *next;
+    xqc_conn_stats_t st = xqc_conn_get_stats(t->cli, &t->cid);
+    t->res.lost_pkts = st.lost_count;
+    t->res.sent_pkts = st.send_count;
+    xqc_list_for_each_safe(pos, next, &t->cconn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        int k = path_index(t, path->path_id);
+        if (k >= 0) {
+            t->res.path_sent[k] = path->path_send_ctl->ctl_app_bytes_send;
+            t->res.path_acked[k] = path->path_send_ctl->ctl_delivered;
+        }
+    }
 }
 
 static void
@@ -532,22 +542,14 @@ srv_conn_create(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *
     return 0;
 }
 
+/* the receiver's payload bytes per path (first copies of stream data) */
 static void
-server_stats(mps_transfer *t)
+server_stats(mps_transfer *t, xqc_stream_t *stream)
 {
-    xqc_conn_stats_t st;
-    int i;
-    if (!t->have_scid)
-        return;
-    st = xqc_conn_get_stats(t->srv, &t->scid);
-    for (i = 0; i < XQC_MAX_PATHS_COUNT; ++i) {
-        uint64_t id = st.paths_info[i].path_id;
-        if (id < (uint64_t)t->cfg.n_paths * 4 && st.paths_info[i].path_recv_effective_bytes) {
-            int k = path_index(t, id);
-            if (k >= 0)
-                t->res.path_recv[k] = st.paths_info[i].path_recv_effective_bytes;
-        }
-    }
+    int k;
+    for (k = 0; k < t->cfg.n_paths; ++k)
+        if (t->path_ok[k] && t->path_ids[k] < XQC_MAX_PATHS_COUNT)
+            t->res.path_recv[k] = stream->paths_info[t->path_ids[k]].path_recv_effective_bytes;
 }
 
 static int
@@ -557,8 +559,6 @@ srv_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *p
     t->res.server_errno = xqc_conn_get_errno(conn);
     if (t->res.server_errno == XQC_ELIMIT)
         t->res.ooo_abort = 1;
-    if (!t->finished)
-        server_stats(t);
     t->srv_closed = 1;
     t->sconn = NULL;
     t->have_scid = 0;
@@ -581,11 +581,11 @@ srv_stream_read(xqc_stream_t *stream, void *user)
     ssize_t n;
     while ((n = xqc_stream_recv(stream, buf, sizeof buf, &fin)) > 0)
         t->received += (uint64_t)n;
-    if ((fin || t->received >= t->cfg.size_bytes) && !t->finished && t->received >= t->cfg.size_bytes) {
+    if (!t->finished && t->received >= t->cfg.size_bytes) {
         t->finished = 1;
         t->t_done = now_s();
-        server_stats(t);
     }
+    server_stats(t, stream);
     return 0;
 }
 
@@ -805,12 +805,8 @@ mps_run(mps_transfer *t)
             break;
         }
         if (t->finished || t->cli_closed || t->srv_closed) {
-            if (linger == 0.0 && t->cconn) {
-                mps_record r;
-                snapshot(t, t->cconn, NULL, 1, 0, &r, NULL);
-                for (i = 0; i < n; ++i)
-                    t->res.path_acked[i] = r.obs[i][O_ACKED];
-            }
+            if (linger == 0.0 && t->cconn)
+                client_stats(t);
             if (linger == 0.0) {
                 linger = now + 0.2;  /* let the last ACKs and the close go out */
                 if (t->cconn && !t->cli_closed)

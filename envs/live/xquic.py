@@ -120,8 +120,8 @@ class XquicTransfer:
     def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
                  scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
                  ecf_beta: float = 0.25, blest_lambda_step: float = 0.1) -> None:
-        self.mx = extension()
         self.tb, self.cc = testbed, XquicBackend.check(cc)
+        self.mx = extension()
         self.mode, header = parse_scheduler(scheduler)
         self.scheduler = scheduler
         self.policy_lib = policy_library(header) if header else None
@@ -285,9 +285,16 @@ class XquicBackend:
 
     @staticmethod
     def check(cc: str) -> str:
+        """``cc`` if XQUIC has it and the extension is installed (before anything is built)."""
         if cc not in CCS:
             raise unknown_name("XQUIC congestion control", cc, CCS)
+        extension()
         return cc
+
+    @staticmethod
+    def check_scheduler(scheduler: str) -> str:
+        parse_scheduler(scheduler)
+        return scheduler
 
     @staticmethod
     def transfer(testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0, scheduler: str = "minrtt",
