@@ -252,3 +252,25 @@ def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(tes
     assert (chosen == py).all()  # ... and what XQUIC's get_path chose is that decision
     blocked = (pr[np.arange(len(pr)), np.argmin(pr[..., OBS_SRTT], axis=1), OBS_AVAILABLE] == 0)
     assert blocked.any()  # the policy (not only the fast-path rule) was asked
+
+
+@needs_live
+def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
+    import gymnasium as gym
+    import envs  # noqa: F401 (registers the environments)
+    env = gym.make("mpsched/Live-v0", scenario=small(S3, 3), cc="cubic", backend="xquic",
+                   modes=["minrtt", "rr"], interval_ms=50, observation="leeyoo", verify=False)
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["backend"] == "xquic" and obs.shape == env.observation_space.shape
+        tr = env.unwrapped.transfer
+        actions, done, steps = [1, 0, 1, 0, 1, 0, 1, 0], False, 0
+        while not done and steps < 200:
+            obs, reward, term, trunc, info = env.step(actions[steps % len(actions)])
+            done, steps = term or trunc, steps + 1
+            assert info["action_applied"] is True and np.isfinite(obs).all()
+        assert done and info["episode_metrics"]["goodput_mbps"] > 5
+        iv = tr.intervals()  # XQUIC's own record of the scheduler in force every 50 ms
+        assert set(np.unique(iv["mode"])) == {mpsched_xquic.MODES.index("minrtt"), mpsched_xquic.MODES.index("rr")}
+    finally:
+        env.close()
