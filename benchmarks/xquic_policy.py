@@ -5,7 +5,10 @@ against XQUIC's built-in minRTT on ispras_s3 (10 MB files, alternating runs on o
                                       [--train-steps 3000] [--file-mb 10]
 
 Without --header/--checkpoint, an ISPRAS DQN (configs/agent/dqn.yaml) is trained on the simulator
-for --train-steps decisions on ispras_s3 and exported. The time per decision is measured inside
+for --train-steps decisions on ispras_s3 and exported twice: as trained (its goodput shows its
+decisions and its cost together) and with its output bias shifted so that it always answers
+"send on the second path", which is minRTT's decision: the same network runs for every packet,
+so the goodput difference to minRTT is the cost of running it. The time per decision is measured inside
 get_path around the policy call (features from XQUIC's per-path state, the network, the blocked
 rule), clock reads included. Needs root, the live dependencies and the mpsched_xquic extension.
 """
@@ -33,7 +36,7 @@ class Always:
         return True
 
 
-def trained_header(steps: int, out: Path) -> Path:
+def trained_headers(steps: int, out: Path) -> dict[str, Path]:
     import torch
     from omegaconf import OmegaConf
 
@@ -52,8 +55,12 @@ def trained_header(steps: int, out: Path) -> Path:
     meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
             "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": steps,
             "finished": True, "config_hash": "benchmark", "scenarios": ["ispras_s3"], "ccs": ["cubic"]}
-    export_agent(agent, meta, out, prefix="dqn_bench")
-    return out
+    export_agent(agent, meta, out / "dqn.h", prefix="dqn_bench")
+    last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.bias[1] += 1e6  # action 1 (send on the second path) always wins
+    export_agent(agent, meta, out / "dqn_send.h", prefix="dqn_send")
+    return {"policy": out / "dqn.h", "policy_as_minrtt": out / "dqn_send.h"}
 
 
 def main() -> None:
@@ -71,20 +78,21 @@ def main() -> None:
     extension()
     tmp = Path(tempfile.mkdtemp(prefix="mpsched-xquic-"))
     if a.header:
-        header = Path(a.header)
+        headers = {"policy": Path(a.header)}
     elif a.checkpoint:
         from export import export_checkpoint
-        header = tmp / "policy.h"
-        export_checkpoint(a.checkpoint, header)
+        headers = {"policy": tmp / "policy.h"}
+        export_checkpoint(a.checkpoint, headers["policy"])
     else:
-        header = trained_header(a.train_steps, tmp / "dqn.h")
+        headers = trained_headers(a.train_steps, tmp)
     spec = resolve_scenarios("ispras_s3")[0]
     scen = spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": a.file_mb})})
-    goodput: dict[str, list[float]] = {"minrtt": [], "policy": []}
-    ns, asked = [], []
+    scheds = {"minrtt": "minrtt", **{k: f"policy={h}" for k, h in headers.items()}}
+    goodput: dict[str, list[float]] = {k: [] for k in scheds}
+    ns: dict[str, list[float]] = {k: [] for k in headers}
     with Testbed(scen, verify=True) as tb:
         for run in range(a.runs):
-            for name, sched in (("minrtt", "minrtt"), ("policy", f"policy={header}")):
+            for name, sched in scheds.items():
                 tr = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched)
                 try:
                     tr.start()
@@ -95,19 +103,16 @@ def main() -> None:
                 if r.error or r.extra["outcome"] != "finished":
                     sys.exit(f"run {run} {name}: {r.extra['outcome']} {r.error or ''}")
                 goodput[name].append(float(r.metrics()["goodput_mbps"][0]))
-                if name == "policy":
-                    ns.append(r.extra["policy_ns"])
-                    asked.append(r.extra["decisions"])
-                print(f"run {run} {name:6s}: {goodput[name][-1]:7.2f} Mbit/s"
-                      + (f", {r.extra['policy_ns']:.0f} ns per policy call" if name == "policy" else ""), flush=True)
-    print(f"\nispras_s3, {a.cc}, {a.file_mb:g} MB, {a.runs} runs each, policy {header}")
+                if name in ns:
+                    ns[name].append(r.extra["policy_ns"])
+                print(f"run {run} {name:16s}: {goodput[name][-1]:7.2f} Mbit/s"
+                      + (f", {r.extra['policy_ns']:.0f} ns per policy call" if name in ns else ""), flush=True)
+    print(f"\nispras_s3, {a.cc}, {a.file_mb:g} MB, {a.runs} runs each (alternating)")
+    base = np.mean(goodput["minrtt"])
     for name, g in goodput.items():
         m, h = mean_ci(np.array(g))
-        print(f"  {name:6s}: goodput {m:7.2f} ± {h:5.2f} Mbit/s")
-    ratio = np.mean(goodput["policy"]) / np.mean(goodput["minrtt"])
-    print(f"  policy / minrtt goodput: {ratio:.3f} ({100 * (ratio - 1):+.1f} %)")
-    print(f"  exported DQN inside get_path: {np.mean(ns):.0f} ns per decision (mean of runs; "
-          f"{np.mean(asked):.0f} decisions per transfer)")
+        extra = f", {100 * (m / base - 1):+.1f} % vs minrtt, {np.mean(ns[name]):.0f} ns per decision" if name in ns else ""
+        print(f"  {name:16s}: goodput {m:7.2f} ± {h:5.2f} Mbit/s{extra}")
 
 
 if __name__ == "__main__":
