@@ -27,7 +27,7 @@ needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tes
 from envs.live.xquic import XquicResult, parse_scheduler  # noqa: E402 (plain Python; no extension)
 from envs.scenario import resolve_scenarios  # noqa: E402
 from envs.sim.layout import (COBS_BACKLOG, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND,  # noqa: E402
-                             OBS_INFLIGHT, OBS_RTTVAR, OBS_SRTT)
+                             OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
 
 MB = 10**6
 MSS = 1200
@@ -56,9 +56,10 @@ def test_scheduler_names_and_policy_headers_are_checked(tmp_path):
 
 # ------------------------------------------------------------------ the C rules (extension, no network)
 
-def state(srtt_ms, cwnd_pkts, inflight_pkts, avail, rttvar_ms=(1, 1)):
+def state(srtt_ms, cwnd_pkts, inflight_pkts, avail, rttvar_ms=(1, 1), sampled=(1, 1)):
     obs = np.zeros((len(srtt_ms), N_OBS), np.uint64)
     obs[:, OBS_SRTT] = np.array(srtt_ms) * 1000
+    obs[:, OBS_LATEST_RTT] = obs[:, OBS_SRTT] * np.array(sampled, np.uint64)
     obs[:, OBS_RTTVAR] = np.array(rttvar_ms) * 1000
     obs[:, OBS_CWND] = np.array(cwnd_pkts) * MSS
     obs[:, OBS_INFLIGHT] = np.array(inflight_pkts) * MSS
@@ -95,6 +96,9 @@ def test_ecf_waits_for_the_fast_path_when_it_finishes_first_and_has_hysteresis()
     assert r.pick("ecf", s, conn(1000)) == 1 and not r.ecf_waiting
     # F has window: F
     assert r.pick("ecf", state([10, 100], [20, 20], [0, 0], [1, 1]), conn(10)) == 0
+    # S has no RTT sample yet (its srtt is XQUIC's initial 250 ms guess): try it
+    unsampled = state([10, 250], [20, 20], [20, 0], [0, 1], sampled=(1, 0))
+    assert r.pick("ecf", unsampled, conn(10)) == 1 and r.pick("blest", unsampled, conn(10, MSS)) == 1
 
 
 @needs_ext

@@ -10,7 +10,10 @@
  *    X lambda > rwnd - mss (f_S + 1), else send on S. lambda starts at 1, grows by a step when the
  *    connection is receive-window limited (rwnd below one MSS), shrinks by a step (not below 1)
  *    otherwise.
- * Windows and flights are in packets of mss bytes, as in the papers.
+ * Windows and flights are in packets of mss bytes, as in the papers. For ECF and BLEST a second
+ * path without an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets
+ * the packet: a new MPTCP subflow has one from its handshake, a new QUIC path only once it
+ * carries data, and without it the rules would never try the path.
  */
 #include "mps_xquic.h"
 
@@ -107,6 +110,8 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
         return f;
     if (sp < 0)
         return -1;
+    if (obs[sp][O_LATEST_RTT] == 0)
+        return sp;
     if (mode == MPS_ECF)
         return pick_ecf(s, f, sp, obs, cobs, (double)mss);
     if (mode == MPS_BLEST)
