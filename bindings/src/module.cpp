@@ -125,13 +125,17 @@ class Transfer {
         if (w < 0) throw py::value_error("read('intervals') or read('decisions')");
         std::vector<mps_record> out;
         std::vector<mps_record> buf(1024);
+        uint64_t lost = 0;
         for (;;) {
             uint64_t dropped = 0;
             int n = mps_read(t_, w, buf.data(), static_cast<int>(buf.size()), &dropped);
+            lost += dropped;
             out.insert(out.end(), buf.begin(), buf.begin() + n);
             if (n < static_cast<int>(buf.size())) break;
         }
-        return records(out, n_paths_);
+        py::dict d = records(out, n_paths_);
+        d["dropped"] = lost;  // records the ring overwrote before this read
+        return d;
     }
 
     py::dict result() {

@@ -42,6 +42,7 @@ typedef struct ring {
     mps_record *buf;
     uint32_t cap;
     uint64_t head, tail;  /* records written, records read */
+    uint64_t dropped;     /* overwritten before being read, since the last read */
 } ring;
 
 typedef struct side {
@@ -208,8 +209,10 @@ ring_push(mps_transfer *t, int which, const mps_record *r)
     pthread_mutex_lock(&t->lock);
     g->buf[g->head % g->cap] = *r;
     ++g->head;
-    if (g->head - g->tail > g->cap)
+    if (g->head - g->tail > g->cap) {
         g->tail = g->head - g->cap;
+        ++g->dropped;
+    }
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -373,13 +376,13 @@ cli_write(const unsigned char *buf, size_t size, const struct sockaddr *peer, so
     return cli_write_ex(XQC_INITIAL_PATH_ID, buf, size, peer, len, user);
 }
 
-static mps_transfer *mps_current_server;  /* the server engine's transfer (one per process at a time) */
-
+/* the server's connection user data is its transfer (packet_process's user_data, then
+   xqc_conn_set_transport_user_data) */
 static ssize_t
 srv_write(const unsigned char *buf, size_t size, const struct sockaddr *peer, socklen_t len, void *user)
 {
-    (void)user;
-    return send_on(mps_current_server->cfg.server_fd, buf, size, peer, len);
+    mps_transfer *t = (mps_transfer *)user;
+    return t ? send_on(t->cfg.server_fd, buf, size, peer, len) : (ssize_t)size;
 }
 
 static ssize_t
@@ -426,7 +429,7 @@ create_paths(const xqc_cid_t *scid, void *user)
 static int
 srv_accept(xqc_engine_t *engine, xqc_connection_t *conn, const xqc_cid_t *cid, void *user)
 {
-    mps_transfer *t = mps_current_server;
+    mps_transfer *t = (mps_transfer *)user;
     if (t->sconn)
         return -1;
     xqc_conn_set_transport_user_data(conn, t);
@@ -535,7 +538,7 @@ cli_stream_close(xqc_stream_t *stream, void *user)
 static int
 srv_conn_create(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
 {
-    mps_transfer *t = mps_current_server;
+    mps_transfer *t = (mps_transfer *)user;
     t->sconn = conn;
     t->scid = *cid;
     t->have_scid = 1;
@@ -555,7 +558,7 @@ server_stats(mps_transfer *t, xqc_stream_t *stream)
 static int
 srv_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
 {
-    mps_transfer *t = mps_current_server;
+    mps_transfer *t = (mps_transfer *)user;
     t->res.server_errno = xqc_conn_get_errno(conn);
     if (t->res.server_errno == XQC_ELIMIT)
         t->res.ooo_abort = 1;
@@ -568,14 +571,14 @@ srv_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *p
 static xqc_int_t
 srv_stream_create(xqc_stream_t *stream, void *user)
 {
-    xqc_stream_set_user_data(stream, mps_current_server);
+    xqc_stream_set_user_data(stream, xqc_get_conn_user_data_by_stream(stream));
     return 0;
 }
 
 static xqc_int_t
 srv_stream_read(xqc_stream_t *stream, void *user)
 {
-    mps_transfer *t = mps_current_server;
+    mps_transfer *t = (mps_transfer *)user;
     static unsigned char buf[1 << 16];
     uint8_t fin = 0;
     ssize_t n;
@@ -647,10 +650,6 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "bad configuration (paths 1-%d, cc, mode)", MPS_MAX_PATHS);
         return NULL;
     }
-    if (mps_current_server) {
-        snprintf(err, errlen, "another XQUIC transfer is running in this process");
-        return NULL;
-    }
     t = calloc(1, sizeof(*t));
     t->cfg = *cfg;
     if (t->cfg.pacing < 0)
@@ -682,7 +681,6 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
     t->path_ids[0] = XQC_INITIAL_PATH_ID;
     t->sides[0] = (side){t, 0, 0};
     t->sides[1] = (side){t, 1, 0};
-    mps_current_server = t;
 
     memset(&cbs, 0, sizeof cbs);
     cbs.set_event_timer = set_timer;
@@ -775,7 +773,7 @@ drain(mps_transfer *t, int fd, int server, const struct sockaddr_in *local)
             break;
         xqc_engine_packet_process(server ? t->srv : t->cli, buf, (size_t)n, (const struct sockaddr *)local,
                                   sizeof(*local), (const struct sockaddr *)&peer, plen,
-                                  xqc_monotonic_timestamp(), server ? NULL : t);
+                                  xqc_monotonic_timestamp(), t);
         if (++n_read >= 256)
             break;
     }
@@ -883,26 +881,12 @@ mps_read(mps_transfer *t, int which, mps_record *out, int max, uint64_t *dropped
     int n = 0;
     pthread_mutex_lock(&t->lock);
     if (dropped)
-        *dropped = 0;
+        *dropped = g->dropped;
+    g->dropped = 0;
     while (g->tail < g->head && n < max)
         out[n++] = g->buf[g->tail++ % g->cap];
     pthread_mutex_unlock(&t->lock);
     return n;
-}
-
-int
-mps_snapshot(mps_transfer *t, mps_record *out)
-{
-    /* read the newest interval record (the loop owns XQUIC's state; no cross-thread access) */
-    ring *g = &t->rings[0];
-    int ok = 0;
-    pthread_mutex_lock(&t->lock);
-    if (g->head > 0 && g->cap) {
-        *out = g->buf[(g->head - 1) % g->cap];
-        ok = 1;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return ok;
 }
 
 void
@@ -933,7 +917,5 @@ mps_destroy(mps_transfer *t)
     pthread_mutex_destroy(&t->lock);
     free(t->cert);
     free(t->key);
-    if (mps_current_server == t)
-        mps_current_server = NULL;
     free(t);
 }

@@ -93,7 +93,6 @@ double mps_elapsed(mps_transfer *t);
 /* records since the last read: which = 0 intervals, 1 decisions; returns how many were copied;
    *dropped gets how many were overwritten before being read */
 int mps_read(mps_transfer *t, int which, mps_record *out, int max, uint64_t *dropped);
-int mps_snapshot(mps_transfer *t, mps_record *out);  /* current state (thread-safe) */
 void mps_get_result(mps_transfer *t, mps_result *out);
 void mps_destroy(mps_transfer *t);
 

@@ -141,6 +141,7 @@ class XquicTransfer:
         self._t = None
         self._intervals: list[dict] = []
         self._decisions: list[dict] = []
+        self.dropped = {"intervals": 0, "decisions": 0}  # records the rings overwrote before a read
         self._lock = threading.Lock()
         self._error: str | None = None
         self._counters0 = None
@@ -195,7 +196,8 @@ class XquicTransfer:
 
     def set_mode(self, mode: str) -> None:
         """Switch XQUIC's scheduler (one of the modes; ``policy`` only with a policy loaded)."""
-        self._t.set_mode(mode)
+        if self._t is not None and not self.done.is_set():
+            self._t.set_mode(mode)
 
     def _drain(self) -> None:
         with self._lock:
@@ -203,6 +205,7 @@ class XquicTransfer:
                 return
             for which, store in (("intervals", self._intervals), ("decisions", self._decisions)):
                 rec = self._t.read(which)
+                self.dropped[which] += rec.pop("dropped")
                 if len(rec["t"]):
                     store.append(rec)
 
@@ -256,6 +259,8 @@ class XquicTransfer:
         self._drain()
         r = self._t.result()
         self.stop()
+        with self._lock:
+            self._t = None  # frees XQUIC's engines; the records are in Python now
         counters1 = network_counters(self.tb)
         sent, lost = counters1[0] - self._counters0[0], counters1[1] - self._counters0[1]
         iv = self._concat(self._intervals, len(self.tb.paths))
@@ -269,7 +274,7 @@ class XquicTransfer:
         done = bool(r["finished"])
         completion = float(r["completion_s"]) if done else math.nan
         span = completion if done else min(self.limit_s, finished_at - (self.t0 or finished_at))
-        extra = dict(r, outcome=outcome, scheduler=self.scheduler)
+        extra = dict(r, outcome=outcome, scheduler=self.scheduler, dropped_records=dict(self.dropped))
         return XquicResult(self.cc, self.workload.type, float(self.total), self.workload.duration_s,
                            float(self.total if done else r["delivered"]), completion, span,
                            float(r["handshake_s"]), iv["t"], obs, cobs, active, sent, lost,
