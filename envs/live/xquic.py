@@ -145,7 +145,6 @@ class XquicTransfer:
         self._lock = threading.Lock()
         self._error: str | None = None
         self._counters0 = None
-        self.samples: list[Sample] = []
 
     # ------------------------------------------------------------------ run
     def start(self) -> XquicTransfer:
@@ -234,9 +233,7 @@ class XquicTransfer:
             return None
         last = {k: v[-1:] for k, v in self._intervals[-1].items()}
         obs, cobs, active = records_to_sim(last)
-        s = Sample(float(last["t"][0]), obs[0], cobs[0], active[0])
-        self.samples.append(s)
-        return s
+        return Sample(float(last["t"][0]), obs[0], cobs[0], active[0])
 
     def wait(self, timeout: float | None = None) -> bool:
         return self.done.wait(self.limit_s + 30.0 if timeout is None else timeout)
