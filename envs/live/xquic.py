@@ -34,11 +34,11 @@ import numpy as np
 
 from envs.errors import unknown_name
 from envs.live.mptcp import TransferResult, network_counters, workload_bytes
-from envs.live.system import LiveError, netns
+from envs.live.system import LiveError
 from envs.live.telemetry import Sample
 from envs.metrics import transfer_metrics
 from envs.scenario import WorkloadSpec
-from envs.sim.layout import COBS_NAMES, OBS_ACKED, OBS_NAMES, OBS_SRTT
+from envs.sim.layout import COBS_NAMES, OBS_NAMES
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest")  # plus policy=<header>
