@@ -271,7 +271,8 @@ class XquicTransfer:
         done = bool(r["finished"])
         completion = float(r["completion_s"]) if done else math.nan
         span = completion if done else min(self.limit_s, finished_at - (self.t0 or finished_at))
-        extra = dict(r, outcome=outcome, scheduler=self.scheduler, dropped_records=dict(self.dropped))
+        extra = dict(r, outcome=outcome, scheduler=self.scheduler, dropped_records=dict(self.dropped),
+                     path_active=(active.mean(axis=0) if len(active) else np.zeros(active.shape[1])).tolist())
         return XquicResult(self.cc, self.workload.type, float(self.total), self.workload.duration_s,
                            float(self.total if done else r["delivered"]), completion, span,
                            float(r["handshake_s"]), iv["t"], obs, cobs, active, sent, lost,
