@@ -99,6 +99,9 @@ def test_ecf_waits_for_the_fast_path_when_it_finishes_first_and_has_hysteresis()
     # S has no RTT sample yet (its srtt is XQUIC's initial 250 ms guess): try it
     unsampled = state([10, 250], [20, 20], [20, 0], [0, 1], sampled=(1, 0))
     assert r.pick("ecf", unsampled, conn(10)) == 1 and r.pick("blest", unsampled, conn(10, MSS)) == 1
+    # F blocked with nothing in flight: no ACK would reopen it, so waiting would stall: S
+    idle = state([10, 100], [20, 20], [0, 0], [0, 1])
+    assert r.pick("ecf", idle, conn(10)) == 1 and r.pick("blest", idle, conn(10, MSS)) == 1
 
 
 @needs_ext

@@ -150,6 +150,7 @@ class Transfer {
         d["finished"] = r.finished != 0;
         d["ooo_abort"] = r.ooo_abort != 0;
         d["timed_out"] = r.timed_out != 0;
+        d["stalled"] = r.stalled != 0;
         d["completion_s"] = r.completion_s;
         d["handshake_s"] = r.handshake_s;
         d["delivered"] = r.delivered;

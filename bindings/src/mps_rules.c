@@ -13,7 +13,9 @@
  * Windows and flights are in packets of mss bytes, as in the papers. For ECF and BLEST a second
  * path without an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets
  * the packet: a new MPTCP subflow has one from its handshake, a new QUIC path only once it
- * carries data, and without it the rules would never try the path.
+ * carries data, and without it the rules would never try the path. They wait for F only while F
+ * has bytes in flight: with none, no acknowledgement would reopen its window and the connection
+ * would stall (XQUIC calls the scheduler again only when something changes).
  */
 #include "mps_xquic.h"
 
@@ -110,7 +112,7 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
         return f;
     if (sp < 0)
         return -1;
-    if (obs[sp][O_LATEST_RTT] == 0)
+    if (obs[sp][O_LATEST_RTT] == 0 || obs[f][O_INFLIGHT] == 0)
         return sp;
     if (mode == MPS_ECF)
         return pick_ecf(s, f, sp, obs, cobs, (double)mss);

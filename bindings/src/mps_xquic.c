@@ -31,6 +31,7 @@
 #define CHUNK (1u << 20)
 #define MSS 1200u  /* XQUIC's default max UDP payload for packet-count conversions */
 #define OOO_MARK "stream frame buffered count exceed"
+#define IDLE_MARK "close_msg:idle timeout"
 
 enum { O_CWND, O_SWND, O_SRTT, O_RTTVAR, O_MIN_RTT, O_LATEST_RTT, O_INFLIGHT, O_DELIVERY, O_LOSSES, O_RETRANS,
        O_RTOS, O_PACING, O_AVAILABLE, O_ACKED, O_SENT };
@@ -345,6 +346,11 @@ log_write(xqc_log_level_t lvl, const void *buf, size_t size, void *user)
     mps_transfer *t = sd->t;
     if (memmem(buf, size, OOO_MARK, strlen(OOO_MARK)))
         t->res.ooo_abort = 1;
+    if (lvl == XQC_LOG_REPORT) {  /* statistics at close; an idle timeout means the transfer stalled */
+        if (!t->finished && memmem(buf, size, IDLE_MARK, strlen(IDLE_MARK)))
+            t->res.stalled = 1;
+        return;
+    }
     if (lvl <= XQC_LOG_ERROR || (sd->server && t->res.ooo_abort))
         add_error(t, (const char *)buf, size > 300 ? 300 : size);
 }

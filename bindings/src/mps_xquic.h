@@ -69,6 +69,7 @@ typedef struct mps_result {
     int finished;                /* all bytes delivered in order to the server application */
     int ooo_abort;               /* XQUIC aborted: too many out-of-order frames buffered */
     int timed_out;
+    int stalled;                 /* XQUIC closed the idle connection (nothing was sent) */
     double completion_s;         /* NaN unless finished */
     double handshake_s;
     uint64_t delivered;          /* bytes the server application read */

@@ -14,7 +14,9 @@ buffers; ``XquicTransfer.intervals`` / ``decisions()`` read them in the simulato
 transfer runs (``mpsched/Live-v0`` with ``backend="xquic"``: the action of an interval).
 
 XQUIC closes a connection whose stream has more than 8192 out-of-order frames buffered; that is
-reported as an outcome (``outcome == "ooo_abort"``, metric ``ooo_exceeded`` = 1), not as an error.
+reported as an outcome (``outcome == "ooo_abort"``, metric ``ooo_exceeded`` = 1), not as an error;
+so is a connection XQUIC closed for being idle (``stalled``: the scheduler waited and nothing
+woke it). Other endings (``timeout``, ``failed``) are errors.
 
 Time zero is the end of the handshake (where the client starts sending), as in the MPTCP backend.
 """
@@ -263,8 +265,8 @@ class XquicTransfer:
         iv = self._concat(self._intervals, len(self.tb.paths))
         obs, cobs, active = records_to_sim(iv)
         outcome = "finished" if r["finished"] else "ooo_abort" if r["ooo_abort"] else \
-            "timeout" if r["timed_out"] else "failed"
-        errors = [e for e in (self._error, r["errors"] if outcome not in ("finished", "ooo_abort") else None) if e]
+            "stalled" if r["stalled"] else "timeout" if r["timed_out"] else "failed"
+        errors = [e for e in (self._error, r["errors"] if outcome in ("timeout", "failed") else None) if e]
         if outcome == "failed" and not errors:
             errors.append(f"XQUIC transfer ended early (client errno {r['client_errno']}, server errno "
                           f"{r['server_errno']})")
