@@ -80,6 +80,7 @@ struct mps_transfer {
     pthread_mutex_t lock;
     ring rings[2];
     double next_interval;
+    double next_path_try;
     mps_result res;
 };
 
@@ -840,6 +841,13 @@ mps_run(mps_transfer *t)
                 t->sides[s].wake = 0.0;
                 xqc_engine_main_logic(s ? t->srv : t->cli);
             }
+        /* a path XQUIC could not create yet (no spare connection ID when it said it was ready) */
+        if (t->started && t->cconn && !t->finished && t->res.paths_created + 1 < (uint64_t)n
+            && now >= t->next_path_try)
+        {
+            t->next_path_try = now + 0.01;
+            create_paths(&t->cid, t);
+        }
         if (t->cfg.interval_ms > 0 && t->started && now >= t->next_interval && t->cconn && !t->finished) {
             mps_record r;
             snapshot(t, t->cconn, NULL, 1, 0, &r, NULL);
