@@ -165,6 +165,7 @@ class Transfer {
         d["policy_ns"] = r.policy_ns;
         d["client_errno"] = r.client_errno;
         d["server_errno"] = r.server_errno;
+        d["path_error"] = r.path_error;
         d["errors"] = std::string(r.errors);
         return d;
     }

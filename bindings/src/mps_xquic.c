@@ -425,8 +425,11 @@ create_paths(const xqc_cid_t *scid, void *user)
         uint64_t id;
         if (t->path_ok[k])
             continue;
-        if (xqc_conn_create_path(t->cli, &t->cid, &id, 0) != XQC_OK)
-            return;  /* not enough connection IDs yet: called again when there are */
+        int rc = xqc_conn_create_path(t->cli, &t->cid, &id, 0);
+        if (rc != XQC_OK) {
+            t->res.path_error = rc;
+            return;  /* -XQC_EMP_NO_AVAIL_PATH_ID until its connection IDs are acknowledged: retried */
+        }
         t->path_ids[k] = id;
         t->path_ok[k] = 1;
         ++t->res.paths_created;

@@ -80,6 +80,7 @@ typedef struct mps_result {
     uint64_t decisions, policy_errors, paths_created;
     double policy_ns;            /* mean time per policy call inside get_path (ns) */
     int client_errno, server_errno;
+    int path_error;              /* last error of xqc_conn_create_path (0: none) */
     char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
 } mps_result;
 
