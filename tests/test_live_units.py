@@ -196,11 +196,10 @@ def test_relative_errors_and_comparison_rows():
 
 # ------------------------------------------------------------------ refusals before anything exists
 
-def test_xquic_backend_is_announced_not_implemented():
-    assert get_backend("mptcp").name == "mptcp"
-    with pytest.raises(LiveError, match="not available yet.*available: mptcp"):
-        get_backend("xquic")
-    with pytest.raises(ConfigError, match="unknown live backend 'tcp'"):
+def test_backends_by_name_and_an_unknown_one_lists_them():
+    assert get_backend("mptcp").name == "mptcp" and not get_backend("mptcp").controls_scheduler
+    assert get_backend("xquic").name == "xquic" and get_backend("xquic").controls_scheduler
+    with pytest.raises(ConfigError, match="unknown live backend 'tcp'.*mptcp, xquic"):
         get_backend("tcp")
 
 
@@ -263,7 +262,8 @@ def run_evaluate(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["backend=live", "live.backend=xquic"], "live backend 'xquic' is not available yet"),
+    (["backend=live", "live.backend=xquic", "scheduler=fastest"], "unknown XQUIC scheduler 'fastest'"),
+    (["backend=live", "live.backend=xquic", "scheduler=policy"], "scheduler=policy needs live.policy"),
     (["backend=fast"], "backend must be one of sim, live"),
     (["compare=sim,fast"], "compare takes sim,live"),
     (["backend=live", "live.telemetry=5"], "Could not override 'live.telemetry'"),

@@ -10,7 +10,7 @@ observation features (README, "Live runs").
 - ``verification``: RTT, jitter, rate and loss measured before a run; a miss is refused.
 - ``mptcp`` and ``telemetry``: the kernel MPTCP backend (per-socket CC, one subflow per path) and
   its per-subflow ``tcp_info`` as the simulator's ``obs``/``cobs`` arrays.
-- ``backends``: ``backend=`` names (mptcp; xquic with its own issue).
+- ``backends``: ``backend=`` names (mptcp; xquic: ``xquic.py`` over the ``mpsched_xquic`` extension).
 - ``env``: ``mpsched/Live-v0``; ``evaluation`` and ``cli``: ``evaluate.py backend=live`` and
   ``compare=sim,live``; ``setup``: ``python -m envs.live.setup``.
 """

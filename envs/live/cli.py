@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from envs import config
 from envs.errors import ConfigError
 from envs.evaluation import summary, to_json, to_table
+from envs.live.backends import get_backend
 from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_table, evaluate_live
 
 LIVE_KEYS = ("backend", "compare")
@@ -57,12 +58,14 @@ def run(cfg: DictConfig) -> None:
     backend = cfg.get("backend", "sim")
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r} "
-                          "(the live transport is live.backend: mptcp)")
+                          "(the live transport is live.backend: mptcp or xquic)")
     scen, cc, cc_params = config.evaluation_request(cfg)
-    if cc_params:
-        raise ConfigError(f"live runs use the kernel's {cc}, whose parameters cannot be set per run "
-                          f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
     opts = LiveOptions.from_mapping(config.plain(cfg.get("live")))
+    if cc_params:
+        raise ConfigError(f"live runs use {opts.backend}'s own {cc}, whose parameters cannot be set per run "
+                          f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
+    own = get_backend(opts.backend).controls_scheduler
+    live_sched = cfg.scheduler if own else "kernel default"
     header = {"scenario": scen.name, "cc": cc, "runs": cfg.runs, "seed": cfg.seed}
     quiet = cfg.format == "json"
     compare_to = cfg.get("compare")
@@ -72,7 +75,7 @@ def run(cfg: DictConfig) -> None:
             raise ConfigError(f"compare takes sim,live, got {','.join(wanted)}")
         sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, config.sim_config(cfg.env), cc_params,
                                   cfg.scheduler, opts, None if quiet else _progress)
-        header |= {"sim_scheduler": cfg.scheduler, "live": f"{opts.backend} (kernel scheduler)",
+        header |= {"sim_scheduler": cfg.scheduler, "live": f"{opts.backend} ({live_sched} scheduler)",
                    "emulation": info.emulation}
         if quiet:
             rows = [{"quantity": r[0], "sim": r[1], "live": r[3], "relative_error": r[5]}
@@ -82,12 +85,14 @@ def run(cfg: DictConfig) -> None:
         else:
             print(compare_table(header, sim, live))
         return
-    per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress)
-    header |= {"backend": f"live/{opts.backend}", "scheduler": "kernel default", "emulation": info.emulation}
+    per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress, cfg.scheduler)
+    header |= {"backend": f"live/{opts.backend}", "scheduler": live_sched, "emulation": info.emulation}
     stats = summary(per_run)
     if quiet:
         extra = {"verification": [[c.__dict__ | {"ok": c.ok} for c in v.checks] for v in info.verifications],
                  "timings": info.timings, "wall_s": info.wall_s}
+        if own:
+            extra["outcomes"] = [r.extra.get("outcome") for r in info.results]
         print(json.dumps(_clean({**json.loads(to_json(header, stats)), **extra})))
     else:
         print(to_table(header, stats))

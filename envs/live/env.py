@@ -9,7 +9,11 @@ of ``envs.rewards`` on it. ``close()`` tears the testbed down.
 
 With ``backend="mptcp"`` the scheduler is the kernel's: actions (one of ``modes``, as in the
 simulator's interval mode, so the same agent fits) are accepted and recorded but not applied
-(``info["action_applied"] is False``); the environment observes and measures. Create, step and
+(``info["action_applied"] is False``); the environment observes and measures. With
+``backend="xquic"`` the action sets XQUIC's scheduler for the next interval (``modes``: XQUIC
+schedulers by name, e.g. ``["minrtt", "rr"]``, the default; LEEYOO-style online learning on a
+real transport); its telemetry is XQUIC's per-path state, recorded inside the scheduler every
+``telemetry_ms``. Create, step and
 close it from one long-lived thread (the delay lines are tied to the thread that started them).
 """
 
@@ -49,11 +53,18 @@ class LiveEnv(gym.Env):
         self.cc = self.backend.check(cc)
         if decision != "interval":
             raise ConfigError(f"mpsched/Live-v0 with backend {backend!r} supports decision='interval' only "
-                              f"(the kernel schedules every packet), got {decision!r}")
+                              f"(per-packet decisions stay inside the transport), got {decision!r}")
         if not interval_ms > 0:
             raise ConfigError(f"interval_ms must be > 0, got {interval_ms}")
         self.interval_s = interval_ms / 1000.0
         self.modes = tuple(modes) if modes else DEFAULT_INTERVAL_MODES
+        self._mode_names = [m if isinstance(m, str) else m.get("scheduler") for m in self.modes]
+        if self.backend.controls_scheduler:
+            bad = [m for m in self.modes if not isinstance(m, str) and m.get("params")]
+            if bad:
+                raise ConfigError(f"backend {backend!r} takes modes by scheduler name without params, got {bad}")
+            for name in self._mode_names:
+                self.backend.check_scheduler(name)
         rng = np.random.default_rng(seed)
         self.scenario = self.scenario_spec.sample(rng) if self.scenario_spec.is_distribution else self.scenario_spec
         self.P = len(self.scenario.paths)
@@ -84,7 +95,8 @@ class LiveEnv(gym.Env):
         if self.testbed is None:
             self.testbed = Testbed(self.scenario, emulation=self.emulation, seed=self.seed_, mss=self.mss,
                                    verify=self.verify).start()
-        self.transfer = self.backend.transfer(self.testbed, self.cc, self.scenario.workload, self.telemetry_ms)
+        first = {"scheduler": self._mode_names[0]} if self.backend.controls_scheduler else {}
+        self.transfer = self.backend.transfer(self.testbed, self.cc, self.scenario.workload, self.telemetry_ms, **first)
         self.transfer.start()
         self.decisions, self.actions = 0, []
         self._prev[:] = 0.0
@@ -92,7 +104,7 @@ class LiveEnv(gym.Env):
         reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, float(self.mss),
                             np.zeros(1, dtype=np.bool_), self._reward)
         info = {"cc": self.cc, "scenario": self.scenario.name, "backend": self.backend.name,
-                "scheduler": self.backend.scheduler}
+                "scheduler": self._mode_names[0] if self.backend.controls_scheduler else self.backend.scheduler}
         if self.testbed.verification is not None:
             info["verification"] = self.testbed.verification.table()
         return self._features(obs, cobs), info
@@ -104,6 +116,8 @@ class LiveEnv(gym.Env):
         if not 0 <= a < self.action_space.n:
             raise ConfigError(f"action out of range [0, {self.action_space.n - 1}]: {a}")
         self.actions.append(a)
+        if self.backend.controls_scheduler:
+            self.transfer.set_mode(self._mode_names[a])
         self.decisions += 1
         obs, cobs = self._wait_and_sample(self.decisions + 1)
         reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, float(self.mss),

@@ -4,7 +4,9 @@
 ``evaluate_live`` runs ``runs`` transfers of a scenario's workload on one verified testbed (a
 distribution: one testbed per run, each drawn with the run's seed) and returns per-run metrics in
 the simulator's format. ``compare`` runs the simulator (with minRTT, the heuristic closest to the
-kernel's default MPTCP scheduler) and the live backend on the same scenario and CC.
+kernel's default MPTCP scheduler, or the requested scheduler) and the live backend on the same
+scenario and CC; a backend that schedules itself (``xquic``) runs the same scheduler as the
+simulator.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from envs.sim.simulator import SimConfig
 class LiveOptions:
     """``configs/live/default.yaml``."""
 
-    backend: str = "mptcp"
+    backend: str = "mptcp"  # mptcp | xquic
+    policy: str | None = None  # xquic: exported policy header for scheduler=policy
     emulation: str = "auto"  # auto | delayline | netem
     telemetry_ms: float = 10.0
     verify: bool = True  # measure every path before the first transfer on a testbed
@@ -66,12 +69,30 @@ def _stack(per_run: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([m[k] for m in per_run], axis=0) for k in per_run[0]}
 
 
+def live_scheduler(opts: LiveOptions, scheduler: str) -> str | None:
+    """What the live backend schedules with: None for the kernel's own (mptcp); for xquic the
+    scheduler name, or ``policy=<header>`` for ``scheduler=policy`` with ``live.policy``."""
+    backend = get_backend(opts.backend)
+    if not backend.controls_scheduler:
+        return None
+    if scheduler == "policy":
+        if not opts.policy:
+            raise LiveError("scheduler=policy needs live.policy=<exported header> (python -m export)")
+        scheduler = f"policy={opts.policy}"
+    backend.check_scheduler(scheduler)
+    return scheduler
+
+
 def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options: LiveOptions | None = None,
-                  progress: Callable[[str], None] | None = None) -> tuple[dict[str, np.ndarray], LiveRun]:
-    """Per-run metrics (arrays of length ``runs``, as ``evaluate_heuristic``) of live transfers."""
+                  progress: Callable[[str], None] | None = None,
+                  scheduler: str = "minrtt") -> tuple[dict[str, np.ndarray], LiveRun]:
+    """Per-run metrics (arrays of length ``runs``, as ``evaluate_heuristic``) of live transfers;
+    ``scheduler`` is used by backends that schedule themselves (xquic)."""
     opts = options or LiveOptions()
     backend = get_backend(opts.backend)
-    backend.check(cc)  # a CC the kernel lacks is refused before anything is built
+    sched = live_scheduler(opts, scheduler)
+    backend.check(cc)  # a CC the transport lacks is refused before anything is built
+    sched_kw = {} if sched is None else {"scheduler": sched}
     if not isinstance(runs, int) or runs < 1:
         raise LiveError(f"runs must be an integer >= 1, got {runs!r}")
     info = LiveRun(backend=opts.backend)
@@ -99,7 +120,7 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
             elif opts.verify and opts.verify_every_run:
                 info.verifications.append(testbed.verify())
             for attempt in range(opts.retries + 1):
-                transfer = backend.transfer(testbed, cc, concrete.workload, opts.telemetry_ms)
+                transfer = backend.transfer(testbed, cc, concrete.workload, opts.telemetry_ms, **sched_kw)
                 try:
                     transfer.start()
                     transfer.wait()
@@ -124,8 +145,10 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
             per_run.append(result.metrics())
             if progress:
                 g = per_run[-1]["goodput_mbps"][0]
+                outcome = result.extra.get("outcome")
                 progress(f"run {run}: goodput {g:.2f} Mbit/s, paths "
-                         + ", ".join(f"{x:.2f}" for x in per_run[-1]["per_path_goodput_mbps"][0]))
+                         + ", ".join(f"{x:.2f}" for x in per_run[-1]["per_path_goodput_mbps"][0])
+                         + (f" ({outcome})" if outcome not in (None, "finished") else ""))
     finally:
         if testbed is not None:
             problems = testbed.close()
@@ -187,11 +210,12 @@ def compare(scenario: Scenario, cc: str, runs: int, seed: int = 0, sim_config: S
             progress: Callable[[str], None] | None = None) -> tuple[dict, dict, LiveRun]:
     """Summaries (``envs.evaluation.summary``) of the simulator and of the live backend."""
     opts = options or LiveOptions()
+    live_scheduler(opts, scheduler)
     get_backend(opts.backend).check(cc)  # before spending time on the simulator
     sim = summary(evaluate_heuristic(scenario, cc, scheduler, runs, seed, sim_config, cc_params))
-    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress)
+    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress, scheduler)
     return sim, summary(live_per_run), info
 
 
 __all__ = ["LiveOptions", "LiveRun", "REPORTED", "compare", "compare_rows", "compare_table", "evaluate_live",
-           "relative_error"]
+           "live_scheduler", "relative_error"]

@@ -1,0 +1,98 @@
+"""XQUIC on the ISPRAS cells: every CC x scheduler on ispras_s1-s3 (10 MB files), live goodput
+(XQUIC in the Mininet testbed, the scheduler inside XQUIC) beside the simulator's (the same
+scheduler where the simulator has it).
+
+    python benchmarks/xquic_ispras.py [--runs 1] [--scenarios ispras_s1,ispras_s2,ispras_s3]
+                                      [--ccs reno,cubic,bbr,bbr2] [--schedulers minrtt,...]
+                                      [--file-mb 10] [--json out.json]
+
+Needs root, the live dependencies (``python -m envs.live.setup``) and the mpsched_xquic
+extension (README, "XQUIC"). One testbed per scenario, verified once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from agents.heuristics import NAMES as SIM_SCHEDULERS  # noqa: E402
+from envs.evaluation import evaluate_heuristic  # noqa: E402
+from envs.live.system import unavailable_reason  # noqa: E402
+from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E402
+from envs.scenario import resolve_scenarios  # noqa: E402
+
+
+def with_file(name: str, file_mb: float):
+    spec = resolve_scenarios(name)[0]
+    return spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": file_mb})})
+
+
+def live_cell(tb, cc: str, sched: str, runs: int) -> dict:
+    goodput, outcomes, shares = [], [], []
+    for _ in range(runs):
+        tr = XquicBackend.transfer(tb, cc, tb.scenario.workload, 10.0, sched)
+        try:
+            tr.start()
+            tr.wait()
+            r = tr.result()
+        finally:
+            tr.stop()
+        m = r.metrics()
+        goodput.append(float(m["goodput_mbps"][0]))
+        outcome = r.extra["outcome"] if not r.error else f"error: {r.error}"
+        if min(r.extra["path_recv"]) == 0:  # say why a path carried nothing: never created, or not active
+            outcome += " (paths %d, active %s)" % (r.extra["paths_created"],
+                                                   "/".join(f"{x:.2f}" for x in r.extra["path_active"]))
+        outcomes.append(outcome)
+        p = m["per_path_goodput_mbps"][0]
+        shares.append(float(p[0] / p.sum()) if p.sum() > 0 else math.nan)
+    return {"goodput": goodput, "outcomes": outcomes, "share1": shares}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--scenarios", default="ispras_s1,ispras_s2,ispras_s3")
+    ap.add_argument("--ccs", default=",".join(CCS))
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    ap.add_argument("--file-mb", type=float, default=10.0)
+    ap.add_argument("--sim-runs", type=int, default=10)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    reason = unavailable_reason()
+    if reason:
+        sys.exit(f"live runs unavailable: {reason}")
+    extension()
+    rows = []
+    print(f"{'scenario':10s} {'cc':5s} {'scheduler':9s} | {'live Mbit/s':>12s} {'path1 %':>8s} {'outcome':10s} | "
+          f"{'sim Mbit/s':>10s}", flush=True)
+    for name in a.scenarios.split(","):
+        scen = with_file(name, a.file_mb)
+        with Testbed(scen, verify=True) as tb:
+            for cc in a.ccs.split(","):
+                for sched in a.schedulers.split(","):
+                    live = live_cell(tb, cc, sched, a.runs)
+                    sim = math.nan
+                    if sched in SIM_SCHEDULERS:
+                        sim = float(np.mean(evaluate_heuristic(scen, cc, sched, a.sim_runs, 0)["goodput_mbps"]))
+                    g = float(np.mean(live["goodput"]))
+                    rows.append({"scenario": name, "cc": cc, "scheduler": sched, "live_goodput_mbps": live["goodput"],
+                                 "live_path1_share": live["share1"], "outcomes": live["outcomes"],
+                                 "sim_goodput_mbps": sim})
+                    out = ",".join(sorted(set(live["outcomes"])))
+                    print(f"{name:10s} {cc:5s} {sched:9s} | {g:12.2f} {100 * np.nanmean(live['share1']):8.1f} "
+                          f"{out:10s} | " + (f"{sim:10.2f}" if math.isfinite(sim) else f"{'n/a':>10s}"), flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

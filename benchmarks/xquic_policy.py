@@ -1,0 +1,119 @@
+"""The exported DQN inside XQUIC: cost per decision in get_path (ns) and goodput with the policy
+against XQUIC's built-in minRTT on ispras_s3 (10 MB files, alternating runs on one testbed).
+
+    python benchmarks/xquic_policy.py [--header policy.h | --checkpoint DIR] [--runs 5] [--cc cubic]
+                                      [--train-steps 3000] [--file-mb 10]
+
+Without --header/--checkpoint, an ISPRAS DQN (configs/agent/dqn.yaml) is trained on the simulator
+for --train-steps decisions on ispras_s3 and exported twice: as trained (its goodput shows its
+decisions and its cost together) and with its output bias shifted so that it always answers
+"send on the second path", which is minRTT's decision: the same network runs for every packet,
+so the goodput difference to minRTT is the cost of running it. The time per decision is measured inside
+get_path around the policy call (features from XQUIC's per-path state, the network, the blocked
+rule), clock reads included. Needs root, the live dependencies and the mpsched_xquic extension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from envs.metrics import mean_ci  # noqa: E402
+from envs.live.system import unavailable_reason  # noqa: E402
+from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.xquic import XquicBackend, extension  # noqa: E402
+from envs.scenario import resolve_scenarios  # noqa: E402
+
+
+class Always:
+    def on_step(self, n, rewards, infos) -> bool:
+        return True
+
+
+def trained_headers(steps: int, out: Path) -> dict[str, Path]:
+    import torch
+    from omegaconf import OmegaConf
+
+    from agents.registry import make_agent
+    from envs.vector_env import SB3VecEnv
+    from export import export_agent
+    root = Path(__file__).resolve().parents[1]
+    cfg = OmegaConf.to_container(OmegaConf.load(root / "configs" / "agent" / "dqn.yaml"))
+    spec, env = cfg["agent"], cfg["env"]
+    torch.manual_seed(0)
+    agent = make_agent(spec, 6, 2, seed=0)
+    venv = SB3VecEnv(8, scenario="ispras_s3", cc="cubic", seed=1, decision=env["decision"],
+                     observation=env["observation"], reward=env["reward"]["name"],
+                     reward_params={k: v for k, v in env["reward"].items() if k != "name"})
+    agent.learn(venv, steps, Always())
+    meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
+            "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": steps,
+            "finished": True, "config_hash": "benchmark", "scenarios": ["ispras_s3"], "ccs": ["cubic"]}
+    export_agent(agent, meta, out / "dqn.h", prefix="dqn_bench")
+    last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.bias[1] += 1e6  # action 1 (send on the second path) always wins
+    export_agent(agent, meta, out / "dqn_send.h", prefix="dqn_send")
+    return {"policy": out / "dqn.h", "policy_as_minrtt": out / "dqn_send.h"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--header")
+    ap.add_argument("--checkpoint")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cc", default="cubic")
+    ap.add_argument("--train-steps", type=int, default=3000)
+    ap.add_argument("--file-mb", type=float, default=10.0)
+    a = ap.parse_args()
+    reason = unavailable_reason()
+    if reason:
+        sys.exit(f"live runs unavailable: {reason}")
+    extension()
+    tmp = Path(tempfile.mkdtemp(prefix="mpsched-xquic-"))
+    if a.header:
+        headers = {"policy": Path(a.header)}
+    elif a.checkpoint:
+        from export import export_checkpoint
+        headers = {"policy": tmp / "policy.h"}
+        export_checkpoint(a.checkpoint, headers["policy"])
+    else:
+        headers = trained_headers(a.train_steps, tmp)
+    spec = resolve_scenarios("ispras_s3")[0]
+    scen = spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": a.file_mb})})
+    scheds = {"minrtt": "minrtt", **{k: f"policy={h}" for k, h in headers.items()}}
+    goodput: dict[str, list[float]] = {k: [] for k in scheds}
+    ns: dict[str, list[float]] = {k: [] for k in headers}
+    with Testbed(scen, verify=True) as tb:
+        for run in range(a.runs):
+            for name, sched in scheds.items():
+                tr = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched)
+                try:
+                    tr.start()
+                    tr.wait()
+                    r = tr.result()
+                finally:
+                    tr.stop()
+                if r.error or r.extra["outcome"] != "finished":
+                    sys.exit(f"run {run} {name}: {r.extra['outcome']} {r.error or ''}")
+                goodput[name].append(float(r.metrics()["goodput_mbps"][0]))
+                if name in ns:
+                    ns[name].append(r.extra["policy_ns"])
+                print(f"run {run} {name:16s}: {goodput[name][-1]:7.2f} Mbit/s"
+                      + (f", {r.extra['policy_ns']:.0f} ns per policy call" if name in ns else ""), flush=True)
+    print(f"\nispras_s3, {a.cc}, {a.file_mb:g} MB, {a.runs} runs each (alternating)")
+    base = np.mean(goodput["minrtt"])
+    for name, g in goodput.items():
+        m, h = mean_ci(np.array(g))
+        extra = f", {100 * (m / base - 1):+.1f} % vs minrtt, {np.mean(ns[name]):.0f} ns per decision" if name in ns else ""
+        print(f"  {name:16s}: goodput {m:7.2f} ± {h:5.2f} Mbit/s{extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+/* The workbench's heuristic schedulers in C, on the recorded per-path counters (transport units),
+ * following /work/shared/spec/schedulers.md:
+ *  - RR: cycle through the available paths, one packet each.
+ *  - ECF (Lim et al., CoNEXT 2017): send on the fast path F when it has window; otherwise with
+ *    k packets waiting, n = 1 + k / w_F, delta = max(sigma_F, sigma_S): if
+ *    n tau_F < (1 + waiting beta)(tau_S + delta) then wait for F when (k / w_S) tau_S >= 2 tau_F + delta
+ *    (waiting = 1), else send on S; otherwise waiting = 0 and send on S.
+ *  - BLEST (Ferlin et al., IFIP Networking 2016): send on F when it has window; otherwise
+ *    X = mss (w_F + (rtts - 1) / 2) rtts with rtts = tau_S / tau_F; wait when
+ *    X lambda > rwnd - mss (f_S + 1), else send on S. lambda starts at 1, grows by a step when the
+ *    connection is receive-window limited (rwnd below one MSS), shrinks by a step (not below 1)
+ *    otherwise.
+ * Windows and flights are in packets of mss bytes, as in the papers. For ECF and BLEST a second
+ * path without an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets
+ * the packet: a new MPTCP subflow has one from its handshake, a new QUIC path only once it
+ * carries data, and without it the rules would never try the path. They wait for F only while F
+ * has bytes in flight: with none, no acknowledgement would reopen its window and the connection
+ * would stall (XQUIC calls the scheduler again only when something changes).
+ */
+#include "mps_xquic.h"
+
+enum { O_CWND, O_SWND, O_SRTT, O_RTTVAR, O_MIN_RTT, O_LATEST_RTT, O_INFLIGHT, O_DELIVERY, O_LOSSES, O_RETRANS,
+       O_RTOS, O_PACING, O_AVAILABLE, O_ACKED, O_SENT };
+enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING };
+
+void
+mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_step)
+{
+    s->rr_next = 0;
+    s->ecf_waiting = 0;
+    s->blest_lambda = 1.0;
+    s->ecf_beta = ecf_beta;
+    s->blest_step = blest_step;
+}
+
+/* F = lowest srtt among all paths; S = lowest srtt among the other available paths */
+static void
+roles(int n, const uint64_t obs[][MPS_N_OBS], int *fast, int *second)
+{
+    int i;
+    *fast = *second = -1;
+    for (i = 0; i < n; ++i)
+        if (*fast < 0 || obs[i][O_SRTT] < obs[*fast][O_SRTT])
+            *fast = i;
+    for (i = 0; i < n; ++i)
+        if (i != *fast && obs[i][O_AVAILABLE] && (*second < 0 || obs[i][O_SRTT] < obs[*second][O_SRTT]))
+            *second = i;
+}
+
+static int
+pick_rr(mps_rule_state *s, int n, const uint64_t obs[][MPS_N_OBS])
+{
+    int k;
+    for (k = 0; k < n; ++k) {
+        int i = (int)((s->rr_next + (uint32_t)k) % (uint32_t)n);
+        if (obs[i][O_AVAILABLE]) {
+            s->rr_next = (uint32_t)(i + 1);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int
+pick_ecf(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs, double mss)
+{
+    double tf = (double)obs[f][O_SRTT], ts = (double)obs[sp][O_SRTT];
+    double wf = (double)obs[f][O_CWND] / mss, ws = (double)obs[sp][O_CWND] / mss;
+    double k = (double)cobs[C_BACKLOG] / mss;
+    double sf = (double)obs[f][O_RTTVAR], ss = (double)obs[sp][O_RTTVAR];
+    double delta = sf > ss ? sf : ss;
+    double n = 1.0 + k / (wf > 1.0 ? wf : 1.0);
+    if (n * tf < (1.0 + s->ecf_waiting * s->ecf_beta) * (ts + delta)) {
+        if ((k / (ws > 1.0 ? ws : 1.0)) * ts >= 2.0 * tf + delta) {
+            s->ecf_waiting = 1;
+            return -1;
+        }
+        return sp;
+    }
+    s->ecf_waiting = 0;
+    return sp;
+}
+
+static int
+pick_blest(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs, double mss)
+{
+    double tf = (double)obs[f][O_SRTT], ts = (double)obs[sp][O_SRTT];
+    double rtts = tf > 0.0 ? ts / tf : 1.0;
+    double wf = (double)obs[f][O_CWND] / mss, fs = (double)obs[sp][O_INFLIGHT] / mss;
+    double rwnd = (double)cobs[C_RWND];
+    double x = mss * (wf + (rtts - 1.0) / 2.0) * rtts;
+    if (rwnd < mss)
+        s->blest_lambda += s->blest_step;
+    else if (s->blest_lambda > 1.0)
+        s->blest_lambda = s->blest_lambda - s->blest_step > 1.0 ? s->blest_lambda - s->blest_step : 1.0;
+    if (x * s->blest_lambda > rwnd - mss * (fs + 1.0))
+        return -1;
+    return sp;
+}
+
+int
+mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
+              uint64_t mss)
+{
+    int f, sp;
+    if (n <= 0)
+        return -1;
+    if (mode == MPS_RR)
+        return pick_rr(s, n, obs);
+    roles(n, obs, &f, &sp);
+    if (obs[f][O_AVAILABLE])
+        return f;
+    if (sp < 0)
+        return -1;
+    if (obs[sp][O_LATEST_RTT] == 0 || obs[f][O_INFLIGHT] == 0)
+        return sp;
+    if (mode == MPS_ECF)
+        return pick_ecf(s, f, sp, obs, cobs, (double)mss);
+    if (mode == MPS_BLEST)
+        return pick_blest(s, f, sp, obs, cobs, (double)mss);
+    return sp;  /* minRTT: the lowest-srtt available path */
+}

@@ -1,0 +1,938 @@
+/* One multipath XQUIC transfer: client and server engines in one event loop (see mps_xquic.h).
+ *
+ * Built against an XQUIC source tree (internal headers: per-path state lives in
+ * src/transport/xqc_send_ctl.h and xqc_multipath.h) and its PIC static library.
+ */
+#define _GNU_SOURCE
+#include "mps_xquic.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <xquic/xquic.h>
+#include <xquic/xquic_typedef.h>
+#include "src/common/xqc_list.h"
+#include "src/transport/xqc_conn.h"
+#include "src/transport/xqc_multipath.h"
+#include "src/transport/xqc_send_ctl.h"
+#include "src/transport/xqc_stream.h"
+#include "src/transport/scheduler/xqc_scheduler_common.h"
+
+#define ALPN "mpsched"
+#define CHUNK (1u << 20)
+#define MSS 1200u  /* XQUIC's default max UDP payload for packet-count conversions */
+#define OOO_MARK "stream frame buffered count exceed"
+#define IDLE_MARK "close_msg:idle timeout"
+
+enum { O_CWND, O_SWND, O_SRTT, O_RTTVAR, O_MIN_RTT, O_LATEST_RTT, O_INFLIGHT, O_DELIVERY, O_LOSSES, O_RETRANS,
+       O_RTOS, O_PACING, O_AVAILABLE, O_ACKED, O_SENT };
+enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING };
+
+static unsigned char zeros[CHUNK];
+
+typedef struct ring {
+    mps_record *buf;
+    uint32_t cap;
+    uint64_t head, tail;  /* records written, records read */
+    uint64_t dropped;     /* overwritten before being read, since the last read */
+} ring;
+
+typedef struct side {
+    struct mps_transfer *t;
+    int server;
+    double wake;  /* absolute monotonic seconds; 0: none */
+} side;
+
+struct mps_transfer {
+    mps_config cfg;
+    char *cert, *key;
+    side sides[2];
+    xqc_engine_t *cli, *srv;
+    xqc_cid_t cid;
+    xqc_connection_t *cconn;
+    xqc_stream_t *cstream;
+    uint64_t queued;  /* bytes handed to the client stream */
+    uint64_t path_ids[MPS_MAX_PATHS];
+    int path_ok[MPS_MAX_PATHS];
+    int npaths;
+    xqc_connection_t *sconn;
+    xqc_cid_t scid;
+    int have_scid;
+    uint64_t received;
+    double t_create, t0, t_done;
+    int started, finished, cli_closed, srv_closed;
+    atomic_int stop;
+    atomic_int mode;
+    mps_rule_state rules;
+    void *dl;
+    mps_policy_fn policy;
+    uint64_t decisions, policy_errors, policy_calls;
+    double policy_ns;
+    pthread_mutex_t lock;
+    ring rings[2];
+    double next_interval;
+    double next_path_try;
+    mps_result res;
+};
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+add_error(mps_transfer *t, const char *msg, size_t len)
+{
+    size_t used = strlen(t->res.errors), room = sizeof(t->res.errors) - used - 1;
+    if (room < 2)
+        return;
+    if (used)
+        t->res.errors[used++] = '\n', --room;
+    if (len > room)
+        len = room;
+    memcpy(t->res.errors + used, msg, len);
+    t->res.errors[used + len] = 0;
+}
+
+/* ------------------------------------------------------------------ per-path state */
+
+static int
+path_index(mps_transfer *t, uint64_t path_id)
+{
+    int i;
+    for (i = 0; i < t->cfg.n_paths; ++i)
+        if (t->path_ok[i] && t->path_ids[i] == path_id)
+            return i;
+    return -1;
+}
+
+static uint64_t
+conn_rwnd(xqc_connection_t *conn)
+{
+    xqc_conn_flow_ctl_t *fc = &conn->conn_flow_ctl;
+    return fc->fc_max_data_can_send > fc->fc_data_sent ? fc->fc_max_data_can_send - fc->fc_data_sent : 0;
+}
+
+/* one path's OBS_* row in transport units */
+static void
+path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t *row)
+{
+    xqc_send_ctl_t *c = path->path_send_ctl;
+    const xqc_cong_ctrl_callback_t *cc = c->ctl_cong_callback;
+    uint64_t cwnd = cc->xqc_cong_ctl_get_cwnd(c->ctl_cong);
+    memset(row, 0, sizeof(uint64_t) * MPS_N_OBS);
+    row[O_CWND] = cwnd;
+    row[O_SWND] = cwnd < rwnd ? cwnd : rwnd;
+    row[O_SRTT] = c->ctl_srtt;
+    row[O_RTTVAR] = c->ctl_rttvar;
+    row[O_MIN_RTT] = c->ctl_minrtt == XQC_MAX_UINT32_VALUE ? c->ctl_srtt : c->ctl_minrtt;
+    row[O_LATEST_RTT] = c->ctl_latest_rtt;
+    /* committed to the path and not acknowledged: in flight plus scheduled, not yet sent */
+    row[O_INFLIGHT] = (uint64_t)c->ctl_bytes_in_flight + path->path_schedule_bytes;
+    row[O_DELIVERY] = cc->xqc_cong_ctl_get_bandwidth_estimate ? cc->xqc_cong_ctl_get_bandwidth_estimate(c->ctl_cong) : 0;
+    row[O_LOSSES] = c->ctl_lost_count;
+    row[O_RETRANS] = c->ctl_lost_count;  /* XQUIC resends the frames of every lost packet */
+    row[O_RTOS] = c->ctl_tlp_count;
+    row[O_PACING] = paces && cc->xqc_cong_ctl_get_pacing_rate ? cc->xqc_cong_ctl_get_pacing_rate(c->ctl_cong) : 0;
+    row[O_AVAILABLE] = can_send ? 1 : 0;
+    row[O_ACKED] = c->ctl_delivered;
+    row[O_SENT] = c->ctl_bytes_send;
+}
+
+/* every configured path (by index) and the connection; avail from the scheduler's check when
+   packet_out is given, else from the window; returns how many leading paths are active */
+static int
+snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int check_cwnd, int reinject,
+         mps_record *r, xqc_path_ctx_t **paths)
+{
+    xqc_list_head_t *pos, *next;
+    int i, lead = 0;
+    uint64_t rwnd = conn_rwnd(conn), acked = 0, sent = 0;
+    double now = now_s();
+    memset(r->obs, 0, sizeof(r->obs));
+    memset(r->active, 0, sizeof(r->active));
+    xqc_list_for_each_safe(pos, next, &conn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        int k = path_index(t, path->path_id), can;
+        if (k < 0)
+            continue;
+        if (path->path_state != XQC_PATH_STATE_ACTIVE || path->app_path_status == XQC_APP_PATH_STATUS_FROZEN
+            || (reinject && po && po->po_path_id == path->path_id))
+        {
+            continue;
+        }
+        if (po)
+            can = xqc_scheduler_check_path_can_send(path, po, check_cwnd);
+        else {
+            xqc_send_ctl_t *c = path->path_send_ctl;
+            can = c->ctl_cong_callback->xqc_cong_ctl_get_cwnd(c->ctl_cong)
+                  >= (uint64_t)c->ctl_bytes_in_flight + path->path_schedule_bytes + MSS;
+        }
+        path_row(path, can, rwnd, t->cfg.pacing, r->obs[k]);
+        acked += r->obs[k][O_ACKED];
+        sent += r->obs[k][O_SENT];
+        r->active[k] = 1;
+        if (paths)
+            paths[k] = path;
+    }
+    while (lead < t->cfg.n_paths && r->active[lead])
+        ++lead;
+    for (i = 0; i < MPS_N_COBS; ++i)
+        r->cobs[i] = 0;
+    r->cobs[C_BACKLOG] = t->cfg.size_bytes > sent ? t->cfg.size_bytes - sent : 0;
+    r->cobs[C_ACKED] = acked < t->cfg.size_bytes ? acked : t->cfg.size_bytes;
+    r->cobs[C_ELAPSED] = t->started ? (uint64_t)((now - t->t0) * 1e6) : 0;
+    r->cobs[C_RWND] = rwnd;
+    r->cobs[C_REMAINING] = t->cfg.size_bytes - r->cobs[C_ACKED];
+    r->t = t->started ? now - t->t0 : 0.0;
+    r->mode = atomic_load(&t->mode);
+    r->decisions = t->decisions;
+    return lead;
+}
+
+static void
+ring_push(mps_transfer *t, int which, const mps_record *r)
+{
+    ring *g = &t->rings[which];
+    if (!g->cap)
+        return;
+    pthread_mutex_lock(&t->lock);
+    g->buf[g->head % g->cap] = *r;
+    ++g->head;
+    if (g->head - g->tail > g->cap) {
+        g->tail = g->head - g->cap;
+        ++g->dropped;
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* ------------------------------------------------------------------ the scheduler inside XQUIC */
+
+typedef struct sched_state {
+    unsigned char builtin[256];  /* XQUIC's built-in schedulers keep their state here */
+} sched_state;
+
+static const xqc_scheduler_callback_t *
+builtin(int mode)
+{
+    return mode == MPS_BACKUP ? &xqc_backup_scheduler_cb : mode == MPS_RAP ? &xqc_rap_scheduler_cb
+                                                                           : &xqc_minrtt_scheduler_cb;
+}
+
+static size_t
+sched_size(void)
+{
+    return sizeof(sched_state);
+}
+
+static void
+sched_init(void *s, xqc_log_t *log, xqc_scheduler_params_t *params)
+{
+    int m;
+    memset(s, 0, sizeof(sched_state));
+    for (m = MPS_MINRTT; m <= MPS_RAP; ++m) {
+        const xqc_scheduler_callback_t *b = builtin(m);
+        if (b->xqc_scheduler_size() <= sizeof(((sched_state *)0)->builtin) && b->xqc_scheduler_init)
+            b->xqc_scheduler_init(((sched_state *)s)->builtin, log, params);
+    }
+}
+
+static int
+policy_pick(mps_transfer *t, const mps_record *r, int lead)
+{
+    uint64_t pr[MPS_MAX_PATHS * MPS_N_OBS];
+    int32_t n = lead, out = -2;
+    int i;
+    struct timespec a, b;
+    for (i = 0; i < lead; ++i)
+        memcpy(pr + (size_t)i * MPS_N_OBS, r->obs[i], sizeof(r->obs[i]));
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    t->policy(pr, r->cobs, &n, lead, 1, NULL, &out);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    t->policy_ns += (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    ++t->policy_calls;
+    if (out < -1 || out >= lead) {
+        ++t->policy_errors;
+        return -3;
+    }
+    return out;
+}
+
+static xqc_path_ctx_t *
+sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_cwnd, int reinject,
+               xqc_bool_t *cc_blocked)
+{
+    mps_transfer *t = (mps_transfer *)conn->user_data;
+    int mode = atomic_load(&t->mode), lead, pick, k, any = 0;
+    xqc_path_ctx_t *paths[MPS_MAX_PATHS] = {0}, *chosen;
+    mps_record r;
+    if (mode <= MPS_RAP)
+        goto builtin_pick;
+    lead = snapshot(t, conn, po, check_cwnd, reinject, &r, paths);
+    for (k = 0; k < t->cfg.n_paths; ++k)
+        any |= r.active[k] && r.obs[k][O_AVAILABLE];
+    if (mode == MPS_POLICY) {
+        if (lead < 2 || !t->policy)
+            goto builtin_pick;  /* a policy needs its paths: minRTT until they exist */
+        pick = policy_pick(t, &r, lead);
+        if (pick == -3)
+            goto builtin_pick;
+        if (pick >= 0 && !r.obs[pick][O_AVAILABLE])
+            pick = -1;  /* the path it wants has no window: wait for it */
+    } else {
+        /* rules see the active paths; inactive ones look unavailable with an infinite RTT */
+        uint64_t obs[MPS_MAX_PATHS][MPS_N_OBS];
+        memcpy(obs, r.obs, sizeof(obs));
+        for (k = 0; k < t->cfg.n_paths; ++k)
+            if (!r.active[k])
+                obs[k][O_SRTT] = UINT64_MAX, obs[k][O_AVAILABLE] = 0;
+        pick = mps_rule_pick(&t->rules, mode, t->cfg.n_paths, (const uint64_t(*)[MPS_N_OBS])obs, r.cobs, MSS);
+        if (pick >= 0 && !r.active[pick])
+            pick = -1;
+    }
+    ++t->decisions;
+    if (cc_blocked)
+        *cc_blocked = !any;
+    chosen = pick >= 0 ? paths[pick] : NULL;
+    if (t->cfg.decision_every && t->decisions % t->cfg.decision_every == 0) {
+        r.chosen = pick;
+        r.decisions = t->decisions;
+        ring_push(t, 1, &r);
+    }
+    return chosen;
+
+builtin_pick:
+    chosen = builtin(mode)->xqc_scheduler_get_path(((sched_state *)s)->builtin, conn, po, check_cwnd, reinject,
+                                                    cc_blocked);
+    ++t->decisions;
+    if (t->cfg.decision_every && t->decisions % t->cfg.decision_every == 0) {
+        snapshot(t, conn, po, check_cwnd, reinject, &r, NULL);
+        r.chosen = chosen ? path_index(t, chosen->path_id) : -1;
+        ring_push(t, 1, &r);
+    }
+    return chosen;
+}
+
+static const xqc_scheduler_callback_t mps_scheduler_cb = {
+    .xqc_scheduler_size = sched_size,
+    .xqc_scheduler_init = sched_init,
+    .xqc_scheduler_get_path = sched_get_path,
+};
+
+/* ------------------------------------------------------------------ engine callbacks */
+
+static void
+set_timer(xqc_usec_t wake_after, void *user)
+{
+    side *sd = (side *)user;
+    sd->wake = now_s() + (double)wake_after * 1e-6;
+}
+
+static void
+log_write(xqc_log_level_t lvl, const void *buf, size_t size, void *user)
+{
+    side *sd = (side *)user;
+    mps_transfer *t = sd->t;
+    if (memmem(buf, size, OOO_MARK, strlen(OOO_MARK)))
+        t->res.ooo_abort = 1;
+    if (lvl == XQC_LOG_REPORT) {  /* statistics at close; an idle timeout means the transfer stalled */
+        if (!t->finished && memmem(buf, size, IDLE_MARK, strlen(IDLE_MARK)))
+            t->res.stalled = 1;
+        return;
+    }
+    if (lvl <= XQC_LOG_ERROR || (sd->server && t->res.ooo_abort))
+        add_error(t, (const char *)buf, size > 300 ? 300 : size);
+}
+
+static ssize_t
+send_on(int fd, const unsigned char *buf, size_t size, const struct sockaddr *peer, socklen_t len)
+{
+    ssize_t n;
+    do {
+        n = sendto(fd, buf, size, 0, peer, len);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == ENOBUFS || errno == EAGAIN || errno == EWOULDBLOCK))
+        return (ssize_t)size;  /* a full local queue drops the packet, as a router would */
+    return n < 0 ? XQC_SOCKET_ERROR : n;
+}
+
+static ssize_t
+cli_write_ex(uint64_t path_id, const unsigned char *buf, size_t size, const struct sockaddr *peer,
+             socklen_t len, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    int k = path_index(t, path_id);
+    return send_on(t->cfg.client_fds[k < 0 ? 0 : k], buf, size, peer, len);
+}
+
+static ssize_t
+cli_write(const unsigned char *buf, size_t size, const struct sockaddr *peer, socklen_t len, void *user)
+{
+    return cli_write_ex(XQC_INITIAL_PATH_ID, buf, size, peer, len, user);
+}
+
+/* the server's connection user data is its transfer (packet_process's user_data, then
+   xqc_conn_set_transport_user_data) */
+static ssize_t
+srv_write(const unsigned char *buf, size_t size, const struct sockaddr *peer, socklen_t len, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    return t ? send_on(t->cfg.server_fd, buf, size, peer, len) : (ssize_t)size;
+}
+
+static ssize_t
+srv_write_ex(uint64_t path_id, const unsigned char *buf, size_t size, const struct sockaddr *peer,
+             socklen_t len, void *user)
+{
+    (void)path_id;
+    return srv_write(buf, size, peer, len, user);
+}
+
+static void
+save_string(const char *data, size_t len, void *user)
+{
+}
+
+static void
+save_token(const unsigned char *token, uint32_t len, void *user)
+{
+}
+
+static int
+cert_ok(const unsigned char *certs[], const size_t cert_len[], size_t certs_len, void *user)
+{
+    return 0;
+}
+
+static void
+create_paths(const xqc_cid_t *scid, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    int k;
+    for (k = 1; k < t->cfg.n_paths; ++k) {
+        uint64_t id;
+        if (t->path_ok[k])
+            continue;
+        int rc = xqc_conn_create_path(t->cli, &t->cid, &id, 0);
+        if (rc != XQC_OK) {
+            t->res.path_error = rc;
+            return;  /* -XQC_EMP_NO_AVAIL_PATH_ID until its connection IDs are acknowledged: retried */
+        }
+        t->path_ids[k] = id;
+        t->path_ok[k] = 1;
+        ++t->res.paths_created;
+    }
+}
+
+static int
+srv_accept(xqc_engine_t *engine, xqc_connection_t *conn, const xqc_cid_t *cid, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    if (t->sconn)
+        return -1;
+    xqc_conn_set_transport_user_data(conn, t);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ application (one stream) */
+
+static void
+pump(mps_transfer *t)
+{
+    while (t->cstream && t->queued < t->cfg.size_bytes) {
+        uint64_t left = t->cfg.size_bytes - t->queued;
+        size_t n = left < CHUNK ? (size_t)left : CHUNK;
+        ssize_t r = xqc_stream_send(t->cstream, zeros, n, left <= CHUNK);
+        if (r < 0) {
+            if (r != -XQC_EAGAIN) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "xqc_stream_send: error %zd", r);
+                add_error(t, msg, strlen(msg));
+            }
+            return;
+        }
+        t->queued += (uint64_t)r;
+        if ((size_t)r < n)
+            return;
+    }
+}
+
+static int
+cli_conn_create(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
+{
+    ((mps_transfer *)user)->cconn = conn;
+    return 0;
+}
+
+static int
+cli_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    t->res.client_errno = xqc_conn_get_errno(conn);
+    t->cli_closed = 1;
+    t->cconn = NULL;
+    t->cstream = NULL;
+    return 0;
+}
+
+/* the sender's final counters: bytes sent and acknowledged per path, packets sent and lost */
+static void
+client_stats(mps_transfer *t)
+{
+    xqc_list_head_t *pos, *next;
+    xqc_conn_stats_t st = xqc_conn_get_stats(t->cli, &t->cid);
+    t->res.lost_pkts = st.lost_count;
+    t->res.sent_pkts = st.send_count;
+    xqc_list_for_each_safe(pos, next, &t->cconn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        int k = path_index(t, path->path_id);
+        if (k >= 0) {
+            t->res.path_sent[k] = path->path_send_ctl->ctl_app_bytes_send;
+            t->res.path_acked[k] = path->path_send_ctl->ctl_delivered;
+        }
+    }
+}
+
+static void
+cli_handshake(xqc_connection_t *conn, void *user, void *proto)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    t->t0 = now_s();
+    t->res.handshake_s = t->t0 - t->t_create;
+    t->started = 1;
+    t->next_interval = t->t0;
+    t->cstream = xqc_stream_create(t->cli, &t->cid, NULL, t);
+    if (!t->cstream)
+        add_error(t, "xqc_stream_create failed", 24);
+    pump(t);
+}
+
+static xqc_int_t
+cli_stream_write(xqc_stream_t *stream, void *user)
+{
+    pump((mps_transfer *)user);
+    return 0;
+}
+
+static xqc_int_t
+cli_stream_read(xqc_stream_t *stream, void *user)
+{
+    unsigned char buf[4096];
+    uint8_t fin = 0;
+    while (xqc_stream_recv(stream, buf, sizeof buf, &fin) > 0)
+        ;
+    return 0;
+}
+
+static xqc_int_t
+cli_stream_close(xqc_stream_t *stream, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    if (t && t->cstream == stream)
+        t->cstream = NULL;
+    return 0;
+}
+
+static int
+srv_conn_create(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    t->sconn = conn;
+    t->scid = *cid;
+    t->have_scid = 1;
+    return 0;
+}
+
+/* the receiver's payload bytes per path (first copies of stream data) */
+static void
+server_stats(mps_transfer *t, xqc_stream_t *stream)
+{
+    int k;
+    for (k = 0; k < t->cfg.n_paths; ++k)
+        if (t->path_ok[k] && t->path_ids[k] < XQC_MAX_PATHS_COUNT)
+            t->res.path_recv[k] = stream->paths_info[t->path_ids[k]].path_recv_effective_bytes;
+}
+
+static int
+srv_conn_close(xqc_connection_t *conn, const xqc_cid_t *cid, void *user, void *proto)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    t->res.server_errno = xqc_conn_get_errno(conn);
+    if (t->res.server_errno == XQC_ELIMIT)
+        t->res.ooo_abort = 1;
+    t->srv_closed = 1;
+    t->sconn = NULL;
+    t->have_scid = 0;
+    return 0;
+}
+
+static xqc_int_t
+srv_stream_create(xqc_stream_t *stream, void *user)
+{
+    xqc_stream_set_user_data(stream, xqc_get_conn_user_data_by_stream(stream));
+    return 0;
+}
+
+static xqc_int_t
+srv_stream_read(xqc_stream_t *stream, void *user)
+{
+    mps_transfer *t = (mps_transfer *)user;
+    static unsigned char buf[1 << 16];
+    uint8_t fin = 0;
+    ssize_t n;
+    while ((n = xqc_stream_recv(stream, buf, sizeof buf, &fin)) > 0)
+        t->received += (uint64_t)n;
+    if (!t->finished && t->received >= t->cfg.size_bytes) {
+        t->finished = 1;
+        t->t_done = now_s();
+    }
+    server_stats(t, stream);
+    return 0;
+}
+
+static xqc_int_t
+noop_stream(xqc_stream_t *stream, void *user)
+{
+    return 0;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static const xqc_cong_ctrl_callback_t *
+cc_cb(int cc)
+{
+    switch (cc) {
+    case MPS_CC_RENO: return &xqc_reno_cb;
+    case MPS_CC_CUBIC: return &xqc_cubic_cb;
+    case MPS_CC_BBR: return &xqc_bbr_cb;
+    default: return &xqc_bbr2_cb;
+    }
+}
+
+static void
+settings(mps_transfer *t, xqc_conn_settings_t *s, int client)
+{
+    memset(s, 0, sizeof(*s));
+    s->pacing_on = t->cfg.pacing;
+    s->cong_ctrl_callback = *cc_cb(t->cfg.cc);
+    s->cc_params.customize_on = 1;
+    s->cc_params.init_cwnd = 32;
+    s->proto_version = XQC_VERSION_V1;
+    s->enable_multipath = 1;
+    s->multipath_version = XQC_MULTIPATH_10;
+    s->init_max_path_id = MPS_MAX_PATHS;
+    s->spurious_loss_detect_on = 0;
+    s->scheduler_callback = client ? mps_scheduler_cb : xqc_minrtt_scheduler_cb;
+    s->reinj_ctl_callback = xqc_default_reinj_ctl_cb;
+    s->mp_enable_reinjection = 0;
+    s->marking_reinjection = 1;
+}
+
+mps_transfer *
+mps_create(const mps_config *cfg, char *err, size_t errlen)
+{
+    mps_transfer *t;
+    xqc_config_t ec;
+    xqc_engine_ssl_config_t ssl;
+    xqc_engine_callback_t cbs;
+    xqc_transport_callbacks_t tcb;
+    xqc_app_proto_callbacks_t ap;
+    xqc_conn_settings_t cs;
+    xqc_conn_ssl_config_t cssl;
+    const xqc_cid_t *cid;
+    int w;
+
+    if (cfg->n_paths < 1 || cfg->n_paths > MPS_MAX_PATHS || cfg->cc < 0 || cfg->cc >= MPS_CC_COUNT
+        || cfg->mode < 0 || cfg->mode >= MPS_MODE_COUNT)
+    {
+        snprintf(err, errlen, "bad configuration (paths 1-%d, cc, mode)", MPS_MAX_PATHS);
+        return NULL;
+    }
+    t = calloc(1, sizeof(*t));
+    t->cfg = *cfg;
+    if (t->cfg.pacing < 0)
+        t->cfg.pacing = cfg->cc == MPS_CC_BBR || cfg->cc == MPS_CC_BBR2;
+    t->cert = strdup(cfg->cert_file);
+    t->key = strdup(cfg->key_file);
+    t->cfg.cert_file = t->cert;
+    t->cfg.key_file = t->key;
+    t->cfg.policy_lib = NULL;
+    t->res.completion_s = NAN;
+    atomic_init(&t->stop, 0);
+    atomic_init(&t->mode, cfg->mode);
+    mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda_step);
+    pthread_mutex_init(&t->lock, NULL);
+    for (w = 0; w < 2; ++w) {
+        t->rings[w].cap = cfg->ring_capacity;
+        t->rings[w].buf = cfg->ring_capacity ? calloc(cfg->ring_capacity, sizeof(mps_record)) : NULL;
+    }
+    if (cfg->policy_lib) {
+        t->dl = dlopen(cfg->policy_lib, RTLD_NOW | RTLD_LOCAL);
+        t->policy = t->dl ? (mps_policy_fn)dlsym(t->dl, "run_decide") : NULL;
+        if (!t->policy) {
+            snprintf(err, errlen, "policy library %s: %s", cfg->policy_lib, dlerror());
+            mps_destroy(t);
+            return NULL;
+        }
+    }
+    t->path_ok[0] = 1;
+    t->path_ids[0] = XQC_INITIAL_PATH_ID;
+    t->sides[0] = (side){t, 0, 0};
+    t->sides[1] = (side){t, 1, 0};
+
+    memset(&cbs, 0, sizeof cbs);
+    cbs.set_event_timer = set_timer;
+    cbs.log_callbacks.xqc_log_write_err = log_write;
+    cbs.log_callbacks.xqc_log_write_stat = log_write;
+
+    /* server */
+    memset(&ssl, 0, sizeof ssl);
+    ssl.private_key_file = t->key;
+    ssl.cert_file = t->cert;
+    ssl.ciphers = XQC_TLS_CIPHERS;
+    ssl.groups = XQC_TLS_GROUPS;
+    memset(&tcb, 0, sizeof tcb);
+    tcb.server_accept = srv_accept;
+    tcb.write_socket = srv_write;
+    tcb.write_socket_ex = srv_write_ex;
+    xqc_engine_get_default_config(&ec, XQC_ENGINE_SERVER);
+    ec.cfg_log_level = XQC_LOG_WARN;
+    t->srv = xqc_engine_create(XQC_ENGINE_SERVER, &ec, &ssl, &cbs, &tcb, &t->sides[1]);
+    if (!t->srv) {
+        snprintf(err, errlen, "xqc_engine_create (server) failed (certificate %s, key %s)", t->cert, t->key);
+        mps_destroy(t);
+        return NULL;
+    }
+    settings(t, &cs, 0);
+    xqc_server_set_conn_settings(t->srv, &cs);
+    memset(&ap, 0, sizeof ap);
+    ap.conn_cbs.conn_create_notify = srv_conn_create;
+    ap.conn_cbs.conn_close_notify = srv_conn_close;
+    ap.stream_cbs.stream_create_notify = srv_stream_create;
+    ap.stream_cbs.stream_read_notify = srv_stream_read;
+    ap.stream_cbs.stream_write_notify = noop_stream;
+    ap.stream_cbs.stream_close_notify = noop_stream;
+    xqc_engine_register_alpn(t->srv, ALPN, strlen(ALPN), &ap, NULL);
+
+    /* client */
+    memset(&ssl, 0, sizeof ssl);
+    ssl.ciphers = XQC_TLS_CIPHERS;
+    ssl.groups = XQC_TLS_GROUPS;
+    memset(&tcb, 0, sizeof tcb);
+    tcb.write_socket = cli_write;
+    tcb.write_socket_ex = cli_write_ex;
+    tcb.cert_verify_cb = cert_ok;
+    tcb.save_token = save_token;          /* no resumption: every run is a fresh connection */
+    tcb.save_session_cb = save_string;
+    tcb.save_tp_cb = save_string;
+    tcb.ready_to_create_path_notify = create_paths;
+    xqc_engine_get_default_config(&ec, XQC_ENGINE_CLIENT);
+    ec.cfg_log_level = XQC_LOG_WARN;
+    t->cli = xqc_engine_create(XQC_ENGINE_CLIENT, &ec, &ssl, &cbs, &tcb, &t->sides[0]);
+    if (!t->cli) {
+        snprintf(err, errlen, "xqc_engine_create (client) failed");
+        mps_destroy(t);
+        return NULL;
+    }
+    memset(&ap, 0, sizeof ap);
+    ap.conn_cbs.conn_create_notify = cli_conn_create;
+    ap.conn_cbs.conn_close_notify = cli_conn_close;
+    ap.conn_cbs.conn_handshake_finished = cli_handshake;
+    ap.stream_cbs.stream_read_notify = cli_stream_read;
+    ap.stream_cbs.stream_write_notify = cli_stream_write;
+    ap.stream_cbs.stream_close_notify = cli_stream_close;
+    xqc_engine_register_alpn(t->cli, ALPN, strlen(ALPN), &ap, NULL);
+
+    settings(t, &cs, 1);
+    memset(&cssl, 0, sizeof cssl);
+    cssl.cert_verify_flag = 0;
+    t->t_create = now_s();
+    cid = xqc_connect(t->cli, &cs, NULL, 0, "mpsched", 0, &cssl, (const struct sockaddr *)&cfg->server_addr,
+                      sizeof(cfg->server_addr), ALPN, t);
+    if (!cid) {
+        snprintf(err, errlen, "xqc_connect failed");
+        mps_destroy(t);
+        return NULL;
+    }
+    t->cid = *cid;
+    return t;
+}
+
+static void
+drain(mps_transfer *t, int fd, int server, const struct sockaddr_in *local)
+{
+    unsigned char buf[2048];
+    struct sockaddr_in peer;
+    int n_read = 0;
+    for (;;) {
+        socklen_t plen = sizeof peer;
+        ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&peer, &plen);
+        if (n <= 0)
+            break;
+        xqc_engine_packet_process(server ? t->srv : t->cli, buf, (size_t)n, (const struct sockaddr *)local,
+                                  sizeof(*local), (const struct sockaddr *)&peer, plen,
+                                  xqc_monotonic_timestamp(), t);
+        if (++n_read >= 256)
+            break;
+    }
+    if (n_read)
+        xqc_engine_finish_recv(server ? t->srv : t->cli);
+}
+
+int
+mps_run(mps_transfer *t)
+{
+    struct pollfd fds[MPS_MAX_PATHS + 1];
+    int n = t->cfg.n_paths, i;
+    double deadline = t->t_create + t->cfg.time_limit_s + 10.0, linger = 0.0;
+    for (i = 0; i < n; ++i)
+        fds[i] = (struct pollfd){t->cfg.client_fds[i], POLLIN, 0};
+    fds[n] = (struct pollfd){t->cfg.server_fd, POLLIN, 0};
+    xqc_engine_main_logic(t->cli);
+    while (!atomic_load(&t->stop)) {
+        double now = now_s(), wake = now + 0.05;
+        int timeout_ms, s;
+        if (t->started && now - t->t0 > t->cfg.time_limit_s) {
+            t->res.timed_out = 1;
+            break;
+        }
+        if (now > deadline) {
+            t->res.timed_out = 1;
+            break;
+        }
+        if (t->finished || t->cli_closed || t->srv_closed) {
+            if (linger == 0.0 && t->cconn)
+                client_stats(t);
+            if (linger == 0.0) {
+                linger = now + 0.2;  /* let the last ACKs and the close go out */
+                if (t->cconn && !t->cli_closed)
+                    xqc_conn_close(t->cli, &t->cid);
+            } else if (now > linger || (t->cli_closed && (t->srv_closed || t->finished))) {
+                break;
+            }
+        }
+        for (s = 0; s < 2; ++s)
+            if (t->sides[s].wake > 0.0 && t->sides[s].wake < wake)
+                wake = t->sides[s].wake;
+        if (t->cfg.interval_ms > 0 && t->started && t->next_interval < wake)
+            wake = t->next_interval;
+        timeout_ms = wake > now ? (int)((wake - now) * 1000.0) : 0;
+        if (poll(fds, (nfds_t)(n + 1), timeout_ms) < 0 && errno != EINTR) {
+            add_error(t, "poll failed", 11);
+            break;
+        }
+        for (i = 0; i < n; ++i)
+            if (fds[i].revents & POLLIN)
+                drain(t, fds[i].fd, 0, &t->cfg.client_addrs[i]);
+        if (fds[n].revents & POLLIN)
+            drain(t, fds[n].fd, 1, &t->cfg.server_addr);
+        now = now_s();
+        for (s = 0; s < 2; ++s)
+            if (t->sides[s].wake > 0.0 && t->sides[s].wake <= now) {
+                t->sides[s].wake = 0.0;
+                xqc_engine_main_logic(s ? t->srv : t->cli);
+            }
+        /* a path XQUIC could not create yet (no spare connection ID when it said it was ready) */
+        if (t->started && t->cconn && !t->finished && t->res.paths_created + 1 < (uint64_t)n
+            && now >= t->next_path_try)
+        {
+            t->next_path_try = now + 0.01;
+            create_paths(&t->cid, t);
+        }
+        if (t->cfg.interval_ms > 0 && t->started && now >= t->next_interval && t->cconn && !t->finished) {
+            mps_record r;
+            snapshot(t, t->cconn, NULL, 1, 0, &r, NULL);
+            r.chosen = -2;
+            ring_push(t, 0, &r);
+            t->next_interval += t->cfg.interval_ms / 1000.0;
+            if (t->next_interval < now)
+                t->next_interval = now;
+        }
+    }
+    if (t->finished)
+        t->res.completion_s = t->t_done - t->t0;
+    return t->finished ? 0 : -1;
+}
+
+void
+mps_stop(mps_transfer *t)
+{
+    atomic_store(&t->stop, 1);
+}
+
+void
+mps_set_mode(mps_transfer *t, int mode)
+{
+    if (mode >= 0 && mode < MPS_MODE_COUNT && (mode != MPS_POLICY || t->policy))
+        atomic_store(&t->mode, mode);
+}
+
+int
+mps_started(mps_transfer *t)
+{
+    return t->started;
+}
+
+double
+mps_elapsed(mps_transfer *t)
+{
+    return t->started ? now_s() - t->t0 : 0.0;
+}
+
+int
+mps_read(mps_transfer *t, int which, mps_record *out, int max, uint64_t *dropped)
+{
+    ring *g = &t->rings[which & 1];
+    int n = 0;
+    pthread_mutex_lock(&t->lock);
+    if (dropped)
+        *dropped = g->dropped;
+    g->dropped = 0;
+    while (g->tail < g->head && n < max)
+        out[n++] = g->buf[g->tail++ % g->cap];
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+void
+mps_get_result(mps_transfer *t, mps_result *out)
+{
+    *out = t->res;
+    out->finished = t->finished;
+    out->delivered = t->received;
+    out->decisions = t->decisions;
+    out->policy_errors = t->policy_errors;
+    out->policy_ns = t->policy_calls ? t->policy_ns / (double)t->policy_calls : NAN;
+}
+
+void
+mps_destroy(mps_transfer *t)
+{
+    int w;
+    if (!t)
+        return;
+    if (t->cli)
+        xqc_engine_destroy(t->cli);
+    if (t->srv)
+        xqc_engine_destroy(t->srv);
+    if (t->dl)
+        dlclose(t->dl);
+    for (w = 0; w < 2; ++w)
+        free(t->rings[w].buf);
+    pthread_mutex_destroy(&t->lock);
+    free(t->cert);
+    free(t->key);
+    free(t);
+}

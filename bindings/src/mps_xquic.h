@@ -1,0 +1,116 @@
+/* One multipath XQUIC file transfer (client = sender, server = receiver) driven by one event loop,
+ * with the workbench's schedulers inside XQUIC and a telemetry ring buffer.
+ *
+ * The caller creates the UDP sockets (one per path on the client, one on the server), each in its
+ * own network namespace, and hands over their descriptors: the loop itself never changes
+ * namespaces. Per-path state is recorded in the transport units of the exported policy header
+ * (export/transport.py): bytes, microseconds, bytes/s, counts; columns in envs.sim.layout order.
+ */
+#ifndef MPS_XQUIC_H
+#define MPS_XQUIC_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPS_MAX_PATHS 8
+#define MPS_N_OBS 15   /* envs.sim.layout.OBS_NAMES */
+#define MPS_N_COBS 6   /* envs.sim.layout.COBS_NAMES */
+
+/* The column order the recorder writes (checked against envs.sim.layout by the Python side). */
+#define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
+#define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining"
+
+enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_COUNT };
+
+/* Scheduling modes: XQUIC's own (minrtt, backup, rap), the workbench's C versions (rr, ecf,
+   blest) and an exported policy. */
+enum mps_mode { MPS_MINRTT, MPS_BACKUP, MPS_RAP, MPS_RR, MPS_ECF, MPS_BLEST, MPS_POLICY, MPS_MODE_COUNT };
+
+/* run_decide of export.runtime.build_library: raw counters [n][np][N_OBS], [n][N_COBS] */
+typedef void (*mps_policy_fn)(const uint64_t *pr, const uint64_t *cr, const int32_t *nsub, int np, int n,
+                              uint64_t *rng_state, int32_t *out);
+
+typedef struct mps_config {
+    int n_paths;
+    int client_fds[MPS_MAX_PATHS];
+    struct sockaddr_in client_addrs[MPS_MAX_PATHS];
+    int server_fd;
+    struct sockaddr_in server_addr;
+    uint64_t size_bytes;
+    double time_limit_s;
+    int cc;
+    int mode;
+    int pacing;                  /* -1: on for bbr/bbr2 only */
+    const char *policy_lib;      /* shared object with run_decide (MPS_POLICY), or NULL */
+    const char *cert_file, *key_file;
+    double ecf_beta;             /* ECF hysteresis (0.25) */
+    double blest_lambda_step;    /* BLEST lambda step (0.1) */
+    uint32_t decision_every;     /* record every k-th decision (0: none) */
+    double interval_ms;          /* interval records (0: none) */
+    uint32_t ring_capacity;      /* records per ring */
+} mps_config;
+
+typedef struct mps_record {
+    double t;                    /* seconds since time zero (handshake done) */
+    int32_t mode;                /* scheduling mode in force */
+    int32_t chosen;              /* path index chosen (-1: wait); interval records: -2 */
+    uint64_t decisions;          /* decisions so far */
+    uint64_t obs[MPS_MAX_PATHS][MPS_N_OBS];
+    uint64_t cobs[MPS_N_COBS];
+    uint8_t active[MPS_MAX_PATHS];
+} mps_record;
+
+typedef struct mps_result {
+    int finished;                /* all bytes delivered in order to the server application */
+    int ooo_abort;               /* XQUIC aborted: too many out-of-order frames buffered */
+    int timed_out;
+    int stalled;                 /* XQUIC closed the idle connection (nothing was sent) */
+    double completion_s;         /* NaN unless finished */
+    double handshake_s;
+    uint64_t delivered;          /* bytes the server application read */
+    uint64_t path_sent[MPS_MAX_PATHS];      /* client: bytes sent per path (XQUIC path stats) */
+    uint64_t path_recv[MPS_MAX_PATHS];      /* server: effective bytes received per path */
+    uint64_t path_acked[MPS_MAX_PATHS];     /* client: bytes delivered (acknowledged) per path */
+    uint64_t lost_pkts, sent_pkts;
+    uint64_t decisions, policy_errors, paths_created;
+    double policy_ns;            /* mean time per policy call inside get_path (ns) */
+    int client_errno, server_errno;
+    int path_error;              /* last error of xqc_conn_create_path (0: none) */
+    char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
+} mps_result;
+
+typedef struct mps_transfer mps_transfer;
+
+mps_transfer *mps_create(const mps_config *cfg, char *err, size_t errlen);
+int mps_run(mps_transfer *t);          /* the event loop; returns when done, stopped or timed out */
+void mps_stop(mps_transfer *t);        /* from any thread */
+void mps_set_mode(mps_transfer *t, int mode);   /* from any thread; takes effect at the next packet */
+int mps_started(mps_transfer *t);      /* time zero passed */
+double mps_elapsed(mps_transfer *t);
+/* records since the last read: which = 0 intervals, 1 decisions; returns how many were copied;
+   *dropped gets how many were overwritten before being read */
+int mps_read(mps_transfer *t, int which, mps_record *out, int max, uint64_t *dropped);
+void mps_get_result(mps_transfer *t, mps_result *out);
+void mps_destroy(mps_transfer *t);
+
+/* The pure scheduler rules (no XQUIC), for tests: obs as recorded, avail per path; returns the
+   path index or -1 (wait). state: mps_rule_state, initialised by mps_rule_init. */
+typedef struct mps_rule_state {
+    uint32_t rr_next;
+    int ecf_waiting;
+    double blest_lambda;
+    double ecf_beta, blest_step;
+} mps_rule_state;
+void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_step);
+int mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
+                  uint64_t mss);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

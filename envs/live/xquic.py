@@ -1,0 +1,311 @@
+"""XQUIC backend (``live.backend=xquic``): one multipath QUIC transfer from the client to the server
+host with XQUIC (alibaba/xquic) through the ``mpsched_xquic`` extension (``bindings/``), one UDP
+socket per path on the client (bound to the path's address, so source routing sends it over that
+path) and one on the server. XQUIC runs one CC instance per path and calls our scheduler once per
+packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf and blest
+(``bindings/src/mps_rules.c``), or ``policy``: an exported policy header (``python -m export``)
+compiled into a shared object (``export.runtime.build_library``) whose ``decide`` runs inside
+``get_path`` on XQUIC's per-path state in the header's units.
+
+Telemetry: the scheduler records XQUIC's per-path state every ``telemetry_ms`` (interval
+records) and optionally every k-th decision with the path it chose (decision records) in ring
+buffers; ``XquicTransfer.intervals`` / ``decisions()`` read them in the simulator's units
+(``export.transport.from_raw``). ``set_mode`` switches the scheduler from Python while the
+transfer runs (``mpsched/Live-v0`` with ``backend="xquic"``: the action of an interval).
+
+XQUIC closes a connection whose stream has more than 8192 out-of-order frames buffered; that is
+reported as an outcome (``outcome == "ooo_abort"``, metric ``ooo_exceeded`` = 1), not as an error;
+so is a connection XQUIC closed for being idle (``stalled``: the scheduler waited and nothing
+woke it). Other endings (``timeout``, ``failed``) are errors.
+
+Time zero is the end of the handshake (where the client starts sending), as in the MPTCP backend.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from envs.errors import unknown_name
+from envs.live.mptcp import TransferResult, network_counters, workload_bytes
+from envs.live.system import LiveError
+from envs.live.telemetry import Sample
+from envs.metrics import transfer_metrics
+from envs.scenario import WorkloadSpec
+from envs.sim.layout import COBS_NAMES, OBS_NAMES
+
+CCS = ("reno", "cubic", "bbr", "bbr2")
+SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest")  # plus policy=<header>
+SOCKET_BUFFER = 8 << 20
+
+
+def extension():
+    """The ``mpsched_xquic`` module, or a LiveError saying how to build it."""
+    try:
+        import mpsched_xquic
+    except ImportError as err:
+        raise LiveError("live.backend=xquic needs the mpsched_xquic extension: build XQUIC (README, 'XQUIC') and "
+                        f"run XQUIC_DIR=/path/to/xquic pip install ./bindings ({err})") from None
+    if tuple(mpsched_xquic.OBS_NAMES.split(",")) != OBS_NAMES or tuple(mpsched_xquic.COBS_NAMES.split(",")) != COBS_NAMES:
+        raise LiveError("the mpsched_xquic extension records other columns than envs/sim/layout.py: rebuild it")
+    return mpsched_xquic
+
+
+def parse_scheduler(name: str) -> tuple[str, Path | None]:
+    """(mode, policy header) of ``minrtt`` ... or ``policy=<header.h>``."""
+    if name.startswith("policy="):
+        header = Path(name.split("=", 1)[1]).expanduser()
+        if not header.is_file():
+            raise LiveError(f"policy header {header} does not exist (make one with python -m export)")
+        return "policy", header
+    if name not in SCHEDULERS:
+        raise unknown_name("XQUIC scheduler", name, (*SCHEDULERS, "policy=<header.h>"))
+    return name, None
+
+
+def policy_library(header: Path) -> str:
+    """The exported header compiled into a shared object with ``run_decide`` (cached by content)."""
+    from export.runtime import build_library
+    return str(build_library(header.read_text()))
+
+
+def certificate() -> tuple[str, str]:
+    """A self-signed certificate and key for the server (made once, cached)."""
+    d = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mpsched" / "xquic"
+    cert, key = d / "cert.pem", d / "key.pem"
+    if not (cert.is_file() and key.is_file()):
+        if not shutil.which("openssl"):
+            raise LiveError("the XQUIC server needs a certificate: install openssl")
+        d.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "3650", "-subj", "/CN=mpsched"],
+                       check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+def records_to_sim(rec: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raw records (transport units) -> (obs [N, P, N_OBS], cobs [N, N_COBS]) in the simulator's
+    units, and the active mask [N, P]."""
+    from export.transport import from_raw
+    obs, cobs = from_raw(rec["obs"], rec["cobs"])
+    return obs, cobs, np.asarray(rec["active"], dtype=bool)
+
+
+class XquicResult(TransferResult):
+    """A TransferResult whose per-path bytes are what the server received on each path (XQUIC's
+    path statistics), with XQUIC's own counters in ``extra``."""
+
+    @property
+    def path_bytes(self) -> np.ndarray:
+        return np.asarray(self.extra["path_recv"], dtype=float)
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        rtt_sum, rtt_cnt = self.rtt_weighted()
+        m = transfer_metrics(self.delivered_bytes, self.span_s, self.completion_s, self.path_bytes, rtt_sum, rtt_cnt,
+                             self.sent_pkts.sum(), self.lost_pkts.sum())
+        m["ooo_exceeded"] = np.array([1.0 if self.extra.get("outcome") == "ooo_abort" else 0.0])
+        return m
+
+
+class XquicTransfer:
+    """One XQUIC transfer on a started testbed: ``start()``, ``wait()``, ``result()`` (the MPTCP
+    backend's interface), plus ``set_mode`` and ``decisions()``."""
+
+    def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
+                 scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
+                 ecf_beta: float = 0.25, blest_lambda_step: float = 0.1) -> None:
+        self.tb, self.cc = testbed, XquicBackend.check(cc)
+        self.mx = extension()
+        self.mode, header = parse_scheduler(scheduler)
+        self.scheduler = scheduler
+        self.policy_lib = policy_library(header) if header else None
+        self.workload = workload
+        total, limit = workload_bytes(workload)
+        if not math.isfinite(total):
+            raise LiveError("live.backend=xquic runs file transfers (workload type file); bulk is not supported yet")
+        self.total, self.limit_s = int(total), limit or max_duration_s
+        if not telemetry_ms > 0:
+            raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
+        self.telemetry_ms, self.decision_every = float(telemetry_ms), int(decision_every)
+        self.ecf_beta, self.blest_lambda_step = ecf_beta, blest_lambda_step
+        self.done = threading.Event()
+        self.t0: float | None = None
+        self._socks: list[socket.socket] = []
+        self._thread: threading.Thread | None = None
+        self._t = None
+        self._intervals: list[dict] = []
+        self._decisions: list[dict] = []
+        self.dropped = {"intervals": 0, "decisions": 0}  # records the rings overwrote before a read
+        self._lock = threading.Lock()
+        self._error: str | None = None
+        self._counters0 = None
+
+    # ------------------------------------------------------------------ run
+    def start(self) -> XquicTransfer:
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _udp(self, host: str, ip: str) -> socket.socket:
+        s = self.tb.socket(host, 0, socket.SOCK_DGRAM)
+        self._socks.append(s)
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+        s.bind((ip, 0))
+        return s
+
+    def _start(self) -> XquicTransfer:
+        tb = self.tb
+        cert, key = certificate()
+        self._counters0 = network_counters(tb)
+        server = self._udp("server", tb.paths[0].server_ip)
+        clients = [self._udp("client", p.client_ip) for p in tb.paths]
+        self._t = self.mx.Transfer(
+            [c.fileno() for c in clients], [c.getsockname() for c in clients], server.fileno(), server.getsockname(),
+            self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s), self.ecf_beta,
+            self.blest_lambda_step, self.decision_every, self.telemetry_ms, 1 << 14, -1)
+        self._wall0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10.0
+        while not self._t.started and not self.done.is_set():
+            if time.monotonic() > deadline:
+                raise LiveError("the XQUIC handshake did not finish within 10 s: " + self._t.result()["errors"])
+            time.sleep(0.002)
+        if not self._t.started:
+            raise LiveError("the XQUIC connection ended before its handshake: " + self._t.result()["errors"])
+        self.t0 = time.monotonic() - self._t.elapsed
+        return self
+
+    def _run(self) -> None:
+        try:
+            self._t.run()
+        except Exception as err:  # reported by result()
+            self._error = f"XQUIC event loop: {err}"
+        finally:
+            self.done.set()
+
+    def set_mode(self, mode: str) -> None:
+        """Switch XQUIC's scheduler (one of the modes; ``policy`` only with a policy loaded)."""
+        if self._t is not None and not self.done.is_set():
+            self._t.set_mode(mode)
+
+    def _drain(self) -> None:
+        with self._lock:
+            if self._t is None:
+                return
+            for which, store in (("intervals", self._intervals), ("decisions", self._decisions)):
+                rec = self._t.read(which)
+                self.dropped[which] += rec.pop("dropped")
+                if len(rec["t"]):
+                    store.append(rec)
+
+    @staticmethod
+    def _concat(parts: list[dict], P: int) -> dict:
+        if not parts:
+            return {"t": np.zeros(0), "mode": np.zeros(0, np.int32), "chosen": np.zeros(0, np.int32),
+                    "decisions": np.zeros(0, np.uint64), "obs": np.zeros((0, P, len(OBS_NAMES)), np.uint64),
+                    "cobs": np.zeros((0, len(COBS_NAMES)), np.uint64), "active": np.zeros((0, P), bool)}
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def intervals(self) -> dict:
+        """Every interval record so far: raw counters (transport units) and times."""
+        self._drain()
+        return self._concat(self._intervals, len(self.tb.paths))
+
+    def decisions(self) -> dict:
+        """The sampled per-decision records so far (``chosen``: path index, -1 = wait)."""
+        self._drain()
+        return self._concat(self._decisions, len(self.tb.paths))
+
+    def sample_now(self) -> Sample | None:
+        """The newest interval record as a telemetry Sample (simulator units)."""
+        self._drain()
+        if not self._intervals:
+            return None
+        last = {k: v[-1:] for k, v in self._intervals[-1].items()}
+        obs, cobs, active = records_to_sim(last)
+        return Sample(float(last["t"][0]), obs[0], cobs[0], active[0])
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.done.wait(self.limit_s + 30.0 if timeout is None else timeout)
+
+    def stop(self) -> None:
+        if self._t is not None:
+            self._t.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        for s in self._socks:
+            s.close()
+        self._socks.clear()
+
+    def result(self) -> XquicResult:
+        """Stop (if still running) and measure."""
+        finished_at = time.monotonic()
+        if not self.done.is_set():
+            self._t.stop()
+        self._thread.join(timeout=10.0)
+        self._drain()
+        r = self._t.result()
+        self.stop()
+        with self._lock:
+            self._t = None  # frees XQUIC's engines; the records are in Python now
+        counters1 = network_counters(self.tb)
+        sent, lost = counters1[0] - self._counters0[0], counters1[1] - self._counters0[1]
+        iv = self._concat(self._intervals, len(self.tb.paths))
+        obs, cobs, active = records_to_sim(iv)
+        outcome = "finished" if r["finished"] else "ooo_abort" if r["ooo_abort"] else \
+            "stalled" if r["stalled"] else "timeout" if r["timed_out"] else "failed"
+        errors = [e for e in (self._error, r["errors"] if outcome in ("timeout", "failed") else None) if e]
+        if outcome == "failed" and not errors:
+            errors.append(f"XQUIC transfer ended early (client errno {r['client_errno']}, server errno "
+                          f"{r['server_errno']})")
+        done = bool(r["finished"])
+        completion = float(r["completion_s"]) if done else math.nan
+        span = completion if done else min(self.limit_s, finished_at - (self.t0 or finished_at))
+        extra = dict(r, outcome=outcome, scheduler=self.scheduler, dropped_records=dict(self.dropped),
+                     path_active=(active.mean(axis=0) if len(active) else np.zeros(active.shape[1])).tolist())
+        return XquicResult(self.cc, self.workload.type, float(self.total), self.workload.duration_s,
+                           float(self.total if done else r["delivered"]), completion, span,
+                           float(r["handshake_s"]), iv["t"], obs, cobs, active, sent, lost,
+                           wall_s=finished_at - self._wall0, error="; ".join(errors) or None, extra=extra)
+
+
+class XquicBackend:
+    """``live.backend=xquic``: XQUIC with the chosen scheduler inside it (it controls scheduling)."""
+
+    name = "xquic"
+    controls_scheduler = True
+    scheduler = "minrtt"
+
+    @staticmethod
+    def check(cc: str) -> str:
+        """``cc`` if XQUIC has it and the extension is installed (before anything is built)."""
+        if cc not in CCS:
+            raise unknown_name("XQUIC congestion control", cc, CCS)
+        extension()
+        return cc
+
+    @staticmethod
+    def check_scheduler(scheduler: str) -> str:
+        parse_scheduler(scheduler)
+        return scheduler
+
+    @staticmethod
+    def transfer(testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0, scheduler: str = "minrtt",
+                 decision_every: int = 0) -> XquicTransfer:
+        return XquicTransfer(testbed, cc, workload, telemetry_ms, scheduler, decision_every)
+
+
+__all__ = ["CCS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension", "parse_scheduler",
+           "records_to_sim"]

@@ -1,0 +1,283 @@
+"""XQUIC bindings (bindings/, envs/live/xquic.py): the C scheduler rules, real multipath XQUIC
+transfers in a Mininet testbed, telemetry and mode switching, and decision parity of an exported
+policy inside XQUIC's get_path with the Python policy.
+
+Needs the mpsched_xquic extension (XQUIC_DIR=/path/to/xquic pip install ./bindings; README,
+"XQUIC"); the live tests also need what tests/test_live.py needs. Skipped with the reason
+otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.live.system import unavailable_reason
+
+try:
+    import mpsched_xquic
+    EXT_REASON = None
+except ImportError as err:
+    mpsched_xquic = None
+    EXT_REASON = (f"mpsched_xquic is not built ({err}): build XQUIC and run "
+                  "XQUIC_DIR=/path/to/xquic pip install ./bindings")
+LIVE_REASON = EXT_REASON or unavailable_reason()
+needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
+needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")
+
+from envs.live.xquic import XquicResult, parse_scheduler  # noqa: E402 (plain Python; no extension)
+from envs.scenario import resolve_scenarios  # noqa: E402
+from envs.sim.layout import (COBS_BACKLOG, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND,  # noqa: E402
+                             OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
+
+MB = 10**6
+MSS = 1200
+
+
+# ------------------------------------------------------------------ without XQUIC
+
+def test_an_out_of_order_abort_is_an_outcome_and_a_metric_not_an_error():
+    P = 2
+    r = XquicResult("cubic", "file", 5e6, None, 3e6, np.nan, 2.0, 0.05, np.zeros(0), np.zeros((0, P, N_OBS)),
+                    np.zeros((0, N_COBS)), np.zeros((0, P), bool), np.array([10.0, 10.0]), np.zeros(2),
+                    wall_s=2.0, error=None, extra={"outcome": "ooo_abort", "path_recv": [2e6, 1e6]})
+    m = r.metrics()
+    assert m["ooo_exceeded"][0] == 1.0 and np.isnan(m["completion_s"][0])
+    assert m["goodput_mbps"][0] == pytest.approx(3e6 * 8 / 2.0 / 1e6)
+    assert m["per_path_goodput_mbps"][0].tolist() == pytest.approx([8.0, 4.0])
+
+
+def test_scheduler_names_and_policy_headers_are_checked(tmp_path):
+    assert parse_scheduler("ecf") == ("ecf", None)
+    with pytest.raises(Exception, match="unknown XQUIC scheduler 'fastest'"):
+        parse_scheduler("fastest")
+    with pytest.raises(Exception, match="does not exist"):
+        parse_scheduler(f"policy={tmp_path / 'none.h'}")
+
+
+# ------------------------------------------------------------------ the C rules (extension, no network)
+
+def state(srtt_ms, cwnd_pkts, inflight_pkts, avail, rttvar_ms=(1, 1), sampled=(1, 1)):
+    obs = np.zeros((len(srtt_ms), N_OBS), np.uint64)
+    obs[:, OBS_SRTT] = np.array(srtt_ms) * 1000
+    obs[:, OBS_LATEST_RTT] = obs[:, OBS_SRTT] * np.array(sampled, np.uint64)
+    obs[:, OBS_RTTVAR] = np.array(rttvar_ms) * 1000
+    obs[:, OBS_CWND] = np.array(cwnd_pkts) * MSS
+    obs[:, OBS_INFLIGHT] = np.array(inflight_pkts) * MSS
+    obs[:, OBS_AVAILABLE] = avail
+    return obs
+
+
+def conn(backlog_pkts, rwnd_bytes=10 * MB):
+    c = np.zeros(N_COBS, np.uint64)
+    c[COBS_BACKLOG] = backlog_pkts * MSS
+    c[COBS_RWND] = rwnd_bytes
+    return c
+
+
+@needs_ext
+def test_minrtt_and_rr_rules():
+    r = mpsched_xquic.Rules()
+    s = state([30, 10], [10, 10], [0, 10], [1, 0])
+    assert r.pick("minrtt", s, conn(100)) == 0  # the fast path is full: the available one
+    assert r.pick("minrtt", state([30, 10], [10, 10], [0, 0], [1, 1]), conn(100)) == 1
+    assert r.pick("minrtt", state([30, 10], [10, 10], [10, 10], [0, 0]), conn(100)) == -1
+    both = state([30, 10], [10, 10], [0, 0], [1, 1])
+    assert [r.pick("rr", both, conn(100)) for _ in range(4)] == [0, 1, 0, 1]
+
+
+@needs_ext
+def test_ecf_waits_for_the_fast_path_when_it_finishes_first_and_has_hysteresis():
+    r = mpsched_xquic.Rules(ecf_beta=0.25)
+    # F: 10 ms, 20 packets, full; S: 100 ms. 10 packets waiting: n = 1.5, 15 ms < 101 ms, and
+    # (10 / 20) * 100 = 50 >= 2 * 10 + 1: wait for F
+    s = state([10, 100], [20, 20], [20, 0], [0, 1])
+    assert r.pick("ecf", s, conn(10)) == -1 and r.ecf_waiting
+    # a long backlog: F cannot finish it first (n tau_F = 51 * 10 >> 101): send on S, waiting reset
+    assert r.pick("ecf", s, conn(1000)) == 1 and not r.ecf_waiting
+    # F has window: F
+    assert r.pick("ecf", state([10, 100], [20, 20], [0, 0], [1, 1]), conn(10)) == 0
+    # S has no RTT sample yet (its srtt is XQUIC's initial 250 ms guess): try it
+    unsampled = state([10, 250], [20, 20], [20, 0], [0, 1], sampled=(1, 0))
+    assert r.pick("ecf", unsampled, conn(10)) == 1 and r.pick("blest", unsampled, conn(10, MSS)) == 1
+    # F blocked with nothing in flight: no ACK would reopen it, so waiting would stall: S
+    idle = state([10, 100], [20, 20], [0, 0], [0, 1])
+    assert r.pick("ecf", idle, conn(10)) == 1 and r.pick("blest", idle, conn(10, MSS)) == 1
+
+
+@needs_ext
+def test_blest_waits_when_the_slow_path_would_block_the_window_and_lambda_adapts():
+    r = mpsched_xquic.Rules(blest_lambda_step=0.1)
+    s = state([10, 40], [20, 20], [20, 5], [0, 1])
+    # X = mss (20 + 1.5) 4 = 86 mss; window 50 mss - 6 mss: wait
+    assert r.pick("blest", s, conn(100, rwnd_bytes=50 * MSS)) == -1
+    # a large window: send on S
+    assert r.pick("blest", s, conn(100, rwnd_bytes=1000 * MSS)) == 1
+    assert r.blest_lambda == pytest.approx(1.0)
+    r.pick("blest", s, conn(100, rwnd_bytes=MSS // 2))  # receive-window limited: lambda grows
+    assert r.blest_lambda == pytest.approx(1.1)
+
+
+# ------------------------------------------------------------------ live transfers
+
+S3 = "ispras_s3"
+
+
+def small(name: str, file_mb: float):
+    spec = resolve_scenarios(name)[0]
+    return spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": file_mb})})
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    from envs.live.testbed import Testbed
+    tb = Testbed(small(S3, 2), verify=True)
+    try:
+        tb.start()
+        yield tb
+    finally:
+        problems = tb.close()
+        assert not problems, problems
+        assert not tb.leftovers()
+
+
+def transfer(tb, cc, sched, **kw):
+    from envs.live.xquic import XquicBackend
+    tr = XquicBackend.transfer(tb, cc, tb.scenario.workload, kw.pop("telemetry_ms", 10.0), sched, **kw)
+    try:
+        tr.start()
+        assert tr.wait(60)
+        return tr, tr.result()
+    finally:
+        tr.stop()
+
+
+@needs_live
+@pytest.mark.parametrize("cc, sched", [("cubic", "minrtt"), ("bbr2", "ecf"), ("reno", "rr"), ("bbr", "blest")])
+def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched):
+    tr, r = transfer(testbed, cc, sched, decision_every=50)
+    assert r.error is None and r.extra["outcome"] == "finished", r.extra
+    m = r.metrics()
+    assert r.extra["paths_created"] == 2
+    assert sum(r.extra["path_recv"]) == 2 * MB and min(r.extra["path_recv"]) > 0  # both paths carried data
+    assert 5 < m["goodput_mbps"][0] < 140 and m["completion_s"][0] > 0
+    d = tr.decisions()
+    assert len(d["t"]) > 10 and set(np.unique(d["chosen"])) <= {-1, 0, 1}
+    assert (d["mode"] == mpsched_xquic.MODES.index(sched)).all()
+    assert len(r.times) > 3 and (np.diff(r.times) > 0).all()  # interval records every 10 ms
+    srtt = r.obs[:, :, OBS_SRTT][r.has_subflow]
+    assert 0.025 < np.median(srtt) < 0.2  # base RTT 30 ms (seconds, simulator units)
+
+
+@needs_live
+def test_the_mode_set_from_python_takes_effect_in_the_next_interval(testbed):
+    import time
+    from envs.live.xquic import XquicBackend
+    tr = XquicBackend.transfer(testbed, "cubic", testbed.scenario.workload, 5.0, "minrtt", decision_every=1)
+    try:
+        tr.start()
+        time.sleep(0.05)
+        tr.set_mode("rr")
+        assert tr.wait(60)
+        r = tr.result()
+    finally:
+        tr.stop()
+    assert r.extra["outcome"] == "finished"
+    iv = tr.intervals()
+    assert iv["mode"][0] == 0 and iv["mode"][-1] == mpsched_xquic.MODES.index("rr")
+    d = tr.decisions()
+    rr = d["mode"] == mpsched_xquic.MODES.index("rr")
+    assert rr.any() and (~rr).any()
+    chosen = d["chosen"][rr & (d["chosen"] >= 0)]
+    assert set(np.unique(chosen)) == {0, 1}
+
+
+@pytest.fixture(scope="module")
+def dqn_header(tmp_path_factory):
+    """An ISPRAS DQN (configs/agent/dqn.yaml) after a few simulated steps (its initial network),
+    exported."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from agents.registry import make_agent
+    from envs.vector_env import SB3VecEnv
+    from export import export_agent
+    cfg = OmegaConf.to_container(OmegaConf.load("configs/agent/dqn.yaml"))
+    spec, env = cfg["agent"], cfg["env"]
+    torch.manual_seed(0)
+    agent = make_agent(spec, 6, 2, seed=0)
+    venv = SB3VecEnv(2, scenario=small(S3, 0.2), cc="cubic", seed=1, decision=env["decision"],
+                     observation=env["observation"], reward=env["reward"]["name"])
+    agent.learn(venv, 64, Always())
+    meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
+            "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": 0, "finished": True,
+            "config_hash": "test", "scenarios": [S3], "ccs": ["cubic"]}
+    path = tmp_path_factory.mktemp("xquic") / "dqn.h"
+    export_agent(agent, meta, path, prefix="dqn_xquic")
+    return agent, meta, path
+
+
+class Always:
+    def on_step(self, n, rewards, infos) -> bool:
+        return True
+
+
+def python_blocked_decision(agent, observation: str, pr, cr) -> np.ndarray:
+    """The simulator's blocked decision with the Python policy on raw states: the fast path when
+    it has window, wait when no path has, else the policy (1 = the second path, 0 = wait)."""
+    from envs.features import compute, feature_set, table
+    from export.transport import from_raw
+    obs, cobs = from_raw(pr, cr)
+    n = len(pr)
+    feats = compute(table(feature_set(observation, 2)), obs, cobs, np.full(n, 2.0))
+    rows = np.arange(n)
+    fast = np.argmin(obs[..., OBS_SRTT], axis=1)
+    srtt = np.where(obs[..., OBS_AVAILABLE] > 0, obs[..., OBS_SRTT], np.inf)
+    srtt[rows, fast] = np.inf
+    second = np.argmin(srtt, axis=1)
+    fast_open = obs[rows, fast, OBS_AVAILABLE] > 0
+    ask = ~fast_open & np.isfinite(srtt.min(axis=1))
+    out = np.where(fast_open, fast, -1)
+    if ask.any():
+        out[ask] = np.where(agent.act(feats[ask], deterministic=True) == 1, second[ask], -1)
+    return out
+
+
+@needs_live
+def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(testbed, dqn_header):
+    from export.runtime import ExportedPolicy
+    agent, meta, header = dqn_header
+    tr, r = transfer(testbed, "cubic", f"policy={header}", decision_every=1)
+    assert r.extra["outcome"] == "finished" and r.extra["policy_errors"] == 0, r.extra
+    assert 0 < r.extra["policy_ns"] < 1e6
+    d = tr.decisions()
+    both = d["active"].all(axis=1)  # the policy decides once both paths exist (minRTT before)
+    pr, cr, chosen = d["obs"][both], d["cobs"][both], d["chosen"][both]
+    assert len(chosen) > 500
+    py = python_blocked_decision(agent, meta["observation"], pr, cr)
+    c = ExportedPolicy(header).decide(pr, cr, np.full(len(pr), 2, np.int32))
+    assert (c == py).all()  # recorded XQUIC states: the header in C and the Python policy agree
+    assert (chosen == py).all()  # ... and what XQUIC's get_path chose is that decision
+    blocked = (pr[np.arange(len(pr)), np.argmin(pr[..., OBS_SRTT], axis=1), OBS_AVAILABLE] == 0)
+    assert blocked.any()  # the policy (not only the fast-path rule) was asked
+
+
+@needs_live
+def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
+    import gymnasium as gym
+    import envs  # noqa: F401 (registers the environments)
+    env = gym.make("mpsched/Live-v0", scenario=small(S3, 3), cc="cubic", backend="xquic",
+                   modes=["minrtt", "rr"], interval_ms=50, observation="leeyoo", verify=False)
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["backend"] == "xquic" and obs.shape == env.observation_space.shape
+        tr = env.unwrapped.transfer
+        actions, done, steps = [1, 0, 1, 0, 1, 0, 1, 0], False, 0
+        while not done and steps < 200:
+            obs, reward, term, trunc, info = env.step(actions[steps % len(actions)])
+            done, steps = term or trunc, steps + 1
+            assert info["action_applied"] is True and np.isfinite(obs).all()
+        assert done and info["episode_metrics"]["goodput_mbps"] > 5
+        iv = tr.intervals()  # XQUIC's own record of the scheduler in force every 50 ms
+        assert set(np.unique(iv["mode"])) == {mpsched_xquic.MODES.index("minrtt"), mpsched_xquic.MODES.index("rr")}
+    finally:
+        env.close()
