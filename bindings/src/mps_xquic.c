@@ -35,7 +35,8 @@
 
 enum { O_CWND, O_SWND, O_SRTT, O_RTTVAR, O_MIN_RTT, O_LATEST_RTT, O_INFLIGHT, O_DELIVERY, O_LOSSES, O_RETRANS,
        O_RTOS, O_PACING, O_AVAILABLE, O_ACKED, O_SENT };
-enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING };
+enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING, C_ITEM_ACKED, C_ITEM_ELAPSED,
+       C_ITEMS_ACKED, C_ITEM_RATE };
 
 static unsigned char zeros[CHUNK];
 
@@ -196,6 +197,12 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
     r->cobs[C_ELAPSED] = t->started ? (uint64_t)((now - t->t0) * 1e6) : 0;
     r->cobs[C_RWND] = rwnd;
     r->cobs[C_REMAINING] = t->cfg.size_bytes - r->cobs[C_ACKED];
+    /* the file is the transfer's one item, requested when the connection started */
+    r->cobs[C_ITEM_ACKED] = r->cobs[C_ACKED];
+    r->cobs[C_ITEM_ELAPSED] = r->cobs[C_ELAPSED];
+    r->cobs[C_ITEMS_ACKED] = r->cobs[C_REMAINING] == 0;
+    r->cobs[C_ITEM_RATE] = r->cobs[C_ITEMS_ACKED] && r->cobs[C_ELAPSED]
+                               ? (uint64_t)(t->cfg.size_bytes * 1e6 / r->cobs[C_ELAPSED]) : 0;
     r->t = t->started ? now - t->t0 : 0.0;
     r->mode = atomic_load(&t->mode);
     r->decisions = t->decisions;

@@ -19,11 +19,11 @@ extern "C" {
 
 #define MPS_MAX_PATHS 8
 #define MPS_N_OBS 15   /* envs.sim.layout.OBS_NAMES */
-#define MPS_N_COBS 6   /* envs.sim.layout.COBS_NAMES */
+#define MPS_N_COBS 10  /* envs.sim.layout.COBS_NAMES */
 
 /* The column order the recorder writes (checked against envs.sim.layout by the Python side). */
 #define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
-#define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining"
+#define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining,item_acked,item_elapsed,items_acked,item_rate"
 
 enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_COUNT };
 
