@@ -35,7 +35,8 @@ MAY_BE_NAN = ("completion_s", "mean_rtt_ms", "throughput_mean_mbps", "throughput
 REORDER_PERCENTILES = (50, 90, 99)
 # metrics where a smaller value is better (a study's normalised score and ranks read them so)
 LOWER_IS_BETTER = frozenset({"completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes", "reorder_mean_bytes",
-                             "ooo_exceeded"})
+                             "ooo_exceeded", "reorder_p50_bytes", "reorder_p90_bytes", "reorder_p99_bytes",
+                             "throughput_var_mbps2", "download_time_s", "rebuffer_s"})
 
 
 def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:

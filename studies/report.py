@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from envs.evaluation import REPORTED  # noqa: E402
-from envs.metrics import mean_ci  # noqa: E402
+from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
 from studies import robustness  # noqa: E402
 from studies.spec import HEURISTIC, Study  # noqa: E402
 
@@ -68,10 +67,11 @@ def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
 
     # every metric of every cell, one row per cell
     rows = []
+    present = {m for r in results.values() for m in r["metrics"]}
     for (label, s, cc), r in results.items():
         row: dict[str, Any] = {"scheduler": label, "scenario": s, "cc": cc, "runs": study.runs,
                                "error": r["error"] or ""}
-        for m in REPORTED:
+        for m in (m for m in ALL_METRICS if m in present):
             mean, half = mean_ci(r["metrics"][m]) if m in r["metrics"] else (math.nan, math.nan)
             row[m], row[f"{m}_ci95"] = mean, half
         rows.append(row)

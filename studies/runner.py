@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
 from envs.errors import ConfigError
-from envs.evaluation import EVAL_SEED_OFFSET, REPORTED, evaluate_heuristic
+from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
+from envs.metrics import metric_names
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig
 from studies import report, spec
@@ -139,7 +140,7 @@ def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict
             per_run = _evaluate_checkpoint(entry.checkpoint, scenario, cc, ccs, runs, seed)
     except ConfigError as err:
         return {"metrics": {}, "error": str(err), "seconds": time.perf_counter() - start}
-    metrics = {k: np.asarray(per_run[k], dtype=float) for k in REPORTED}
+    metrics = {k: np.asarray(per_run[k], dtype=float) for k in metric_names(scenario.workload) if k in per_run}
     return {"metrics": metrics, "error": None, "seconds": time.perf_counter() - start}
 
 

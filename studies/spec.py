@@ -16,7 +16,7 @@ from agents.heuristics import NAMES as HEURISTICS, scheduler_params
 from envs import config
 from envs.cc import cc_params
 from envs.errors import ConfigError, out_of_range, unknown_name
-from envs.metrics import LOWER_IS_BETTER, METRICS
+from envs.metrics import ALL_METRICS, LOWER_IS_BETTER
 from envs.scenario import Scenario, load_scenario
 from envs.sim.simulator import SimConfig
 
@@ -107,8 +107,8 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     if not isinstance(workers, int) or workers < 1:
         raise out_of_range("workers", workers, "an integer >= 1")
     metric = given.get("metric") or cfg.get("metric") or "goodput_mbps"
-    if metric not in METRICS:
-        raise unknown_name("metric", metric, METRICS)
+    if metric not in ALL_METRICS:
+        raise unknown_name("metric", metric, ALL_METRICS)
     higher = given.get("higher_is_better")
     agents_dir = Path(cfg.get("agents_dir") or out_dir / "agents")
     mlflow_cfg = config.plain(cfg.get("mlflow")) or {}
