@@ -1,8 +1,7 @@
 """Wall time of a heuristics-only study: 6 schedulers x ispras_s1-s3 x cubic, bbr, bbr2 x 10 runs
 (10 MB files), cells spread over ``workers`` processes: ``python benchmarks/eval_speed.py
-[workers]`` (issue target: under 60 s on 2 cores). The 6 schedulers are the registered heuristics;
-while fewer than 6 are registered the list is filled by repeating them (labelled ``name#2``, ...),
-which costs the same as distinct ones. Prints the time to validate, evaluate and write the report
+[workers]`` (issue target: under 60 s on 2 cores). The 6 schedulers: minRTT, ECF, BLEST, RR, LTS
+and HSR (the ISPRAS baselines and three per-packet rules). Prints the time to validate, evaluate and write the report
 (MLflow logging excluded), and the summed per-cell time (the serial cost)."""
 
 from __future__ import annotations
@@ -11,25 +10,15 @@ import os
 import sys
 import tempfile
 import time
-from itertools import cycle, islice
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from agents.heuristics import NAMES
 from studies import report, runner, spec
 
 ROOT = Path(__file__).resolve().parents[1]
-N_SCHEDULERS = 6
-
-
-def schedulers() -> list[dict]:
-    out, seen = [], {}
-    for name in islice(cycle(NAMES), N_SCHEDULERS):
-        seen[name] = seen.get(name, 0) + 1
-        out.append({"label": name if seen[name] == 1 else f"{name}#{seen[name]}", "scheduler": name})
-    return out
+SCHEDULERS = ["minrtt", "ecf", "blest", "rr", "lts", "hsr"]
 
 
 def main(workers: int) -> None:
@@ -37,7 +26,7 @@ def main(workers: int) -> None:
         cfg = compose(config_name="evaluate", overrides=[f"workers={workers}"])
     with open_dict(cfg):
         cfg.study = OmegaConf.create({"name": "eval_speed", "runs": 10, "scenarios": ["ispras_s1", "ispras_s2",
-                                      "ispras_s3"], "ccs": ["cubic", "bbr", "bbr2"], "schedulers": schedulers()})
+                                      "ispras_s3"], "ccs": ["cubic", "bbr", "bbr2"], "schedulers": SCHEDULERS})
     out = Path(tempfile.mkdtemp(prefix="eval_speed-"))
     start = time.perf_counter()
     study = spec.from_config(cfg, out)
