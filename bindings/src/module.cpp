@@ -166,6 +166,7 @@ class Transfer {
         d["client_errno"] = r.client_errno;
         d["server_errno"] = r.server_errno;
         d["path_error"] = r.path_error;
+        d["cids_counted"] = r.cids_counted;
         d["errors"] = std::string(r.errors);
         return d;
     }

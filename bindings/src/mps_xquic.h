@@ -81,6 +81,7 @@ typedef struct mps_result {
     double policy_ns;            /* mean time per policy call inside get_path (ns) */
     int client_errno, server_errno;
     int path_error;              /* last error of xqc_conn_create_path (0: none) */
+    uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
     char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
 } mps_result;
 
