@@ -26,8 +26,8 @@ needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tes
 
 from envs.live.xquic import XquicResult, parse_scheduler  # noqa: E402 (plain Python; no extension)
 from envs.scenario import resolve_scenarios  # noqa: E402
-from envs.sim.layout import (COBS_BACKLOG, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND,  # noqa: E402
-                             OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
+from envs.sim.layout import (COBS_BACKLOG, COBS_ELAPSED, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE,  # noqa: E402
+                             OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
 
 MB = 10**6
 MSS = 1200
@@ -67,10 +67,11 @@ def state(srtt_ms, cwnd_pkts, inflight_pkts, avail, rttvar_ms=(1, 1), sampled=(1
     return obs
 
 
-def conn(backlog_pkts, rwnd_bytes=10 * MB):
+def conn(backlog_pkts, rwnd_bytes=10 * MB, elapsed_us=0):
     c = np.zeros(N_COBS, np.uint64)
     c[COBS_BACKLOG] = backlog_pkts * MSS
     c[COBS_RWND] = rwnd_bytes
+    c[COBS_ELAPSED] = elapsed_us
     return c
 
 
@@ -113,11 +114,55 @@ def test_blest_waits_when_the_slow_path_would_block_the_window_and_lambda_adapts
     # a large window: send on S
     assert r.pick("blest", s, conn(100, rwnd_bytes=1000 * MSS)) == 1
     assert r.blest_lambda == pytest.approx(1.0)
-    r.pick("blest", s, conn(100, rwnd_bytes=MSS // 2))  # receive-window limited: lambda grows
-    assert r.blest_lambda == pytest.approx(1.1)
+    # receive-window limited (at most 2 MSS free): lambda grows once per srtt of F (10 ms), to 1.3
+    for k in range(1, 6):
+        r.pick("blest", s, conn(100, rwnd_bytes=MSS, elapsed_us=11_000 * k))
+    assert r.blest_lambda == pytest.approx(1.3)
 
 
-# ------------------------------------------------------------------ live transfers
+@needs_ext
+@pytest.mark.parametrize("name", ["ecf", "blest"])
+def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
+    """Random path states (2-3 paths), in sequences so that ECF's hysteresis and BLEST's lambda
+    carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units).
+    States where the C rules' documented XQUIC differences apply (no RTT sample on the second
+    path, nothing in flight on the fast one) are not drawn."""
+    from agents.heuristics import pick, scheduler_id, scheduler_params
+    sid, prm = scheduler_id(name), scheduler_params(name, None, 3)
+    rng = np.random.default_rng(0)
+    waits = on_s = 0
+    for seq in range(20):
+        n = int(rng.integers(2, 4))
+        rules, st, t_us = mpsched_xquic.Rules(), np.zeros(16), 0
+        for _ in range(150):
+            srtt_ms = rng.integers(2, 200, n)
+            cwnd = rng.integers(2, 80, n)
+            infl = np.minimum(rng.integers(1, 90, n), cwnd + 5)
+            avail = (infl + 1 <= cwnd) & (rng.random(n) < 0.7)
+            c_obs = state(srtt_ms, cwnd, infl, avail, rttvar_ms=rng.integers(0, 30, n), sampled=np.ones(n, int))
+            t_us += int(rng.integers(1, 40)) * 1000 + 7  # never exactly one srtt (whole ms) apart
+            free = int(rng.choice([rng.integers(0, 3 * MSS), rng.integers(0, 400 * MSS)]))
+            c_conn = conn(int(rng.integers(0, 2000)), free, t_us)
+            py_obs = c_obs.astype(float)
+            for i in (OBS_SRTT, OBS_LATEST_RTT, OBS_RTTVAR):
+                py_obs[:, i] /= 1e6  # us -> s
+            py_conn = c_conn.astype(float)
+            py_conn[COBS_ELAPSED] /= 1e6
+            mask = int(pick(sid, prm, st, py_obs, py_conn, n, float(MSS), np.array([1], np.uint64), 0))
+            expect = mask.bit_length() - 1  # WAIT (0) -> -1
+            got = rules.pick(name, c_obs, c_conn)
+            assert got == expect, (name, seq, c_obs[:, [OBS_SRTT, OBS_CWND, OBS_INFLIGHT, OBS_AVAILABLE]], c_conn)
+            if name == "blest":
+                assert rules.blest_lambda == pytest.approx(1.0 + st[0])
+            else:
+                assert rules.ecf_waiting == bool(st[0])
+            if not avail[int(np.argmin(srtt_ms))]:  # F blocked: the rule itself decided
+                waits += got == -1
+                on_s += got >= 0
+    assert waits > 50 and on_s > 50  # both of its answers were compared
+
+
+# ------------------------------------------------------------------ live transfers# ------------------------------------------------------------------ live transfers
 
 S3 = "ispras_s3"
 

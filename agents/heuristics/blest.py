@@ -11,7 +11,12 @@ outstanding), sending on S would leave F blocked by the window: wait; else send 
 packet was sent with at most one MSS of receive window left), down by ``step`` otherwise, within
 [``lambda``, ``lambda_max``]. Readings chosen: the spec's start 1 and step 0.1; the upper bound
 1.3 is the Linux implementation's ``max_lambda`` (which starts at 1.2 and steps +0.04/-0.01 on
-retransmissions; set the parameters to get that)."""
+retransmissions; set the parameters to get that).
+
+The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py)
+differs on purpose in two states: a second path without an RTT sample yet (a new QUIC path has
+none until it carries data) gets the packet, and it does not wait for F while F has nothing in
+flight (XQUIC would never call the scheduler again: the connection would stall)."""
 
 from collections.abc import Mapping
 

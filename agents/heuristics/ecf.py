@@ -8,7 +8,12 @@ when ``(k / w_S) tau_S >= 2 tau_F + delta``, else send on S; otherwise clear ``w
 on S. Readings chosen, as in the paper's Linux code: ``k`` is the connection's send backlog
 (new data the receive window allows plus pending retransmissions) in MSS-sized packets, windows
 are congestion windows in packets, ``sigma`` is the RFC 6298 rttvar. Not burst-safe: the answer
-for S depends on the backlog, which each packet sent shrinks."""
+for S depends on the backlog, which each packet sent shrinks.
+
+The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py)
+differs on purpose in two states: a second path without an RTT sample yet (a new QUIC path has
+none until it carries data) gets the packet, and it does not wait for F while F has nothing in
+flight (XQUIC would never call the scheduler again: the connection would stall)."""
 
 from collections.abc import Mapping
 

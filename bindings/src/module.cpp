@@ -74,7 +74,7 @@ class Transfer {
              uint64_t size_bytes, const std::string &cc, const std::string &scheduler, py::object policy_lib,
              const std::string &cert_file, const std::string &key_file, double time_limit_s, double ecf_beta,
              double blest_lambda_step, uint32_t decision_every, double interval_ms, uint32_t ring_capacity,
-             int pacing) {
+             int pacing, double blest_lambda, double blest_lambda_max) {
         if (client_fds.empty() || client_fds.size() > MPS_MAX_PATHS || client_fds.size() != client_addrs.size())
             throw py::value_error("one client socket and address per path, 1 to 8 paths");
         mps_config c{};
@@ -96,7 +96,9 @@ class Transfer {
         c.cert_file = cert_file.c_str();
         c.key_file = key_file.c_str();
         c.ecf_beta = ecf_beta;
+        c.blest_lambda = blest_lambda;
         c.blest_lambda_step = blest_lambda_step;
+        c.blest_lambda_max = blest_lambda_max;
         c.decision_every = decision_every;
         c.interval_ms = interval_ms;
         c.ring_capacity = ring_capacity;
@@ -166,6 +168,7 @@ class Transfer {
         d["client_errno"] = r.client_errno;
         d["server_errno"] = r.server_errno;
         d["path_error"] = r.path_error;
+        d["cids_counted"] = r.cids_counted;
         d["errors"] = std::string(r.errors);
         return d;
     }
@@ -177,7 +180,9 @@ class Transfer {
 
 class Rules {
   public:
-    Rules(double ecf_beta, double blest_lambda_step) { mps_rule_init(&s_, ecf_beta, blest_lambda_step); }
+    Rules(double ecf_beta, double blest_lambda_step, double blest_lambda, double blest_lambda_max) {
+        mps_rule_init(&s_, ecf_beta, blest_lambda, blest_lambda_step, blest_lambda_max);
+    }
     int pick(const std::string &mode, py::array_t<uint64_t, py::array::c_style | py::array::forcecast> obs,
              py::array_t<uint64_t, py::array::c_style | py::array::forcecast> cobs, uint64_t mss) {
         int m = index_of(MODES, mode, "rule");
@@ -185,7 +190,7 @@ class Rules {
             throw py::value_error("C rules: minrtt, rr, ecf, blest");
         if (obs.ndim() != 2 || obs.shape(1) != MPS_N_OBS || obs.shape(0) < 1 || obs.shape(0) > MPS_MAX_PATHS ||
             cobs.size() != MPS_N_COBS)
-            throw py::value_error("obs [P, 15] (1-8 paths) and cobs [6] in transport units");
+            throw py::value_error("obs [P, " + std::to_string(MPS_N_OBS) + "] (1-8 paths) and cobs [" + std::to_string(MPS_N_COBS) + "] in transport units");
         return mps_rule_pick(&s_, m, static_cast<int>(obs.shape(0)),
                              reinterpret_cast<const uint64_t(*)[MPS_N_OBS]>(obs.data()), cobs.data(), mss);
     }
@@ -209,12 +214,13 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     py::class_<Transfer>(m, "Transfer")
         .def(py::init<std::vector<int>, std::vector<py::tuple>, int, py::tuple, uint64_t, const std::string &,
                       const std::string &, py::object, const std::string &, const std::string &, double, double,
-                      double, uint32_t, double, uint32_t, int>(),
+                      double, uint32_t, double, uint32_t, int, double, double>(),
              py::arg("client_fds"), py::arg("client_addrs"), py::arg("server_fd"), py::arg("server_addr"),
              py::arg("size_bytes"), py::arg("cc"), py::arg("scheduler") = "minrtt", py::arg("policy_lib") = py::none(),
              py::arg("cert_file"), py::arg("key_file"), py::arg("time_limit_s") = 600.0, py::arg("ecf_beta") = 0.25,
              py::arg("blest_lambda_step") = 0.1, py::arg("decision_every") = 0, py::arg("interval_ms") = 0.0,
-             py::arg("ring_capacity") = 4096, py::arg("pacing") = -1)
+             py::arg("ring_capacity") = 4096, py::arg("pacing") = -1, py::arg("blest_lambda") = 1.0,
+             py::arg("blest_lambda_max") = 1.3)
         .def("run", &Transfer::run, "Run the event loop until the file is delivered, stop() or the time limit")
         .def("stop", &Transfer::stop)
         .def("set_mode", &Transfer::set_mode)
@@ -223,7 +229,8 @@ PYBIND11_MODULE(mpsched_xquic, m) {
         .def("read", &Transfer::read, py::arg("which") = "intervals")
         .def("result", &Transfer::result);
     py::class_<Rules>(m, "Rules")
-        .def(py::init<double, double>(), py::arg("ecf_beta") = 0.25, py::arg("blest_lambda_step") = 0.1)
+        .def(py::init<double, double, double, double>(), py::arg("ecf_beta") = 0.25,
+             py::arg("blest_lambda_step") = 0.1, py::arg("blest_lambda") = 1.0, py::arg("blest_lambda_max") = 1.3)
         .def("pick", &Rules::pick, py::arg("mode"), py::arg("obs"), py::arg("cobs"), py::arg("mss") = 1200)
         .def_property_readonly("blest_lambda", &Rules::blest_lambda)
         .def_property_readonly("ecf_waiting", &Rules::ecf_waiting);

@@ -1,5 +1,6 @@
 /* The workbench's heuristic schedulers in C, on the recorded per-path counters (transport units),
- * following /work/shared/spec/schedulers.md:
+ * following /work/shared/spec/schedulers.md; the Python heuristics (agents/heuristics/ecf.py,
+ * blest.py) are the reference, and tests/test_xquic.py feeds both the same states:
  *  - RR: cycle through the available paths, one packet each.
  *  - ECF (Lim et al., CoNEXT 2017): send on the fast path F when it has window; otherwise with
  *    k packets waiting, n = 1 + k / w_F, delta = max(sigma_F, sigma_S): if
@@ -7,15 +8,17 @@
  *    (waiting = 1), else send on S; otherwise waiting = 0 and send on S.
  *  - BLEST (Ferlin et al., IFIP Networking 2016): send on F when it has window; otherwise
  *    X = mss (w_F + (rtts - 1) / 2) rtts with rtts = tau_S / tau_F; wait when
- *    X lambda > rwnd - mss (f_S + 1), else send on S. lambda starts at 1, grows by a step when the
- *    connection is receive-window limited (rwnd below one MSS), shrinks by a step (not below 1)
- *    otherwise.
- * Windows and flights are in packets of mss bytes, as in the papers. For ECF and BLEST a second
- * path without an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets
- * the packet: a new MPTCP subflow has one from its handshake, a new QUIC path only once it
- * carries data, and without it the rules would never try the path. They wait for F only while F
- * has bytes in flight: with none, no acknowledgement would reopen its window and the connection
- * would stall (XQUIC calls the scheduler again only when something changes).
+ *    X lambda > rwnd - mss (f_S + 1), else send on S. lambda adapts once per srtt of F (on every
+ *    call, before the rule): up by a step, to at most lambda_max, when the free window was at
+ *    most 2 MSS at some call since the last adaptation, else down by a step, to at least its
+ *    start value.
+ * Windows and flights are in packets of mss bytes, as in the papers. Deliberate differences from
+ * the Python versions, for XQUIC (documented there too): for ECF and BLEST a second path without
+ * an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets the packet: a
+ * new MPTCP subflow has one from its handshake, a new QUIC path only once it carries data, and
+ * without it the rules would never try the path. They wait for F only while F has bytes in
+ * flight: with none, no acknowledgement would reopen its window and the connection would stall
+ * (XQUIC calls the scheduler again only when something changes).
  */
 #include "mps_xquic.h"
 
@@ -25,13 +28,18 @@ enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING, C_ITEM_ACK
        C_ITEMS_ACKED, C_ITEM_RATE };
 
 void
-mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_step)
+mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, double blest_step,
+              double blest_lambda_max)
 {
     s->rr_next = 0;
     s->ecf_waiting = 0;
-    s->blest_lambda = 1.0;
+    s->blest_lambda = blest_lambda;
+    s->blest_hol = 0;
+    s->blest_last = 0;
     s->ecf_beta = ecf_beta;
+    s->blest_lambda0 = blest_lambda;
     s->blest_step = blest_step;
+    s->blest_lambda_max = blest_lambda_max;
 }
 
 /* F = lowest srtt among all paths; S = lowest srtt among the other available paths */
@@ -82,6 +90,24 @@ pick_ecf(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], cons
     return sp;
 }
 
+/* BLEST's lambda, once per srtt of the fast path f */
+static void
+adapt_blest(mps_rule_state *s, int f, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs, double mss)
+{
+    uint64_t now = cobs[C_ELAPSED];
+    if ((double)cobs[C_RWND] <= 2.0 * mss)
+        s->blest_hol = 1;
+    if (now - s->blest_last >= obs[f][O_SRTT]) {
+        double up = s->blest_lambda + s->blest_step, down = s->blest_lambda - s->blest_step;
+        if (s->blest_hol)
+            s->blest_lambda = up < s->blest_lambda_max ? up : s->blest_lambda_max;
+        else
+            s->blest_lambda = down > s->blest_lambda0 ? down : s->blest_lambda0;
+        s->blest_hol = 0;
+        s->blest_last = now;
+    }
+}
+
 static int
 pick_blest(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs, double mss)
 {
@@ -90,10 +116,6 @@ pick_blest(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], co
     double wf = (double)obs[f][O_CWND] / mss, fs = (double)obs[sp][O_INFLIGHT] / mss;
     double rwnd = (double)cobs[C_RWND];
     double x = mss * (wf + (rtts - 1.0) / 2.0) * rtts;
-    if (rwnd < mss)
-        s->blest_lambda += s->blest_step;
-    else if (s->blest_lambda > 1.0)
-        s->blest_lambda = s->blest_lambda - s->blest_step > 1.0 ? s->blest_lambda - s->blest_step : 1.0;
     if (x * s->blest_lambda > rwnd - mss * (fs + 1.0))
         return -1;
     return sp;
@@ -109,6 +131,8 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
     if (mode == MPS_RR)
         return pick_rr(s, n, obs);
     roles(n, obs, &f, &sp);
+    if (mode == MPS_BLEST)
+        adapt_blest(s, f, obs, cobs, (double)mss);
     if (obs[f][O_AVAILABLE])
         return f;
     if (sp < 0)

@@ -21,8 +21,11 @@
 #include <xquic/xquic.h>
 #include <xquic/xquic_typedef.h>
 #include "src/common/xqc_list.h"
+#include "src/transport/xqc_cid.h"
 #include "src/transport/xqc_conn.h"
 #include "src/transport/xqc_multipath.h"
+#include "src/transport/xqc_packet_out.h"
+#include "src/transport/xqc_send_queue.h"
 #include "src/transport/xqc_send_ctl.h"
 #include "src/transport/xqc_stream.h"
 #include "src/transport/scheduler/xqc_scheduler_common.h"
@@ -423,6 +426,60 @@ cert_ok(const unsigned char *certs[], const size_t cert_len[], size_t certs_len,
     return 0;
 }
 
+/* 1 if a packet carrying one of path_id's MP_NEW_CONNECTION_ID frames is still queued, scheduled
+ * on a path, unacknowledged or lost (neither it nor its original acknowledged). */
+static int
+cid_frames_outstanding(xqc_connection_t *c, uint64_t path_id)
+{
+    xqc_send_queue_t *q = c->conn_send_queue;
+    xqc_list_head_t *lists[5 + MPS_MAX_PATHS * XQC_SEND_TYPE_N];
+    xqc_list_head_t *pos;
+    int n = 0, i;
+    lists[n++] = &q->sndq_send_packets;
+    lists[n++] = &q->sndq_send_packets_high_pri;
+    lists[n++] = &q->sndq_unacked_packets[XQC_PNS_APP_DATA];
+    lists[n++] = &q->sndq_lost_packets;
+    lists[n++] = &q->sndq_pto_probe_packets;
+    xqc_list_for_each(pos, &c->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        for (i = 0; i < XQC_SEND_TYPE_N && n < (int)(sizeof lists / sizeof lists[0]); ++i)
+            lists[n++] = &path->path_schedule_buf[i];
+    }
+    for (i = 0; i < n; ++i)
+        xqc_list_for_each(pos, lists[i]) {
+            xqc_packet_out_t *po = xqc_list_entry(pos, xqc_packet_out_t, po_list);
+            if ((po->po_frame_types & XQC_FRAME_BIT_MP_NEW_CONNECTION_ID) && po->po_new_cid_path == path_id
+                && !po->po_acked && !(po->po_origin && po->po_origin->po_acked))
+                return 1;
+        }
+    return 0;
+}
+
+/* XQUIC counts a connection ID it issued as acknowledged only when the packet carrying it is
+ * acknowledged while still in flight (xqc_send_ctl_on_packet_acked). When that packet was declared
+ * lost and its ACK came late (reordering on jittery paths: ispras_s1/s2), or its copy was dropped
+ * because the original got acknowledged, the ID stays unacknowledged for good, and
+ * xqc_conn_create_path keeps failing with -XQC_EMP_NO_AVAIL_PATH_ID (it needs an acknowledged
+ * unused SCID for the next path ID, xqc_conn_get_available_path_id). Once no packet with the next
+ * path ID's NEW_CONNECTION_ID frames is outstanding any more, the peer has them: count them. */
+static uint64_t
+count_delivered_cids(xqc_connection_t *c)
+{
+    uint64_t n = 0;
+    xqc_cid_set_inner_t *set = xqc_get_next_unused_path_cid_set(&c->scid_set);
+    xqc_list_head_t *pos;
+    if (!set || set->unused_cnt == 0 || set->acked_unused > 0 || cid_frames_outstanding(c, set->path_id))
+        return 0;
+    xqc_list_for_each(pos, &set->cid_list) {
+        xqc_cid_inner_t *cid = xqc_list_entry(pos, xqc_cid_inner_t, list);
+        if (cid->state == XQC_CID_UNUSED && cid->acked == XQC_CID_UNACKED) {
+            xqc_cid_set_on_cid_acked(&c->scid_set, set->path_id, cid->cid.cid_seq_num);
+            ++n;
+        }
+    }
+    return n;
+}
+
 static void
 create_paths(const xqc_cid_t *scid, void *user)
 {
@@ -433,6 +490,12 @@ create_paths(const xqc_cid_t *scid, void *user)
         if (t->path_ok[k])
             continue;
         int rc = xqc_conn_create_path(t->cli, &t->cid, &id, 0);
+        if (rc == -XQC_EMP_NO_AVAIL_PATH_ID && t->cconn) {
+            uint64_t n = count_delivered_cids(t->cconn);
+            t->res.cids_counted += n;
+            if (n)
+                rc = xqc_conn_create_path(t->cli, &t->cid, &id, 0);
+        }
         if (rc != XQC_OK) {
             t->res.path_error = rc;
             return;  /* -XQC_EMP_NO_AVAIL_PATH_ID until its connection IDs are acknowledged: retried */
@@ -679,7 +742,7 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
     t->res.completion_s = NAN;
     atomic_init(&t->stop, 0);
     atomic_init(&t->mode, cfg->mode);
-    mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda_step);
+    mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda, cfg->blest_lambda_step, cfg->blest_lambda_max);
     pthread_mutex_init(&t->lock, NULL);
     for (w = 0; w < 2; ++w) {
         t->rings[w].cap = cfg->ring_capacity;

@@ -49,7 +49,9 @@ typedef struct mps_config {
     const char *policy_lib;      /* shared object with run_decide (MPS_POLICY), or NULL */
     const char *cert_file, *key_file;
     double ecf_beta;             /* ECF hysteresis (0.25) */
+    double blest_lambda;         /* BLEST lambda at the start (1.0) */
     double blest_lambda_step;    /* BLEST lambda step (0.1) */
+    double blest_lambda_max;     /* BLEST lambda's upper bound (1.3) */
     uint32_t decision_every;     /* record every k-th decision (0: none) */
     double interval_ms;          /* interval records (0: none) */
     uint32_t ring_capacity;      /* records per ring */
@@ -81,6 +83,7 @@ typedef struct mps_result {
     double policy_ns;            /* mean time per policy call inside get_path (ns) */
     int client_errno, server_errno;
     int path_error;              /* last error of xqc_conn_create_path (0: none) */
+    uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
     char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
 } mps_result;
 
@@ -103,10 +106,13 @@ void mps_destroy(mps_transfer *t);
 typedef struct mps_rule_state {
     uint32_t rr_next;
     int ecf_waiting;
-    double blest_lambda;
-    double ecf_beta, blest_step;
+    double blest_lambda;         /* current lambda */
+    int blest_hol;               /* the receive window limited sending since the last adaptation */
+    uint64_t blest_last;         /* elapsed time (us) of the last adaptation */
+    double ecf_beta, blest_lambda0, blest_step, blest_lambda_max;
 } mps_rule_state;
-void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_step);
+void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, double blest_step,
+                   double blest_lambda_max);
 int mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
                   uint64_t mss);
 
