@@ -254,6 +254,8 @@ def test_live_keys_become_hydra_appends():
     assert cli.hydra_overrides(["compare=sim,live"]) == ["+live=default", "+compare=[sim,live]"]
     assert cli.hydra_overrides(["backend=live", "live.emulation=delayline"]) == [
         "+live=default", "+backend=live", "live.emulation=delayline"]
+    assert cli.hydra_overrides(["backend=live", "transport=xquic"]) == [
+        "+live=default", "+backend=live", "live.backend=xquic"]
 
 
 def run_evaluate(*args: str) -> subprocess.CompletedProcess:

@@ -26,12 +26,16 @@ BACKENDS = ("sim", "live")
 
 
 def hydra_overrides(argv: list[str]) -> list[str]:
-    """Command-line arguments with the live keys in a form Hydra accepts (others unchanged)."""
+    """Command-line arguments with the live keys in a form Hydra accepts (others unchanged);
+    ``transport=<name>`` is short for ``live.backend=<name>``."""
     out, live = [], False
     for arg in argv:
         key, sep, value = arg.partition("=")
         bare = key.lstrip("+")
-        if sep and bare in LIVE_KEYS and not arg.startswith("~"):
+        if sep and bare == "transport":  # the issue's spelling: transport=xquic is live.backend=xquic
+            out.append(f"live.backend={value}")
+            live = True
+        elif sep and bare in LIVE_KEYS and not arg.startswith("~"):
             if bare == "compare" and "," in value and not value.startswith("["):
                 value = "[" + value.strip("'\"") + "]"
             out.append(f"+{bare}={value}")
