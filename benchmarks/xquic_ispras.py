@@ -30,21 +30,10 @@ from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E4
 from envs.scenario import resolve_scenarios  # noqa: E402
 
 
-def with_file(name: str, file_mb: float):
-    spec = resolve_scenarios(name)[0]
-    return spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": file_mb})})
-
-
 def live_cell(tb, cc: str, sched: str, runs: int) -> dict:
     goodput, outcomes, shares = [], [], []
     for _ in range(runs):
-        tr = XquicBackend.transfer(tb, cc, tb.scenario.workload, 10.0, sched)
-        try:
-            tr.start()
-            tr.wait()
-            r = tr.result()
-        finally:
-            tr.stop()
+        r = XquicBackend.transfer(tb, cc, tb.scenario.workload, 10.0, sched).run()
         m = r.metrics()
         goodput.append(float(m["goodput_mbps"][0]))
         outcome = r.extra["outcome"] if not r.error else f"error: {r.error}"
@@ -75,7 +64,7 @@ def main() -> None:
     print(f"{'scenario':10s} {'cc':5s} {'scheduler':9s} | {'live Mbit/s':>12s} {'path1 %':>8s} {'outcome':10s} | "
           f"{'sim Mbit/s':>10s}", flush=True)
     for name in a.scenarios.split(","):
-        scen = with_file(name, a.file_mb)
+        scen = resolve_scenarios(name)[0].with_workload(file_mb=a.file_mb)
         with Testbed(scen, verify=True) as tb:
             for cc in a.ccs.split(","):
                 for sched in a.schedulers.split(","):

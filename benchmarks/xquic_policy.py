@@ -99,21 +99,14 @@ def main() -> None:
         export_checkpoint(a.checkpoint, headers["policy"])
     else:
         headers = trained_headers(a.train_steps, tmp)
-    spec = resolve_scenarios("ispras_s3")[0]
-    scen = spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": a.file_mb})})
+    scen = resolve_scenarios("ispras_s3")[0].with_workload(file_mb=a.file_mb)
     scheds = {"minrtt": "minrtt", **{k: f"policy={h}" for k, h in headers.items()}}
     goodput: dict[str, list[float]] = {k: [] for k in scheds}
     ns: dict[str, list[float]] = {k: [] for k in headers}
     with Testbed(scen, verify=True) as tb:
         for run in range(a.runs):
             for name, sched in scheds.items():
-                tr = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched)
-                try:
-                    tr.start()
-                    tr.wait()
-                    r = tr.result()
-                finally:
-                    tr.stop()
+                r = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched).run()
                 if r.error or r.extra["outcome"] != "finished":
                     sys.exit(f"run {run} {name}: {r.extra['outcome']} {r.error or ''}")
                 goodput[name].append(float(r.metrics()["goodput_mbps"][0]))

@@ -508,6 +508,11 @@ class Scenario(_Model):
         paths = [_sample_fields(path, rng) for path in templates]
         return self.model_copy(update={"paths": paths, "n_paths": None}, deep=True)
 
+    def with_workload(self, **fields: Any) -> Scenario:
+        """A validated copy whose workload has ``fields`` replaced, e.g. ``file_mb=1`` or ``chunks=8``."""
+        return scenario_from_dict({**self.model_dump(exclude_none=True),
+                                   "workload": {**self.workload.model_dump(exclude_none=True), **fields}})
+
     def max_one_way_ms(self) -> float:
         """Upper bound over all paths (and the distribution) of one-way delay + 4 jitter std."""
         return max(path.max_one_way_ms() for path in self.paths)

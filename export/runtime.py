@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -503,6 +504,31 @@ class ExportedPolicy:
         if mode == "packet":
             return np.where(d >= 0, d, sim.P).astype(np.int64)
         return np.maximum(d, 0).astype(np.int64)
+
+
+def blocked_decision(act: Callable[[np.ndarray], np.ndarray], observation: str, path_raw: np.ndarray,
+                     conn_raw: np.ndarray, nsub: np.ndarray) -> np.ndarray:
+    """The Python reference of a blocked-mode header's ``decide`` on raw counters, as the
+    simulator's blocked mode acts (envs/decision.py): the fast (lowest-srtt) path when it has
+    window; else, if another path has, ``act`` on the features (1: the available path of lowest
+    srtt, 0: WAIT = -1); else WAIT."""
+    from envs.features import compute, feature_set, table
+    from envs.sim.layout import OBS_AVAILABLE, OBS_SRTT
+    from export.transport import from_raw
+
+    obs, cobs = from_raw(path_raw, conn_raw)
+    rows = np.arange(len(obs))
+    fast = np.argmin(obs[..., OBS_SRTT], axis=1)
+    srtt = np.where(obs[..., OBS_AVAILABLE] > 0, obs[..., OBS_SRTT], np.inf)
+    srtt[rows, fast] = np.inf
+    second = np.argmin(srtt, axis=1)
+    fast_open = obs[rows, fast, OBS_AVAILABLE] > 0
+    ask = ~fast_open & np.isfinite(srtt.min(axis=1))
+    out = np.where(fast_open, fast, -1)
+    if ask.any():
+        feats = compute(table(feature_set(observation, obs.shape[1])), obs, cobs, np.asarray(nsub, dtype=float))
+        out[ask] = np.where(act(feats[ask]) == 1, second[ask], -1)
+    return out
 
 
 def evaluate_exported(policy: ExportedPolicy, s, scenario, cc: str, runs: int, seed: int, inputs: str = "raw",

@@ -29,7 +29,7 @@ from export import ExportError, export_agent, export_checkpoint
 from export.api import write_atomic
 from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
-from export.runtime import ExportedPolicy, Harness, compile_c, evaluate_exported
+from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
 from export.transport import conn_fields, from_raw, path_fields, to_raw
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +79,7 @@ def splitmix_u32(state: int, n: int) -> tuple[np.ndarray, int]:
 
 def with_file(name: str, file_mb: float):
     """A shipped scenario with a smaller file (short episodes)."""
-    return scenario_from_dict({**resolve_scenarios(name)[0].model_dump(exclude_none=True),
-                               "workload": {"type": "file", "file_mb": file_mb}})
+    return resolve_scenarios(name)[0].with_workload(type="file", file_mb=file_mb)
 
 
 def record_states(policy, observation: str, decision: str = "blocked", runs: int = 4, seed: int = 11,
@@ -269,20 +268,8 @@ def norm_rel_error(c: np.ndarray, p: np.ndarray) -> float:
 
 
 def python_decide(t: Policy, pr, cr, nsub) -> np.ndarray:
-    """What the simulator's blocked mode does with the Python policy on raw states: minRTT
-    when the fast path has window, wait when no path has, else ask the policy."""
-    obs, cobs = from_raw(pr, cr)
-    feats = compute(table(feature_set(t.meta["observation"], 2)), obs, cobs, nsub)
-    rows = np.arange(len(nsub))
-    fast = np.argmin(obs[..., OBS_SRTT], axis=1)
-    srtt = np.where(obs[..., OBS_AVAILABLE] > 0, obs[..., OBS_SRTT], np.inf)
-    srtt[rows, fast] = np.inf
-    second = np.argmin(srtt, axis=1)
-    fast_open = obs[rows, fast, OBS_AVAILABLE] > 0
-    ask = ~fast_open & np.isfinite(srtt.min(axis=1))
-    out = np.where(fast_open, fast, -1)
-    out[ask] = np.where(t.agent.act(feats[ask], deterministic=True) == 1, second[ask], -1)
-    return out
+    """What the simulator's blocked mode does with the Python policy on raw states."""
+    return blocked_decision(lambda x: t.agent.act(x, deterministic=True), t.meta["observation"], pr, cr, nsub)
 
 
 CASES = [(n, v) for n in AGENTS for v in ("trained", "balanced")]

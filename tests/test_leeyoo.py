@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def dash(chunks: int = 6):
-    scen = load_scenario("leeyoo_static_dash")
-    return scen.model_copy(update={"workload": scen.workload.model_copy(update={"chunks": chunks})})
+    return load_scenario("leeyoo_static_dash").with_workload(chunks=chunks)
 
 
 def test_minrtt_fast_is_minrtt_then_fast_only_within_its_period():

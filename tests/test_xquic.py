@@ -168,8 +168,7 @@ S3 = "ispras_s3"
 
 
 def small(name: str, file_mb: float):
-    spec = resolve_scenarios(name)[0]
-    return spec.model_copy(update={"workload": spec.workload.model_copy(update={"file_mb": file_mb})})
+    return resolve_scenarios(name)[0].with_workload(file_mb=file_mb)
 
 
 @pytest.fixture(scope="module")
@@ -188,12 +187,9 @@ def testbed():
 def transfer(tb, cc, sched, **kw):
     from envs.live.xquic import XquicBackend
     tr = XquicBackend.transfer(tb, cc, tb.scenario.workload, kw.pop("telemetry_ms", 10.0), sched, **kw)
-    try:
-        tr.start()
-        assert tr.wait(60)
-        return tr, tr.result()
-    finally:
-        tr.stop()
+    r = tr.run(60)
+    assert tr.done.is_set()  # finished within the 60 s
+    return tr, r
 
 
 @needs_live
@@ -266,27 +262,6 @@ class Always:
         return True
 
 
-def python_blocked_decision(agent, observation: str, pr, cr) -> np.ndarray:
-    """The simulator's blocked decision with the Python policy on raw states: the fast path when
-    it has window, wait when no path has, else the policy (1 = the second path, 0 = wait)."""
-    from envs.features import compute, feature_set, table
-    from export.transport import from_raw
-    obs, cobs = from_raw(pr, cr)
-    n = len(pr)
-    feats = compute(table(feature_set(observation, 2)), obs, cobs, np.full(n, 2.0))
-    rows = np.arange(n)
-    fast = np.argmin(obs[..., OBS_SRTT], axis=1)
-    srtt = np.where(obs[..., OBS_AVAILABLE] > 0, obs[..., OBS_SRTT], np.inf)
-    srtt[rows, fast] = np.inf
-    second = np.argmin(srtt, axis=1)
-    fast_open = obs[rows, fast, OBS_AVAILABLE] > 0
-    ask = ~fast_open & np.isfinite(srtt.min(axis=1))
-    out = np.where(fast_open, fast, -1)
-    if ask.any():
-        out[ask] = np.where(agent.act(feats[ask], deterministic=True) == 1, second[ask], -1)
-    return out
-
-
 @needs_live
 def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(testbed, dqn_header):
     from export.runtime import ExportedPolicy
@@ -298,7 +273,8 @@ def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(tes
     both = d["active"].all(axis=1)  # the policy decides once both paths exist (minRTT before)
     pr, cr, chosen = d["obs"][both], d["cobs"][both], d["chosen"][both]
     assert len(chosen) > 500
-    py = python_blocked_decision(agent, meta["observation"], pr, cr)
+    from export.runtime import blocked_decision
+    py = blocked_decision(lambda x: agent.act(x, deterministic=True), meta["observation"], pr, cr, np.full(len(pr), 2))
     c = ExportedPolicy(header).decide(pr, cr, np.full(len(pr), 2, np.int32))
     assert (c == py).all()  # recorded XQUIC states: the header in C and the Python policy agree
     assert (chosen == py).all()  # ... and what XQUIC's get_path chose is that decision

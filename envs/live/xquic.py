@@ -240,6 +240,15 @@ class XquicTransfer:
     def wait(self, timeout: float | None = None) -> bool:
         return self.done.wait(self.limit_s + 30.0 if timeout is None else timeout)
 
+    def run(self, timeout: float | None = None) -> XquicResult:
+        """Start, wait for the end (at most ``timeout`` s), measure, and release the sockets."""
+        try:
+            self.start()
+            self.wait(timeout)
+            return self.result()
+        finally:
+            self.stop()
+
     def stop(self) -> None:
         if self._t is not None:
             self._t.stop()
