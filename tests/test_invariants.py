@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agents.heuristics import NAMES as SCHEDULER_NAMES
@@ -254,9 +254,17 @@ def hidden_variants(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], in
     return variant(), variant(), 2 * min(delays)
 
 
+def _twin_paths(loss_pct: float) -> dict[str, Any]:
+    path = {"bandwidth_mbps": 1.0, "delay_ms": 1.0, "queue_bdp": 1.0, "competing": {"udp_mbps": 0.0}}
+    return {"name": "sep", "workload": {"type": "bulk", "duration_s": 0.5}, "receive_buffer_bytes": 4e6,
+            "jitter_reorders": False, "paths": [dict(path, loss_pct=0.0), dict(path, loss_pct=loss_pct)]}
+
+
 @settings(max_examples=60, deadline=None)
 @given(case=hidden_variants(), cc=st.sampled_from(CC_NAMES), scheduler=st.sampled_from(SCHEDULERS),
        seed=st.integers(0, 2**31 - 1))
+# found by CI: split's coin shared the network's stream, so a lossy path changed its choices
+@example(case=(_twin_paths(0.0), _twin_paths(1.0), 2), cc="reno", scheduler="split", seed=0)
 def test_observations_do_not_encode_ground_truth(case, cc, scheduler, seed):
     first, second, quiet_steps = case
     sims = []

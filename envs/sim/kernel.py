@@ -229,7 +229,7 @@ def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
             _add_pending(c, ho, k, ho[k, HOLE_UNDET])
             ho[k, HOLE_UNDET] = 0.0
             _cancel_detection(c, ho, k)
-    o[f, OBS_LOSSES] += fb[f, FL_LOST_UNNOTIFIED] / mss
+    o[f, OBS_LOSSES] += _packets(fb[f, FL_LOST_UNNOTIFIED], mss)
     o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - fb[f, FL_LOST_UNNOTIFIED], 0.0)
     fb[f, FL_LOST_UNNOTIFIED] = 0.0
     for s in range(rg.shape[1]):
@@ -273,9 +273,17 @@ def _reinject(f, c, sg, si, ho):
             sg[f, s, SEG_NEW] = 0.0
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _packets(nbytes, mss):
+    """Whole packets in ``nbytes`` lost bytes, as a sender counts them (a short packet, such as
+    a file's last, is one packet; exact unless one step declares two short packets lost)."""
+    return math.ceil(nbytes / mss - EPS) if nbytes > EPS else 0.0
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows):
-    """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers."""
+def _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows):
+    """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
+    The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
     slot = t & (rg.shape[1] - 1)
     now = t * dt
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
@@ -302,16 +310,18 @@ def _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nfl
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, o[f, OBS_MIN_RTT],
-                      o[f, OBS_DELIVERY_RATE], o[f, OBS_INFLIGHT], round_start, mss, rng, b)
+                      o[f, OBS_DELIVERY_RATE], o[f, OBS_INFLIGHT], round_start, mss, rng,
+                      snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
         if lost > 0.0 or spur > 0.0:
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - lost, 0.0)
             fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
-            o[f, OBS_LOSSES] += lost / mss + spur
+            o[f, OBS_LOSSES] += _packets(lost, mss) + spur
             fb[f, FL_SPUR_PENDING] += spur * mss
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
-                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng, b)
+                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng,
+                       snd if f < nsub else b)
         for k in range(N_RING):
             rg[f, slot, k] = 0.0
         # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
@@ -778,9 +788,10 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
+def _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
     """Per-packet scheduling of the connection's data. Returns PAUSE_DECISION when the agent
-    must answer (blocked mode), else PAUSE_NONE."""
+    must answer (blocked mode), else PAUSE_NONE. The scheduler draws from the sender stream
+    ``snd``; the network's loss draws on the way out use the network stream ``b``."""
     sid = int(c[CN_SCHED])
     # spurious resends go out on the flow that declared them, ahead of new data
     for f in range(nsub):
@@ -823,7 +834,7 @@ def _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
                     break
                 mask = 1 << second
         else:
-            mask = pick(sid, prm, st, o, co, nsub, mss, rng, b)
+            mask = pick(sid, prm, st, o, co, nsub, mss, rng, snd)
         if mask == 0:
             break
         if (mask & (mask - 1)) == 0 and c[CN_PENDING] <= EPS:
@@ -970,6 +981,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
     c[CN_PAUSE] = PAUSE_NONE
     nflows = int(c[CN_N_FLOWS])
     nsub = int(c[CN_N_SUB])
+    snd = b + rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
     prm = sc[:SCHED_STATE]
     st = sc[SCHED_STATE:]
     steps = 0
@@ -979,7 +991,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
             now = t * dt
             _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
             _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
-            _feedback(b, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
+            _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
             complete = workload_step(t, c, wl, it, rc, co, dt)  # the app's offer (CN_SND_LIMIT) and its end
             _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)  # before a break: terminal obs
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
@@ -993,7 +1005,7 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
                 c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
                 break
         resume_send = False
-        if _schedule(b, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub) == PAUSE_DECISION:
+        if _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub) == PAUSE_DECISION:
             c[CN_PAUSE] = PAUSE_DECISION
             break
         c[CN_ADVISE] = -1.0

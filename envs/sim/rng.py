@@ -1,8 +1,12 @@
 """Per-connection random streams for the compiled core (SplitMix64, Steele et al., OOPSLA 2014).
 
-Each connection owns one 64-bit state, seeded from the run's seed and the connection's index,
+Each connection owns two 64-bit states, seeded from the run's seed and the connection's index,
 so a connection's trajectory does not depend on which other connections share its batch:
-the same seed gives the same numbers at B = 1 and at B = 1024.
+the same seed gives the same numbers at B = 1 and at B = 1024. The array holds 2B states:
+``rng[b]`` is the network's stream (random loss, jitter, competing flows' CCs) and
+``rng[B + b]`` the sender's (its scheduler's and its CCs' own draws), so the sender's choices
+never depend on how many draws the hidden network made (spec/transport.md: the scheduler sees
+only what a real sender sees).
 """
 
 import math

@@ -129,7 +129,7 @@ class Simulator:
         self.sched = np.zeros((B, N_SCHED))
         self.ctrace = np.full((B, P, T, 2), np.inf)
         self.atrace = np.full((B, F, TA, 2), np.inf)
-        self.rng = np.zeros(B, dtype=np.uint64)
+        self.rng = np.zeros(2 * B, dtype=np.uint64)  # network streams, then sender streams
         self.bin_steps = max(int(round(self.cfg.record_bin_ms / dt_ms)), 1)
         episode_steps = max(round(self._episode_cap_s(s.workload) * 1000 / dt_ms) for s in self.scenarios)
         self.wl = np.zeros((B, N_WL))
@@ -182,6 +182,7 @@ class Simulator:
         scen = template.sample(rng) if template.is_distribution else template
         cc = self.ccs[int(rng.integers(len(self.ccs)))]
         self.rng[b] = rng.integers(0, 2**63, dtype=np.uint64)
+        self.rng[self.B + b] = rng.integers(0, 2**63, dtype=np.uint64)
         self.current[b] = scen
         self.current_cc[b] = cc
         self.episode[b] += 1
