@@ -267,6 +267,21 @@ def norm_rel_error(c: np.ndarray, p: np.ndarray) -> float:
     return float((np.abs(c.astype(np.float64) - p).max(axis=1) / scale).max())
 
 
+TIE = 1e-5
+"""Relative margin between the two best outputs under which float32 and float64 may choose
+differently (a handful of float32 roundings of the outputs' own scale)."""
+
+
+def assert_same_decisions(c: np.ndarray, py: np.ndarray, outputs: np.ndarray, label: str) -> None:
+    """The header's decisions equal Python's wherever the decision is clear: they may differ
+    only on near-ties, where the best two outputs (float64) are within ``TIE`` of their scale."""
+    top = np.sort(outputs.astype(np.float64), axis=1)
+    margin = top[:, -1] - top[:, -2]
+    tie = margin <= TIE * np.maximum(np.abs(top).max(axis=1), 1e-12)
+    differ = np.asarray(c) != np.asarray(py)
+    assert not np.any(differ & ~tie), f"{label}: {np.sum(differ & ~tie)} clear decisions differ"
+
+
 def python_decide(t: Policy, pr, cr, nsub) -> np.ndarray:
     """What the simulator's blocked mode does with the Python policy on raw states."""
     return blocked_decision(lambda x: t.agent.act(x, deterministic=True), t.meta["observation"], pr, cr, nsub)
@@ -283,11 +298,12 @@ def test_float_header_matches_the_python_policy(trained, name, variant, tmp_path
     assert len(x) >= N_RANDOM
     pr, cr, ns = random_raw(len(x), 2, seed=9)
     py = t.agent.act(x, deterministic=True)
+    outputs = t.outputs(x, double=True)
     for cc in COMPILERS:
         out = Harness(t.h_float, cc, tmp_path / cc).run(x, pr, cr, ns, seed=123)
-        err = norm_rel_error(out["forward"], t.outputs(x, double=True))
+        err = norm_rel_error(out["forward"], outputs)
         assert err <= 5e-5, f"{name}/{cc}: max relative error {err:.3g}"  # float32 sums (2^-24 per op)
-        assert np.array_equal(out["act"], py), f"{name}/{cc}: {np.sum(out['act'] != py)} decisions differ"
+        assert_same_decisions(out["act"], py, outputs, f"{name}/{cc}")
         assert np.array_equal(out["act_rng"], t.act_rng(x, 123)), f"{name}/{cc}: the rng rule differs"
         # decide() on random raw sender states: the whole header against the simulator's logic
         assert np.array_equal(out["decide"], python_decide(t, pr, cr, ns))
@@ -297,7 +313,7 @@ def test_float_header_matches_the_python_policy(trained, name, variant, tmp_path
             "decision_agreement": float(np.mean(out["act"] == py)),
             "recorded_share_action1": float(np.mean(py[N_RANDOM:]))}
     pol = ExportedPolicy(t.h_float)  # the same artefact through ctypes
-    assert np.array_equal(pol.act(x), py)
+    assert np.array_equal(pol.act(x), out["act"])
     assert np.array_equal(pol.decide(pr, cr, ns), out["decide"])
 
 
@@ -408,14 +424,25 @@ class _Setup:
         self.env_kwargs = {**t.kw, "max_duration_s": 60.0}
 
 
-class Recorder:
-    def __init__(self, agent) -> None:
-        self.agent, self.log = agent, []
+class Lockstep:
+    """Acts with the compiled policy and records, for the same inputs, its decisions, the Python
+    policy's and the Python outputs (for the near-tie rule of ``assert_same_decisions``)."""
+
+    def __init__(self, t: Policy, policy: ExportedPolicy) -> None:
+        self.t, self.policy, self.c, self.py, self.out = t, policy, [], [], []
 
     def act(self, obs, deterministic=True):
-        a = np.asarray(self.agent.act(obs, deterministic)).reshape(-1)
-        self.log.append(a.copy())
+        a = np.asarray(self.policy.act(obs, deterministic)).reshape(-1)
+        self.c.append(a.copy())
+        self.py.append(np.asarray(self.t.agent.act(obs, deterministic)).reshape(-1))
+        self.out.append(self.t.outputs(obs, double=True))
         return a
+
+    def check(self, label: str) -> bool:
+        """Asserts that the clear decisions agree; True when every decision did."""
+        c, py = np.concatenate(self.c), np.concatenate(self.py)
+        assert_same_decisions(c, py, np.concatenate(self.out), label)
+        return bool(np.array_equal(c, py))
 
 
 def run_raw(s: _Setup, scen, runs: int, seed: int, choose) -> tuple[dict, list]:
@@ -448,10 +475,11 @@ def test_round_trip_in_the_simulator(trained, name):
     policy = ExportedPolicy(t.h_float)
     decisions, sent = 0, 0
     for k, scen in enumerate((scenario_from_dict(dict(SMALL)), with_file("ispras_s3", 1.0))):
-        py, c = Recorder(t.agent), Recorder(policy)
-        r_py = evaluate_agent(py, s, scen, "cubic", runs=4, seed=77 + k)
-        r_c = evaluate_agent(c, s, scen, "cubic", runs=4, seed=77 + k)
-        assert len(py.log) == len(c.log) and all(np.array_equal(a, b) for a, b in zip(py.log, c.log))
+        r_py = evaluate_agent(t.agent, s, scen, "cubic", runs=4, seed=77 + k)
+        lock = Lockstep(t, policy)
+        r_c = evaluate_agent(lock, s, scen, "cubic", runs=4, seed=77 + k)
+        # the compiled policy drives; where no near-tie flipped, the episodes are the Python ones
+        same = lock.check(f"{name} {scen.name}")
         # from the raw counters: the header's float32 features against Python's float64 ones on
         # the same counters, in lockstep (a near-tie may flip, after which trajectories part)
         lockstep: list = []
@@ -476,8 +504,9 @@ def test_round_trip_in_the_simulator(trained, name):
         log_c: list = []
         r_raw = evaluate_exported(policy, s, scen, "cubic", runs=4, seed=77 + k, inputs="raw", record=log_c)
         assert np.all(r_raw["goodput_mbps"] > 0)
-        for key in ("goodput_mbps", "completion_s"):
-            assert np.array_equal(r_py[key], r_c[key], equal_nan=True)
+        if same:
+            for key in ("goodput_mbps", "completion_s"):
+                assert np.array_equal(r_py[key], r_c[key], equal_nan=True)
         live_actions = np.concatenate([a[live] for live, a in log_c])
         decisions += live_actions.size
         sent += int(live_actions.sum())

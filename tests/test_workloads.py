@@ -15,7 +15,7 @@ from envs import config
 from envs.errors import ConfigError
 from envs.metrics import aggregation_benefit, metric_names, reorder_histogram, window_throughput
 from envs.scenario import ScenarioError, load_scenario, scenario_from_dict
-from envs.sim.layout import (CN_RCV_NXT, CN_SND_NXT, ITEM_ARRIVE, ITEM_DONE, ITEM_END, ITEM_RATE, ITEM_REQ,
+from envs.sim.layout import (CN_RCV_NXT, CN_SND_NXT, CN_T, ITEM_ARRIVE, ITEM_DONE, ITEM_END, ITEM_RATE, ITEM_REQ,
                              REC_DELIVERED, WL_REBUF)
 from envs.sim.simulator import Simulator
 
@@ -161,9 +161,12 @@ def test_window_throughput_mean_and_variance() -> None:
 def test_core_records_match_the_connection_state() -> None:
     sim = run({"type": "bulk", "duration_s": 2.0}, batch=2)
     m = sim.results(window_s=0.5)
-    bins = int(sim.cn[0, 0] + 1) // sim.bin_steps
-    assert sim.rec[0, bins - 1, REC_DELIVERED] == sim.cn[0, CN_RCV_NXT]
-    assert m["throughput_mean_mbps"][0] == pytest.approx(sim.cn[0, CN_RCV_NXT] * 8 / 2.0 / 1e6)
+    # the episode's last step (t = 2000, the receive at 2.0 s) opens a partial bin of its own
+    last = int(sim.cn[0, CN_T]) // sim.bin_steps
+    assert last == 2.0 / sim.dt // sim.bin_steps
+    assert sim.rec[0, last, REC_DELIVERED] == sim.cn[0, CN_RCV_NXT]
+    # the 0.5 s windows cover the whole bins before it: 2 s of delivery
+    assert m["throughput_mean_mbps"][0] == pytest.approx(sim.rec[0, last - 1, REC_DELIVERED] * 8 / 2.0 / 1e6)
     assert m["reorder_p50_bytes"][0] <= m["reorder_p99_bytes"][0] <= m["reorder_max_bytes"][0]
     hist = reorder_histogram(sim, np.array([0.0, 1e4, 1e5, 1e9]))
     assert hist.sum(axis=1) == pytest.approx([1.0, 1.0])

@@ -586,6 +586,17 @@ def _lowest_pending(c, ho):
     return fill
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _random_loss(loss, left, rng, b):
+    """Whether the path's random loss (probability ``loss`` per packet, independently) takes the
+    next packet entering it, and the packets left until the next loss. The gaps between losses
+    are Geometric(loss), drawn once per loss (inversion, Devroye 1986, X.2) instead of one
+    uniform per packet. Returns (lost, left)."""
+    if left <= 0.0:
+        left = max(math.ceil(math.log(1.0 - uniform(rng, b)) / math.log1p(-loss)), 1.0)
+    return left <= 1.0, left - 1.0
+
+
 @njit(cache=True, _nrt=False)
 def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
@@ -640,7 +651,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
     lost = False
     if bnb[p, BN_LOSS] > 0.0:
-        lost = uniform(rng, b) < bnb[p, BN_LOSS]
+        lost, left = _random_loss(bnb[p, BN_LOSS], bnb[p, BN_LOSS_NEXT], rng, b)
+        bnb[p, BN_LOSS_NEXT] = left
     if not lost and q + size > bnb[p, BN_QCAP] + EPS:
         lost = True
         bnb[p, BN_DROPPED] += size
@@ -699,6 +711,7 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
     deq = bnb[p, BN_DEQ]
     qcap_eps = bnb[p, BN_QCAP] + EPS
     loss = bnb[p, BN_LOSS]
+    loss_next = bnb[p, BN_LOSS_NEXT]
     room_lim = max(bnb[p, BN_CAP], mss) - EPS
     dropped = bnb[p, BN_DROPPED]
     snd_nxt = c[CN_SND_NXT]
@@ -746,7 +759,7 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         q = enq - deq
         lost = False
         if loss > 0.0:
-            lost = uniform(rng, b) < loss
+            lost, loss_next = _random_loss(loss, loss_next, rng, b)
         if not lost and q + size > qcap_eps:
             lost = True
             dropped += size
@@ -782,6 +795,7 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         fb[f, FL_LOST_UNNOTIFIED] = lost_un
         bnb[p, BN_ENQ] = enq
         bnb[p, BN_DROPPED] = dropped
+        bnb[p, BN_LOSS_NEXT] = loss_next
         c[CN_SND_NXT] = snd_nxt
         si[f, SI_TAIL] = tl
     return n, failed, budget
@@ -927,8 +941,12 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
                         prob = _spurious_prob(spacing / jit, spur_r, spur_p)
-                    npk = int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))
-                    sg[f, s, SEG_SPUR] += _binomial(rng, b, npk, prob)
+                    # one uniform per packet: cheaper than a binomial draw's power at these counts
+                    n_spur = 0.0
+                    for _ in range(int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))):
+                        if uniform(rng, b) < prob:
+                            n_spur += 1.0
+                    sg[f, s, SEG_SPUR] += n_spur
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive)
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
@@ -937,25 +955,6 @@ def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows
         si[f, SI_DEP] = d
         fb[f, FL_LAST_ARRIVE] = last_arrive
         fb[f, FL_DEP_RATE] += w * out
-
-
-@njit(inline="always", cache=True, _nrt=False)
-def _binomial(rng, b, n, p):
-    """A Binomial(n, p) draw by inversion of its CDF with one uniform number."""
-    if p <= 0.0:
-        return 0.0
-    if p >= 1.0:
-        return float(n)
-    u = uniform(rng, b)
-    pk = (1.0 - p) ** n
-    cdf = pk
-    k = 0
-    odds = p / (1.0 - p)
-    while u > cdf and k < n:
-        pk *= (n - k) / (k + 1.0) * odds
-        k += 1
-        cdf += pk
-    return float(k)
 
 
 @njit(inline="always", cache=True, _nrt=False)

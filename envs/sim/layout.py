@@ -84,7 +84,8 @@ BN_TRACE_IDX = 9  # index of the next capacity change in the trace
 BN_DELIVERED = 10  # bytes that crossed the bottleneck (all flows; invariant checks)
 BN_DROPPED = 11  # bytes dropped at the tail
 BN_UDP_CREDIT = 12  # UDP bytes accrued but not yet sent as a whole packet
-N_BN = 13
+BN_LOSS_NEXT = 13  # packets until the next random loss, that one included (0: draw; see kernel._random_loss)
+N_BN = 14
 
 # --- connection: ``cn[B, N_CN]`` ---------------------------------------------------------------
 CN_T = 0  # current step

