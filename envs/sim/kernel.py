@@ -217,6 +217,13 @@ def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
             rg[f, sl, RING_RCV_NXT] = max(rg[f, sl, RING_RCV_NXT], c[CN_RCV_NXT])
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _packets(nbytes, mss):
+    """Whole packets in ``nbytes`` lost bytes, as a sender counts them (a short packet, such as
+    a file's last, is one packet; exact unless one step declares two short packets lost)."""
+    return math.ceil(nbytes / mss - EPS) if nbytes > EPS else 0.0
+
+
 @njit(cache=True, _nrt=False)
 def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
@@ -271,13 +278,6 @@ def _reinject(f, c, sg, si, ho):
             _link_live(c, ho, k)
             _add_pending(c, ho, k, new)
             sg[f, s, SEG_NEW] = 0.0
-
-
-@njit(inline="always", cache=True, _nrt=False)
-def _packets(nbytes, mss):
-    """Whole packets in ``nbytes`` lost bytes, as a sender counts them (a short packet, such as
-    a file's last, is one packet; exact unless one step declares two short packets lost)."""
-    return math.ceil(nbytes / mss - EPS) if nbytes > EPS else 0.0
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
