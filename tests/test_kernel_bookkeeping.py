@@ -3,7 +3,8 @@
 The kernel keeps lists over the hole table (holes in use in sequence order, holes pending
 retransmission, holes with a loss detection scheduled), a lower bound of the next detection, a
 free-slot hint (so that it never scans the whole table), and each flow's departure rate
-(envs/sim/layout.py). These tests rebuild each of them from the table itself after
+and of each flow's segments the first that may carry new data (envs/sim/layout.py). These tests
+rebuild each of them from the table itself after
 every few steps of lossy, jittery, multipath and competing-flow scenarios, and check the sizing
 of the segment FIFO and of the feedback ring.
 """
@@ -15,7 +16,8 @@ from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim.layout import (BN_CAP, BN_DELIVERED, CN_FREE_HINT, CN_HOLES_HI, CN_LIVE_HEAD,
                              CN_LIVE_TAIL, CN_N_DET, CN_N_PEND, CN_NEXT_DETECT, HOLE_DETECT_AT,
                              HOLE_DLIST, HOLE_DPOS, HOLE_LINKED, HOLE_NEXT, HOLE_PENDING, HOLE_PLIST,
-                             HOLE_PPOS, HOLE_PREV, HOLE_REM, HOLE_SEQ, SI_HEAD, SI_TAIL, FL_DEP_RATE)
+                             HOLE_PPOS, HOLE_PREV, HOLE_REM, HOLE_SEQ, SEG_NEW, SI_HEAD, SI_SCAN, SI_TAIL,
+                             FL_DEP_RATE)
 from envs.sim.simulator import SimConfig, Simulator
 
 EPS = 1e-6
@@ -56,6 +58,18 @@ def _check_holes(sim: Simulator) -> None:
         assert np.all(ho[hi:, HOLE_REM] <= 0.0)
 
 
+def _check_scan(sim: Simulator) -> None:
+    """The receiver's in-order point skips segments from the head up to SI_SCAN: none of them
+    carries new data, and the cursor never passes the tail."""
+    Qm = sim.Q - 1
+    for b in range(sim.B):
+        for f in range(sim.P):
+            head, scan, tail = (int(sim.segi[b, f, k]) for k in (SI_HEAD, SI_SCAN, SI_TAIL))
+            assert scan <= tail
+            skipped = [i & Qm for i in range(head, scan)]
+            assert np.all(sim.seg[b, f, skipped, SEG_NEW] == 0.0)
+
+
 def _scenario(name: str, **path_overrides) -> object:
     d = load_scenario(name).model_dump(exclude_none=True)
     for p in d["paths"]:
@@ -68,12 +82,13 @@ def _scenario(name: str, **path_overrides) -> object:
     ("ispras_s1", "bbr", "minrtt"), ("ispras_s1", "reno", "rr"), ("mptcp_tut_e7", "bbr", "minrtt"),
     ("mptcp_tut_e7", "cubic", "rr"), ("kato_3", "cubic", "minrtt"), ("sod_5", "bbr2", "minrtt"),
     ("dynamic", "bbr", "rr")])
-def test_hole_lists_match_the_table(name, cc, scheduler):
+def test_hole_lists_and_scan_cursor_match_the_state(name, cc, scheduler):
     sim = Simulator(_scenario(name), cc, scheduler=scheduler, batch=3, seed=5)
     sim.reset()
     while not sim.done.all():
         sim.advance(7)
         _check_holes(sim)
+        _check_scan(sim)
 
 
 def test_hole_lists_with_a_full_table():

@@ -17,8 +17,9 @@ One step (default 1 ms) of one connection, in order (spec/transport.md):
 
 A connection owns its clock, so each runs until its own next decision point or its end.
 
-How it is kept fast (``benchmarks/sim_speed.py``; every item leaves results bit for bit as they
-were, checked on a fingerprint of scenarios x CCs x schedulers x decision modes):
+How it is kept fast (``benchmarks/sim_speed.py``; every item but the last, which changes how
+random numbers are drawn, leaves results bit for bit as they were, checked on a fingerprint of
+scenarios x CCs x schedulers x decision modes):
 
 - ``_nrt=False`` everywhere (kernel, CCs, heuristics, rng): numba otherwise reference-counts
   every array it passes or slices with atomic increments, which took about 60% of the time;
@@ -28,12 +29,18 @@ were, checked on a fingerprint of scenarios x CCs x schedulers x decision modes)
 - bursts: a scheduler declaring ``BURST`` (minRTT, fixed; and the blocked decision mode) keeps its
   path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
   drawing the same random numbers in the same order as per-packet sends would; round robin gets
-  the same code one packet at a time.
+  the same code one packet at a time. The tail segment's fields stay in registers while packets
+  join it, written back once when the burst leaves it;
+- the receiver's in-order point resumes its search for the first segment carrying new data where
+  the last step's search stopped (``SI_SCAN``), instead of rescanning spurious resends and
+  retransmissions from the FIFO's head every step;
 - ring and FIFO lengths are powers of two (a mask instead of an integer division per index);
 - the hole table keeps lists of its holes in use (in sequence order), pending and awaiting
   detection (``layout.py``), instead of scans of every slot up to CN_HOLES_HI per packet or step;
-- spurious (reordering) declarations take one uniform draw per departed segment (a binomial by
-  inversion), not one per packet.
+- cheap draws (``envs/sim/rng.py``): normal jitter by inverting a tabulated quantile function;
+  random loss by geometric gaps, one draw per loss instead of one per packet (``_random_loss``);
+  spurious (reordering) declarations by one uniform per departed packet, cheaper at these counts
+  than a binomial draw's power.
 """
 
 import math
@@ -78,9 +85,8 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
                 fl[b, f, k] = 0.0
         fl[b, f, FL_RTO_BACKOFF] = 1.0
         fl[b, f, FL_ACTIVE] = 1.0 if f < nflows else 0.0
-        segi[b, f, 0] = 0
-        segi[b, f, 1] = 0
-        segi[b, f, 2] = 0
+        for k in range(N_SI):
+            segi[b, f, k] = 0
         for s in range(ring.shape[2]):
             for k in range(N_RING):
                 ring[b, f, s, k] = 0.0
@@ -193,7 +199,7 @@ def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
     # in-order point: the lowest byte not yet arrived (new data in flight, or a hole)
     rcv = c[CN_SND_NXT]
     for f in range(nsub):
-        h = si[f, SI_HEAD]
+        h = max(si[f, SI_HEAD], si[f, SI_SCAN])
         tl = si[f, SI_TAIL]
         while h < tl:
             s = h & Qm
@@ -201,6 +207,7 @@ def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
                 rcv = min(rcv, sg[f, s, SEG_SEQ])
                 break
             h += 1
+        si[f, SI_SCAN] = h
     rcv = min(rcv, _hole_min(c, ho))
     if rcv > c[CN_RCV_NXT]:
         c[CN_RCV_NXT] = rcv
@@ -387,6 +394,15 @@ def _init_segment(sg, f, s, seq, pos, t, deliv, fill):
     sg[f, s, SEG_LOST] = 0.0
     sg[f, s, SEG_SPUR] = 0.0
     sg[f, s, SEG_NEW] = 0.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _store_segment(sg, f, s, nbytes, lost, new, seq, pos):
+    sg[f, s, SEG_BYTES] = nbytes
+    sg[f, s, SEG_LOST] = lost
+    sg[f, s, SEG_NEW] = new
+    sg[f, s, SEG_SEQ] = seq
+    sg[f, s, SEG_POS] = pos
 
 
 @njit(cache=True, _nrt=False)
@@ -721,6 +737,13 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
     dep = si[f, SI_DEP]
     tl = si[f, SI_TAIL]
     ls = (tl - 1) & (Q - 1)  # slot of the tail segment
+    # the tail segment's fields live in registers while packets join it (written back on leaving)
+    cached = tl > dep and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1
+    seg_bytes = sg[f, ls, SEG_BYTES] if cached else 0.0
+    seg_lost = sg[f, ls, SEG_LOST] if cached else 0.0
+    seg_new = sg[f, ls, SEG_NEW] if cached else 0.0
+    seg_seq = sg[f, ls, SEG_SEQ] if cached else 0.0
+    seg_pos = sg[f, ls, SEG_POS] if cached else 0.0
     avail = o[f, OBS_AVAILABLE] > 0.0
     n = 0
     failed = False
@@ -741,19 +764,18 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         else:
             if not avail or (kind == 1 and not budget > EPS):
                 break
-        s = -1
-        if tl > dep:
-            room = sg[f, ls, SEG_BYTES] + sg[f, ls, SEG_LOST] < room_lim or tl - head >= Q
-            if room and sg[f, ls, SEG_SENT] == t and int(sg[f, ls, SEG_FILL]) == -1:
-                s = ls  # as in _send_packet: new data and spurious resends share segments
-        if s < 0:
+        # as in _send_packet: new data and spurious resends share segments
+        if not (cached and (seg_bytes + seg_lost < room_lim or tl - head >= Q)):
             if tl - head >= Q:
                 failed = True
                 break
+            if cached:
+                _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
             ls = (ls + 1) & (Q - 1)
-            s = ls
-            _init_segment(sg, f, s, seq, enq, t, deliv, -1.0)
+            _init_segment(sg, f, ls, seq, enq, t, deliv, -1.0)
             tl += 1
+            cached = True
+            seg_bytes, seg_lost, seg_new, seg_seq, seg_pos = 0.0, 0.0, 0.0, seq, enq
         if kind == 0:
             snd_nxt += size
         q = enq - deq
@@ -770,22 +792,23 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
         if lost:
             lost_pk += 1.0
             lost_un += size
-            sg[f, s, SEG_LOST] += size
+            seg_lost += size
             if kind == 0:
-                _lose_new_data(f, sg, s, c, ho, seq, size)
+                _lose_new_data(f, sg, ls, c, ho, seq, size)
         else:
             enq += size
-            sg[f, s, SEG_BYTES] += size
-            sg[f, s, SEG_POS] = enq
+            seg_bytes += size
+            seg_pos = enq
             if kind == 0:
-                sg[f, s, SEG_NEW] += size
-                if seq < sg[f, s, SEG_SEQ] or sg[f, s, SEG_NEW] == size:
-                    sg[f, s, SEG_SEQ] = seq
+                seg_new += size
+                if seq < seg_seq or seg_new == size:
+                    seg_seq = seq
         avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
         n += 1
         if kind == 1:
             budget = max(budget - size, 0.0)
     if n > 0:
+        _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
         o[f, OBS_INFLIGHT] = inflight
         o[f, OBS_SENT] = sent_b
         o[f, OBS_AVAILABLE] = 1.0 if avail else 0.0

@@ -143,8 +143,11 @@ SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detecti
 SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
 N_SEG = 12
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
-# head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free)
-SI_HEAD, SI_DEP, SI_TAIL = 0, 1, 2
+# head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free), and
+# scan: every segment from head up to it carries no new data (the receiver's in-order point skips
+# them; a segment's new bytes only grow while it is the tail in its send step, and only shrink later)
+SI_HEAD, SI_DEP, SI_TAIL, SI_SCAN = 0, 1, 2, 3
+N_SI = 4
 
 # --- ACK / loss feedback rings, per flow: ``ring[B, F, L, N_RING]`` ---------------------------------
 RING_ACKED = 0  # bytes acknowledged at this step

@@ -123,7 +123,7 @@ class Simulator:
         self.bn = np.zeros((B, P, N_BN))
         self.cn = np.zeros((B, N_CN))
         self.seg = np.zeros((B, F, Q, N_SEG))
-        self.segi = np.zeros((B, F, 3), dtype=np.int64)
+        self.segi = np.zeros((B, F, N_SI), dtype=np.int64)
         self.ring = np.zeros((B, F, L, N_RING))
         self.hole = np.zeros((B, H, N_HOLE))
         self.sched = np.zeros((B, N_SCHED))
