@@ -72,13 +72,20 @@ class DecisionProcess:
         sim.blocked = decision.mode == "blocked"
         self._reward_prm = reward_spec.vector()
         self._prev = np.zeros((sim.B, snapshot_width(sim.P)))
-        self._rewards = np.zeros(sim.B)
+        self._rewards = np.zeros(sim.B, dtype=np.float32)  # the dtype step() returns
         self.decisions = np.zeros(sim.B, dtype=np.int64)
         self._mode_sid = np.array([m[0] for m in self.modes], dtype=np.int64)
         self._mode_prm = np.array([m[1] for m in self.modes]).reshape(len(self.modes), SCHED_STATE)
         self._live = np.zeros(sim.B, dtype=np.bool_)
         self._info = np.zeros((sim.B, N_INFO))
         self.last_obs = np.zeros((sim.B, len(self.features)), dtype=np.float32)  # features now
+        # ``_step``'s arguments after the actions, gathered once (the simulator allocates its arrays
+        # once): building the 37 of them from attributes took a tenth of a packet-mode env step
+        tab = self._table
+        self._step_args = (self.n_actions, self._mode_sid, self._mode_prm, self.interval_steps,
+                           self.decisions, self._live, *sim.kernel_state(), sim.mss, sim.dt, sim.wl,
+                           sim.item, sim.rec, self._reward_prm, self._prev, self._rewards,
+                           tab[0], tab[1], tab[2], tab[3], self.last_obs, self._info)
 
     def _mode(self, m: Mapping | str) -> tuple[int, np.ndarray]:
         if isinstance(m, str):
@@ -131,17 +138,11 @@ class DecisionProcess:
         actions = np.asarray(actions, dtype=np.int64).reshape(-1)
         if actions.shape[0] != s.B:
             raise ConfigError(f"expected {s.B} actions, got {actions.shape[0]}")
-        tab = self._table
-        n_done = _step(actions, self.n_actions, self._mode_sid, self._mode_prm, self.interval_steps,
-                       self.decisions, self._live, s.obs, s.cobs, s.fl, s.cc, s.ccp, s.bn, s.cn, s.seg,
-                       s.segi, s.ring, s.hole, s.sched, s.ctrace, s.atrace, s.rng, s.spur_r, s.spur_p,
-                       s.mss, s.dt, s.wl, s.item, s.rec, self._reward_prm, self._prev, self._rewards,
-                       tab[0], tab[1], tab[2], tab[3], self.last_obs, self._info)
+        n_done = _step(actions, *self._step_args)
         if n_done < 0:
             bad = actions[(actions < 0) | (actions >= self.n_actions)]
             raise ConfigError(f"action out of range [0, {self.n_actions - 1}]: {bad.tolist()}")
-        terminated = np.zeros(s.B, dtype=bool)
-        truncated = np.zeros(s.B, dtype=bool)
+        terminated, truncated = np.zeros((2, s.B), dtype=bool)
         metrics = None
         if n_done:
             done = s.done
@@ -149,7 +150,7 @@ class DecisionProcess:
             bulk = np.array([sc is not None and sc.workload.type == "bulk" for sc in s.current])
             terminated = done & (~np.isnan(metrics["completion_s"]) | bulk)
             truncated = done & ~terminated
-        return (self._rewards.astype(np.float32), terminated, truncated,
+        return (self._rewards.copy(), terminated, truncated,
                 Infos(self._info.copy(), list(s.current_cc), metrics))
 
 
@@ -174,15 +175,18 @@ class Infos(Sequence):
     def __getitem__(self, b):
         if isinstance(b, slice):
             return [self[i] for i in range(*b.indices(len(self)))]
-        b = range(len(self))[b]
+        if b < 0:
+            b += len(self)
         d = self._dicts.get(b)
         if d is None:
-            row = self.table[b]
-            d = {"goodput_mbps": float(row[INFO_GOODPUT]), "elapsed_s": float(row[INFO_ELAPSED]),
-                 "decisions": int(row[INFO_DECISIONS]), "cc": self._ccs[b]}
-            if row[INFO_BUFFER] >= 0.0:
-                d["buffer_s"] = float(row[INFO_BUFFER])
-            if row[INFO_DONE] > 0.0 and self._metrics is not None:
+            if not 0 <= b < len(self):
+                raise IndexError(f"connection index out of range for {len(self)} connections")
+            goodput, elapsed, decisions, done, buffer = self.table[b].tolist()
+            d = {"goodput_mbps": goodput, "elapsed_s": elapsed, "decisions": int(decisions),
+                 "cc": self._ccs[b]}
+            if buffer >= 0.0:
+                d["buffer_s"] = buffer
+            if done > 0.0 and self._metrics is not None:
                 d["episode_metrics"] = {k: (v[b].tolist() if v.ndim > 1 else float(v[b]))
                                         for k, v in self._metrics.items()}
             self._dicts[b] = d

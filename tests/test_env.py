@@ -86,6 +86,21 @@ def test_vector_env_from_make_vec_autoresets_in_the_same_step():
     assert ended > 0 and venv.observation_space.contains(obs)
 
 
+def test_step_infos_are_one_dict_per_connection():
+    """The batched step's infos index like a list: a negative index reads the same dict (which
+    callers may extend), a slice gives a list, past the end raises IndexError."""
+    venv = SB3VecEnv(num_envs=3, scenario=SMALL, cc="bbr", decision="blocked")
+    venv.reset()
+    rew, term, trunc, infos = venv.process.step(np.ones(3, dtype=np.int64))
+    assert rew.dtype == np.float32 and term.shape == trunc.shape == (3,)
+    assert infos[-1] is infos[2] and infos[0:2] == [infos[0], infos[1]]
+    assert set(infos[0]) >= {"goodput_mbps", "elapsed_s", "decisions", "cc"} and infos[0]["cc"] == "bbr"
+    assert infos[1]["decisions"] == 1
+    for bad in (3, -4):
+        with pytest.raises(IndexError):
+            infos[bad]
+
+
 def test_sb3_trains_on_the_batched_env():
     venv = SB3VecEnv(num_envs=4, scenario=SMALL, cc="cubic", decision="blocked")
     model = DQN("MlpPolicy", venv, learning_starts=50, buffer_size=1000, seed=0, verbose=0)

@@ -273,12 +273,16 @@ class Simulator:
             w[WL_RATE:WL_RATE + len(work.bitrates_mbps)] = np.asarray(work.bitrates_mbps) * 125_000 * dt
 
     # ------------------------------------------------------------------ running
+    def kernel_state(self) -> tuple[np.ndarray, ...]:
+        """The arrays ``kernel.advance`` takes first, in its order (obs ... spur_p)."""
+        return (self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
+                self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.rng,
+                self.spur_r, self.spur_p)
+
     def advance(self, max_steps: int, active: np.ndarray | None = None) -> np.ndarray:
         """Run every active, unfinished connection up to max_steps steps or its next pause;
         returns the pause reason per connection (``PAUSE_*``)."""
-        kernel.advance(self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
-                       self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.rng,
-                       self.spur_r, self.spur_p, self.active if active is None else active,
+        kernel.advance(*self.kernel_state(), self.active if active is None else active,
                        int(max_steps), self.mss, self.dt, self.wl, self.item, self.rec)
         return self.cn[:, CN_PAUSE].astype(np.int64)
 
