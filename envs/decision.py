@@ -80,7 +80,7 @@ class DecisionProcess:
         self._info = np.zeros((sim.B, N_INFO))
         self.last_obs = np.zeros((sim.B, len(self.features)), dtype=np.float32)  # features now
         # ``_step``'s arguments after the actions, gathered once (the simulator allocates its arrays
-        # once): building the 37 of them from attributes took a tenth of a packet-mode env step
+        # once): building the 37 of them from attributes took about 1 us of a ~11 us packet-mode env step
         tab = self._table
         self._step_args = (self.n_actions, self._mode_sid, self._mode_prm, self.interval_steps,
                            self.decisions, self._live, *sim.kernel_state(), sim.mss, sim.dt, sim.wl,
