@@ -13,6 +13,7 @@ Debug information does not change the optimised code, only what it is annotated 
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import linecache
 import os
@@ -45,30 +46,61 @@ def demangle(name: str) -> str:
     return ".".join(parts)
 
 
-def _ltext(obj: str) -> tuple[int, int]:
-    """Offset and size of the object file's code section (numba emits ``.ltext``)."""
+def _ltext_size(obj: str) -> int:
+    """Size of the object file's code section (numba emits ``.ltext``)."""
     out = subprocess.run(["readelf", "-S", "-W", obj], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         f = line.replace("[ ", "[").split()
-        if len(f) > 6 and f[1] in (".ltext", ".text") and int(f[5], 16) > 0:
-            return int(f[4], 16), int(f[5], 16)
-    raise RuntimeError(f"no code section in {obj}")
+        if len(f) > 6 and f[1] == ".ltext":
+            return int(f[5], 16)
+    raise RuntimeError(f"no .ltext section in {obj}")
+
+
+def _symbol_offset(obj: str, symbol: str) -> int:
+    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == symbol:
+            return int(f[0], 16)
+    raise RuntimeError(f"{symbol} not in {obj}")
+
+
+def code_regions(workdir: str) -> list[tuple[int, int, str]]:
+    """(start address, size, object file) of the machine code of every numba function of this
+    project compiled in this process. A callee's code is linked into its caller's library, but a
+    call may still go to the copy in the callee's own library, so every library is mapped."""
+    from numba.core.registry import CPUDispatcher
+    regions, seen = [], set()
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith(("envs", "agents")):
+            continue
+        for disp in vars(mod).values():
+            if not isinstance(disp, CPUDispatcher) or id(disp) in seen:
+                continue
+            seen.add(id(disp))
+            for cres in disp.overloads.values():
+                lib = cres.library
+                try:
+                    code = lib._get_compiled_object()
+                except RuntimeError:  # loaded from a cache: no object to map (not the case here)
+                    continue
+                obj = os.path.join(workdir, f"lib{len(regions)}.o")
+                with open(obj, "wb") as fh:
+                    fh.write(code)
+                name = cres.fndesc.llvm_func_name
+                start = lib.get_pointer_to_function(name) - _symbol_offset(obj, name)
+                regions.append((start, _ltext_size(obj), obj))
+    return sorted(regions)
 
 
 def child(sim_s: float, workdir: str) -> None:
     from sim_speed import scenario
-    from envs.sim import kernel
     from envs.sim.simulator import Simulator
 
     sim = Simulator(scenario(PATHS, sim_s), "bbr", batch=B, seed=0)
     sim.reset()
     sim.advance(1)  # compiles, with line information
-    (cres,) = kernel._run.overloads.values()
-    lib = cres.library
-    base = lib.get_pointer_to_function(cres.fndesc.llvm_func_name)
-    obj = os.path.join(workdir, "run.o")
-    with open(obj, "wb") as fh:
-        fh.write(lib._get_compiled_object())
+    regions = code_regions(workdir)
     data = os.path.join(workdir, "perf.data")
     perf = subprocess.Popen(["perf", "record", "-q", "-F", "4999", "-p", str(os.getpid()), "-o", data],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -82,30 +114,12 @@ def child(sim_s: float, workdir: str) -> None:
         raise SystemExit(f"perf record failed ({code}): {perf.stderr.read().decode().strip()}")
     print(f"ispras_s1, bbr, B = {B}, {PATHS} paths, {sim_s:.0f} simulated s: "
           f"{cpu / (B * sim_s / sim.dt) * 1e6:.3f} us per connection-step (CPU)\n")
-    report(data, obj, base)
+    report(data, regions)
 
 
-def report(data: str, obj: str, base: int) -> None:
-    script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True,
-                            text=True, check=True).stdout
-    sec_off, size = _ltext(obj)
-    inside: collections.Counter[int] = collections.Counter()
-    outside: collections.Counter[str] = collections.Counter()
-    for line in script.splitlines():
-        f = line.split()
-        if not f:
-            continue
-        off = int(f[0], 16) - base
-        if 0 <= off < size:
-            inside[off] += 1
-        else:
-            dso = os.path.basename(f[-1].strip("()"))
-            outside["other compiled code (numba)" if dso.startswith("perf-") else dso] += 1
-    total = sum(inside.values()) + sum(outside.values())
-    if not inside:
-        raise SystemExit("no samples in the kernel's code (did perf attach?)")
-    offs = sorted(inside)
-    out = subprocess.run(["addr2line", "-e", obj, "-j", ".ltext", "-i", "-f", "-a", *map(hex, offs)],
+def _inline_chains(obj: str, offsets: list[int]) -> dict[int, list[tuple[str, str]]]:
+    """addr2line's inlining chain (innermost first: function, file:line) at each offset."""
+    out = subprocess.run(["addr2line", "-e", obj, "-j", ".ltext", "-i", "-f", "-a", *map(hex, offsets)],
                          capture_output=True, text=True, check=True).stdout.splitlines()
     chains: dict[int, list[tuple[str, str]]] = {}
     i = 0
@@ -117,18 +131,43 @@ def report(data: str, obj: str, base: int) -> None:
             continue
         chains[key].append((demangle(out[i]), out[i + 1].split(" ")[0]))
         i += 2
+    return chains
+
+
+def report(data: str, regions: list[tuple[int, int, str]]) -> None:
+    script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True,
+                            text=True, check=True).stdout
+    starts = [r[0] for r in regions]
+    inside: dict[int, collections.Counter[int]] = collections.defaultdict(collections.Counter)
+    outside: collections.Counter[str] = collections.Counter()
+    for line in script.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        ip = int(f[0], 16)
+        k = bisect.bisect_right(starts, ip) - 1
+        if k >= 0 and ip < starts[k] + regions[k][1]:
+            inside[k][ip - starts[k]] += 1
+        else:
+            outside[os.path.basename(f[-1].strip("()"))] += 1
+    n_inside = sum(sum(c.values()) for c in inside.values())
+    total = n_inside + sum(outside.values())
+    if not n_inside:
+        raise SystemExit("no samples in compiled code (did perf attach?)")
     phase: collections.Counter[str] = collections.Counter()
     func: collections.Counter[str] = collections.Counter()
     lines: collections.Counter[str] = collections.Counter()
-    for off, n in inside.items():
-        chain = chains.get(off) or [("?", "?:0")]
-        names = [fn for fn, _ in chain]  # innermost first
-        if names[-1].endswith("kernel._run"):
-            phase[names[-2] if len(names) > 1 else "kernel._run (its own loop)"] += n
-        else:
-            phase[f"{names[-1]} (called, not inlined)"] += n
-        func[names[0]] += n
-        lines[chain[0][1]] += n
+    for k, offs in inside.items():
+        chains = _inline_chains(regions[k][2], sorted(offs))
+        for off, n in offs.items():
+            chain = chains.get(off) or [("?", "?:0")]
+            names = [fn for fn, _ in chain]  # innermost first
+            if names[-1].endswith("kernel._run"):
+                phase[names[-2] if len(names) > 1 else "kernel._run (its own loop)"] += n
+            else:
+                phase[f"{names[-1]} (called, not inlined)"] += n
+            func[names[0]] += n
+            lines[chain[0][1]] += n
 
     def show(title: str, counts: collections.Counter, k: int, text: bool = False) -> None:
         print(title)
@@ -141,12 +180,12 @@ def report(data: str, obj: str, base: int) -> None:
             print(f"  {100 * n / total:5.1f}%  {key.replace(os.getcwd() + os.sep, '')}{extra}")
         print()
 
-    print(f"{total} samples, {100 * sum(inside.values()) / total:.1f}% in the kernel's code\n")
-    show("phase of a step (the function kernel._run inlines or calls):", phase, 12)
+    print(f"{total} samples, {100 * n_inside / total:.1f}% in compiled code\n")
+    show("phase of a step (the function kernel._run inlines or calls):", phase, 14)
     show("innermost function:", func, 15)
     show("source line (innermost; numba's line tables may give a helper from another module, such as\n"
          "envs/sim/rng.py, its caller's file name):", lines, 15, True)
-    show("outside the kernel's code (library):", outside, 5)
+    show("outside compiled code (library):", outside, 5)
 
 
 def main() -> None:
