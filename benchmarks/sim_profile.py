@@ -1,13 +1,14 @@
 """Where the compiled core spends its time: ``python benchmarks/sim_profile.py [--sim-s S]``.
 
-Needs Linux ``perf`` and binutils' ``addr2line``. The script re-runs itself with the kernel compiled
-afresh, with debug line information (``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the
-batched core on ispras_s1 under bbr (B = 64, 2 paths, minRTT) while ``perf record`` samples the
-process, and maps every sample in the kernel's machine code back through its chain of inlined
-functions. It prints the share of the time of each phase of a step (the functions ``kernel._run``
-calls: receive, feedback, schedule, depart, ...), of each innermost function, the hottest source
-lines, and where the samples outside the kernel's code went (libm's ``log``, the interpreter).
-Debug information does not change the optimised code, only what it is annotated with.
+Needs Linux ``perf`` and binutils (``addr2line``, ``nm``, ``readelf``). The script re-runs itself
+with the project's numba functions compiled afresh, with debug line information
+(``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the batched core on ispras_s1 under bbr
+(B = 64, 2 paths, minRTT) while ``perf record`` samples the process, and maps every sample in
+their machine code back through its chain of inlined functions. It prints the share of the time
+of each phase of a step (the functions ``kernel._run`` inlines or calls: receive, feedback,
+schedule, depart, the workload, ...), of each innermost function, the hottest source lines, and
+where the samples outside compiled code went (libm's ``log``, the interpreter). Debug information
+does not change the optimised code, only what it is annotated with.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ def main() -> None:
     if args.child:
         child(args.sim_s, args.child)
         return
-    missing = [tool for tool in ("perf", "addr2line", "readelf") if shutil.which(tool) is None]
+    missing = [tool for tool in ("perf", "addr2line", "nm", "readelf") if shutil.which(tool) is None]
     if missing:
         raise SystemExit(f"sim_profile needs {', '.join(missing)} (Debian: apt install linux-perf binutils)")
     with tempfile.TemporaryDirectory() as work:
