@@ -24,8 +24,10 @@ scenarios x CCs x schedulers x decision modes):
 - ``_nrt=False`` everywhere (kernel, CCs, heuristics, rng): numba otherwise reference-counts
   every array it passes or slices with atomic increments, which took about 60% of the time;
   nothing here allocates, so the runtime is not needed. A new CC or heuristic should use it too.
-- ``advance`` hands each connection's rows (2-D/3-D views) to ``_run``, into which the phases are
-  inlined (``forceinline``): no calls passing a dozen array structs per phase and step.
+- ``advance`` hands each connection's rows (2-D/3-D views) to ``_run``, into which the phases and
+  the workload's step are inlined (``forceinline``): no calls passing a dozen array structs per
+  phase and step. The workload counts its record bins instead of dividing the step by the bin
+  length every step.
 - bursts: a scheduler declaring ``BURST`` (minRTT, fixed; and the blocked decision mode) keeps its
   path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
   drawing the same random numbers in the same order as per-packet sends would; round robin gets

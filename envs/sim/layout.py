@@ -213,7 +213,9 @@ WL_N_RATES_MAX = 16
 WL_HIST = WL_RATE + WL_N_RATES_MAX  # ring of the last WL_HIST_K chunk throughputs (bytes/step)
 WL_ACKED_ITEMS = WL_HIST + 16  # items whose last byte the sender has seen acknowledged
 WL_ACK_STEP = WL_ACKED_ITEMS + 1  # step the last item was fully acknowledged
-N_WL = WL_ACK_STEP + 1
+WL_BIN_K = WL_ACK_STEP + 1  # record bin of the current step (t // WL_BIN)
+WL_BIN_END = WL_BIN_K + 1  # first step of the next bin
+N_WL = WL_BIN_END + 1
 
 WL_BULK, WL_FILE, WL_DASH, WL_WEB = 0, 1, 2, 3  # the order of envs.scenario.WORKLOAD_TYPES
 

@@ -253,7 +253,7 @@ class Simulator:
         w[WL_TYPE] = WORKLOAD_TYPES.index(work.type)
         w[WL_TOTAL] = work.total_bytes()
         w[WL_ITEMS] = n = work.items()
-        w[WL_BIN] = self.bin_steps
+        w[WL_BIN] = w[WL_BIN_END] = self.bin_steps
         rev = [p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms for p in scen.paths]
         w[WL_REQ_DELAY] = round(min(rev) / dt_ms)
         if work.type in ("bulk", "file"):  # everything offered at once, items end at fixed offsets

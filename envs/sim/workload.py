@@ -35,11 +35,14 @@ from envs.sim.layout import *  # noqa: F403 (column names)
 EPS = 1e-6
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def step(t, c, w, it, rc, co, dt):
     """Advance connection ``c``'s workload to step ``t``; True when it is complete. Also writes
     the sender's view of the current item into ``co`` (``COBS_ITEM_*``)."""
-    k = t // int(w[WL_BIN])
+    while t >= w[WL_BIN_END]:  # k = t // bin, without an integer division per step
+        w[WL_BIN_K] += 1.0
+        w[WL_BIN_END] += w[WL_BIN]
+    k = int(w[WL_BIN_K])
     if k < rc.shape[0]:
         rc[k, REC_DELIVERED] = c[CN_RCV_NXT]
         rc[k, REC_REORDER] += c[CN_RCV_BYTES] - c[CN_RCV_NXT]
