@@ -10,8 +10,14 @@
    BBRv1 under 5 % loss (near-full utilisation), and every CC on a loss-free path with a 1-BDP
    buffer (near-full utilisation).
 3. The wall time of a 10 s live run (bulk, ISPRAS S1 paths), setup and teardown included.
+4. The standing queue of two flows of one CC sharing one bottleneck (50 Mbit/s, 40 ms RTT, a 5
+   and a 1 BDP drop-tail buffer; spec/transport.md after Scherrer et al., IMC 2022): the
+   simulator (a subflow plus a competing flow) against two kernel TCP flows and, where the
+   ``mpsched_xquic`` extension is installed, two XQUIC connections (which have bbr2), the queue
+   read from the bottleneck's counters and averaged over 10-30 s.
 
-Needs root and the live dependencies (``python -m envs.live.setup``); a few minutes.
+Needs root and the live dependencies (``python -m envs.live.setup``); about 40 minutes at 3 runs (the
+queue section alone, ``--only queue --ccs bbr``: 9 minutes).
 """
 
 from __future__ import annotations
@@ -23,12 +29,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.evaluation import evaluate_heuristic, summary  # noqa: E402
+from envs.live.bottleneck import BulkFlows, QueueSampler  # noqa: E402
 from envs.live.evaluation import LiveOptions, evaluate_live, relative_error  # noqa: E402
-from envs.live.system import unavailable_reason  # noqa: E402
-from envs.scenario import load_scenario, scenario_from_dict  # noqa: E402
+from envs.live.system import LiveError, unavailable_reason  # noqa: E402
+from envs.live.testbed import Testbed  # noqa: E402
+from envs.scenario import WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
+from envs.sim.simulator import Simulator  # noqa: E402
 
 MSS = 1448
 WIRE_EFFICIENCY = MSS / 1514  # TCP payload per byte on the wire (timestamps option, Ethernet)
@@ -127,11 +138,87 @@ def walltime(opts: LiveOptions, out: dict) -> None:
           f"(transfer {info.transfer_wall_s[0]:.1f} s; {parts})")
 
 
+QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0
+
+
+def queue_scenario(queue_bdp: float, competing_cc: str | None = None):
+    path = {"bandwidth_mbps": QUEUE_MBPS, "delay_ms": QUEUE_DELAY_MS, "queue_bdp": queue_bdp}
+    if competing_cc:
+        path["competing"] = {"flows": 1, "cc": competing_cc}
+    return scenario_from_dict({"name": "two_flows", "paths": [path], "jitter_reorders": False,
+                               "workload": {"type": "bulk", "duration_s": QUEUE_END_S + 1}})
+
+
+def sim_queue_bdp(cc: str, queue_bdp: float) -> float:
+    """Two simulated flows of ``cc`` (the connection's subflow and one competing flow), mean over
+    4 connections."""
+    sim = Simulator(queue_scenario(queue_bdp, cc), cc, batch=4, seed=1)
+    sim.reset()
+    sim.advance(round(QUEUE_WARMUP_S / sim.dt))
+    bdp = QUEUE_MBPS * 125_000 * 2 * QUEUE_DELAY_MS / 1000
+    return float(sim.queue_samples(QUEUE_END_S - QUEUE_WARMUP_S)[:, :, 0].mean()) / bdp
+
+
+def live_queue_bdp(cc: str, queue_bdp: float, xquic: bool) -> tuple[float, float]:
+    """Two live flows of ``cc`` (kernel TCP, or XQUIC connections): mean queue (BDP; frames on
+    the wire over the BDP at the wire rate) and the flows' total goodput (Mbit/s)."""
+    from envs.live.xquic import XquicTransfer
+    bdp_wire = QUEUE_MBPS * 1e6 / 8 * 2 * QUEUE_DELAY_MS / 1000
+    with Testbed(queue_scenario(queue_bdp), verify=False) as tb, QueueSampler(tb, 0) as queue:
+        if xquic:
+            work = WorkloadSpec(type="file", file_mb=10 * QUEUE_MBPS * QUEUE_END_S / 8)  # never finishes
+            flows = [XquicTransfer(tb, cc, work, max_duration_s=QUEUE_END_S + 10) for _ in range(2)]
+            try:
+                for f in flows:
+                    f.start()
+                time.sleep(QUEUE_END_S)
+            finally:
+                results = [f.result() for f in flows if f.t0 is not None]
+            goodput = sum(8e-6 * r.delivered_bytes / r.span_s for r in results)
+        else:
+            with BulkFlows(tb, 0, cc, 2) as kernel_flows:
+                time.sleep(QUEUE_END_S)
+                goodput = sum(kernel_flows.goodput_mbps())
+        return queue.mean(QUEUE_WARMUP_S, QUEUE_END_S) / bdp_wire, goodput
+
+
+def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
+    try:
+        from envs.live.xquic import CCS as XQUIC_CCS, extension
+        extension()
+        xquic_ccs, xquic_note = XQUIC_CCS, ""
+    except LiveError as err:
+        xquic_ccs, xquic_note = (), f" (XQUIC: {err})"
+    print(f"\n## Two flows of one CC on one bottleneck ({QUEUE_MBPS:g} Mbit/s, {2 * QUEUE_DELAY_MS:g} ms RTT): "
+          f"standing queue in BDP, mean over {QUEUE_WARMUP_S:g}-{QUEUE_END_S:g} s; live: mean [min-max] of "
+          f"{runs} runs{xquic_note}\n")
+    print("| buffer | cc | sim | kernel TCP | XQUIC | goodput kernel / XQUIC Mbit/s |")
+    print("|---|---|---|---|---|---|")
+
+    def live(cc: str, queue_bdp: float, xquic: bool) -> tuple[list[float], list[float]]:
+        if cc not in (xquic_ccs if xquic else ccs):
+            return [], []
+        queues, goodputs = zip(*(live_queue_bdp(cc, queue_bdp, xquic) for _ in range(runs)))
+        return list(queues), list(goodputs)
+
+    def cell(x: list[float]) -> str:
+        return f"{fmt(np.mean(x))} [{fmt(min(x))}-{fmt(max(x))}]" if x else "n/a"
+
+    for queue_bdp in (5.0, 1.0):
+        for cc in dict.fromkeys([*ccs, "bbr2"]):
+            sim = sim_queue_bdp(cc, queue_bdp)
+            (kq, kg), (xq, xg) = live(cc, queue_bdp, False), live(cc, queue_bdp, True)
+            out.setdefault("standing_queue", []).append({"buffer_bdp": queue_bdp, "cc": cc, "sim": sim, "kernel": kq,
+                                                         "xquic": xq, "goodput_kernel": kg, "goodput_xquic": xg})
+            goodput = " / ".join(fmt(np.mean(g), ".1f") if g else "n/a" for g in (kg, xg))
+            print(f"| {queue_bdp:g} BDP | {cc} | {fmt(sim)} | {cell(kq)} | {cell(xq)} | {goodput} |", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="live runs per cell (the simulator runs at least 5)")
     ap.add_argument("--ccs", default="reno,cubic,bbr")
-    ap.add_argument("--only", choices=("ispras", "laws", "walltime"))
+    ap.add_argument("--only", choices=("ispras", "laws", "walltime", "queue"))
     ap.add_argument("--law-seconds", type=float, default=8.0)
     ap.add_argument("--json", help="also write the numbers to this file")
     args = ap.parse_args()
@@ -148,6 +235,8 @@ def main() -> int:
         laws(args.runs, opts, args.law_seconds, out)
     if args.only in (None, "walltime"):
         walltime(opts, out)
+    if args.only in (None, "queue"):
+        standing_queue(args.ccs.split(","), args.runs, out)
     print(f"\n(total {time.monotonic() - t0:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

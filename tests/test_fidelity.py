@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
-from envs.sim.layout import BN_CAP, BN_DEQ, BN_ENQ, CN_T, COBS_ACKED, OBS_ACKED
+from envs.sim.layout import BN_CAP, CN_T, COBS_ACKED, OBS_ACKED
 from envs.sim.simulator import SimConfig, Simulator
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
@@ -159,12 +159,7 @@ def standing_queue_bdp(cc: str, queue_bdp: float = 5.0) -> float:
     connections."""
     sim = started(one_path(41.0, queue_bdp=queue_bdp, competing_cc=cc), cc, batch=4)
     sim.advance(steps(sim, 20.0))
-    chunk = steps(sim, 0.01)
-    samples = []
-    for _ in range(steps(sim, 20.0) // chunk):
-        sim.advance(chunk)
-        samples.append(sim.bn[:, 0, BN_ENQ] - sim.bn[:, 0, BN_DEQ])
-    return float(np.mean(samples)) / BDP
+    return float(sim.queue_samples(20.0, 0.01)[:, :, 0].mean()) / BDP
 
 
 def test_two_bbr_flows_hold_one_bdp_queue() -> None:
@@ -181,7 +176,9 @@ def test_two_bbr_flows_hold_one_bdp_queue() -> None:
     "end cwnd-limited at 2 x BDP like BBRv1: measured 1.04 BDP for both (1.03 vs 1.04 at 1.5 BDP; "
     "0.74 vs 0.92 at 1 BDP). Scherrer et al.'s own fluid model (their published code, run on this "
     "setting) agrees: 0.98 BDP for BBRv2 when inflight_hi starts unset; its 0.56 BDP comes from an "
-    "initial inflight_hi of 1.875 fair-share BDPs that it derives from the buffer size"))
+    "initial inflight_hi of 1.875 fair-share BDPs that it derives from the buffer size. The one real "
+    "BBRv2 here, XQUIC's, does not hold a smaller queue either: 3.36 BDP against its BBRv1's 3.46 "
+    "(benchmarks/sim_vs_live.py --only queue, 3 live runs each)"))
 def test_two_bbr2_flows_hold_a_much_smaller_queue() -> None:
     """spec/transport.md: BBRv2's equilibrium queue is much smaller than BBRv1's (at most half)."""
     v1, v2 = standing_queue_bdp("bbr"), standing_queue_bdp("bbr2")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import math
-import re
 import socket
 import threading
 import time
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envs.errors import ConfigError
-from envs.live.system import LiveError, check_cc, run
+from envs.live.system import LiveError, check_cc
 from envs.live.telemetry import IPPROTO_MPTCP, TCP_CONGESTION, Sample, Sampler, connection_info
 from envs.metrics import transfer_metrics
 from envs.scenario import WorkloadSpec
@@ -299,9 +298,6 @@ class MptcpTransfer:
                               error="; ".join(self._errors) or None)
 
 
-_QDISC_STATS = re.compile(r"qdisc \S+ 10: .*?\n\s*Sent \d+ bytes (\d+) pkt \(dropped (\d+)")
-
-
 def network_counters(tb) -> tuple[np.ndarray, np.ndarray]:
     """Per path, packets offered to the forward bottleneck and packets lost in the network on
     the forward direction (queue drops + random loss): the ground truth of loss_rate."""
@@ -309,12 +305,9 @@ def network_counters(tb) -> tuple[np.ndarray, np.ndarray]:
     sent, lost = np.zeros(P), np.zeros(P)
     drops = tb.emulation.loss_drops() if tb.emulation is not None else {}
     for p in tb.paths:
-        out = run(["tc", "-s", "qdisc", "show", "dev", p.router_server_if], tb.router_pid(p.index)).stdout
-        m = _QDISC_STATS.search(out)
-        if m:
-            sent[p.index] = int(m.group(1)) + int(m.group(2))
-            lost[p.index] = int(m.group(2))
-        lost[p.index] += drops.get((p.index, "forward"), 0)
+        q = tb.bottleneck(p.index)
+        sent[p.index] = q["packets"] + q["drops"]
+        lost[p.index] = q["drops"] + drops.get((p.index, "forward"), 0)
     return sent, lost
 
 

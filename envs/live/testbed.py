@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import json
 import os
 import socket
 import time
@@ -290,6 +291,18 @@ class Testbed:
 
     def run(self, host: str, argv: list[str], **kwargs):
         return run(argv, self.client_pid if host == "client" else self.server_pid, **kwargs)
+
+    def bottleneck(self, path: int) -> dict:
+        """Counters of path ``path``'s forward bottleneck buffer (the leaf ``10:`` under the rate
+        class, see ``envs.live.emulation``), as ``tc -s -j qdisc`` reports them: ``backlog`` (bytes
+        queued now, frames on the wire), ``qlen`` (packets queued now), ``packets`` (sent on),
+        ``drops``."""
+        p = self.paths[path]
+        out = run(["tc", "-s", "-j", "qdisc", "show", "dev", p.router_server_if], self.router_pid(path)).stdout
+        for qdisc in json.loads(out):
+            if qdisc.get("handle") == "10:":
+                return qdisc
+        raise LiveError(f"path {path + 1}: no bottleneck buffer (qdisc 10:) on {p.router_server_if}")
 
     def verify(self, **kwargs):
         """Measure every path and refuse (VerificationError) when it misses the scenario."""

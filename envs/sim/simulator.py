@@ -291,6 +291,18 @@ class Simulator:
         while not np.all(self.cn[:, CN_DONE] > 0):
             self.advance(10**9)
 
+    def queue_samples(self, duration_s: float, every_s: float = 0.01) -> np.ndarray:
+        """Advance ``duration_s`` and sample every bottleneck's queue (bytes, ground truth that no
+        scheduler sees) every ``every_s``: an array ``[samples, B, paths]``. The simulator's side of
+        the standing-queue laws (spec/transport.md; the live testbed's side is
+        ``envs.live.bottleneck.QueueSampler``)."""
+        chunk = max(round(every_s / self.dt), 1)
+        samples = []
+        for _ in range(round(duration_s / self.dt) // chunk):
+            self.advance(chunk)
+            samples.append(self.bn[:, :, BN_ENQ] - self.bn[:, :, BN_DEQ])
+        return np.asarray(samples)
+
     @property
     def done(self) -> np.ndarray:
         return self.cn[:, CN_DONE] > 0

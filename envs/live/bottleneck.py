@@ -1,0 +1,167 @@
+"""A testbed path's bottleneck under shared load: long-lived kernel TCP flows through it, and its
+queue sampled over time.
+
+The simulator's shared-bottleneck laws (spec/transport.md: two BBRv1 flows hold a standing queue
+of about one BDP, Scherrer et al., IMC 2022) are checked against the real thing with these:
+``tests/test_live.py`` and ``benchmarks/sim_vs_live.py --only queue``. The queue is read from
+the bottleneck's own counters (``Testbed.bottleneck``), the ground truth no sender sees.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+
+from envs.live.system import LiveError, check_cc
+
+CHUNK = 1 << 16  # bytes per send()/recv() call
+POLL_S = 0.5  # how often a blocked send()/recv() looks at the stop flag
+
+
+class BulkFlows:
+    """``n`` backlogged kernel TCP flows under congestion control ``cc`` (one the kernel has),
+    client to server over path ``path`` of a started testbed (source-address routing picks the
+    path), until ``stop()``: ``with BulkFlows(tb, 0, "bbr", 2) as flows: ...``. ``received`` counts
+    each flow's bytes at the server."""
+
+    def __init__(self, tb, path: int, cc: str, n: int) -> None:
+        if n < 1:
+            raise LiveError(f"BulkFlows: n must be >= 1, got {n}")
+        self.tb, self.path, self.cc, self.n = tb, int(path), check_cc(cc), int(n)
+        self.received = [0] * self.n
+        self._stop = threading.Event()
+        self._socks: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self.t0: float | None = None
+
+    def __enter__(self) -> BulkFlows:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _socket(self, host: str) -> socket.socket:
+        s = self.tb.socket(host)
+        self._socks.append(s)
+        return s
+
+    def start(self) -> BulkFlows:
+        try:
+            link = self.tb.paths[self.path]
+            listener = self._socket("server")
+            listener.bind((link.server_ip, 0))
+            listener.listen(self.n)
+            listener.settimeout(10.0)
+            for i in range(self.n):
+                c = self._socket("client")
+                c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.cc.encode())
+                c.bind((link.client_ip, 0))
+                c.connect(listener.getsockname())
+                conn, _ = listener.accept()
+                self._socks.append(conn)
+                for sock, work in ((c, self._send), (conn, self._receive)):
+                    sock.settimeout(POLL_S)
+                    th = threading.Thread(target=work, args=(sock, i), daemon=True)
+                    self._threads.append(th)
+            self.t0 = time.monotonic()
+            for th in self._threads:
+                th.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _send(self, sock: socket.socket, i: int) -> None:
+        data = b"\0" * CHUNK
+        while not self._stop.is_set():
+            try:
+                sock.send(data)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    def _receive(self, sock: socket.socket, i: int) -> None:
+        while not self._stop.is_set():
+            try:
+                got = sock.recv(CHUNK)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not got:
+                return
+            self.received[i] += len(got)
+
+    def goodput_mbps(self) -> list[float]:
+        """Each flow's mean goodput since the start (Mbit/s of payload)."""
+        span = time.monotonic() - self.t0 if self.t0 else float("nan")
+        return [8e-6 * r / span for r in self.received]
+
+    def stop(self) -> None:
+        self._stop.set()
+        for th in self._threads:
+            if th.is_alive():
+                th.join(timeout=2 * POLL_S + 1.0)
+        for s in self._socks:
+            s.close()
+        self._socks.clear()
+
+
+class QueueSampler:
+    """Samples the forward bottleneck queue of path ``path`` (bytes on the wire) every ``every_s``
+    in a thread, from ``start()`` to ``stop()``; ``samples`` is an array of (seconds since start,
+    bytes)."""
+
+    def __init__(self, tb, path: int, every_s: float = 0.02) -> None:
+        self.tb, self.path, self.every_s = tb, int(path), float(every_s)
+        self._rows: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> QueueSampler:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> QueueSampler:
+        self._t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                backlog = self.tb.bottleneck(self.path)["backlog"]
+                self._rows.append((time.monotonic() - self._t0, float(backlog)))
+                self._stop.wait(self.every_s)
+        except BaseException as err:  # reported by stop()
+            self.error = err
+
+    def stop(self) -> np.ndarray:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10.0)
+        if self.error is not None:
+            raise LiveError(f"sampling the bottleneck queue of path {self.path + 1}: {self.error}")
+        return self.samples
+
+    @property
+    def samples(self) -> np.ndarray:
+        return np.asarray(self._rows, dtype=float).reshape(-1, 2)
+
+    def mean(self, start_s: float, end_s: float) -> float:
+        """Mean queue (bytes) over the samples taken from ``start_s`` to ``end_s``."""
+        a = self.samples
+        sel = (a[:, 0] >= start_s) & (a[:, 0] < end_s)
+        if not sel.any():
+            raise LiveError(f"no queue samples between {start_s:g} s and {end_s:g} s")
+        return float(a[sel, 1].mean())
+
+
+__all__ = ["BulkFlows", "QueueSampler"]
