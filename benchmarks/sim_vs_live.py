@@ -33,13 +33,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.evaluation import evaluate_heuristic, summary  # noqa: E402
+from envs.evaluation import evaluate_heuristic, shared_bottleneck, standing_queue_bdp, summary  # noqa: E402
 from envs.live.bottleneck import BulkFlows, QueueSampler  # noqa: E402
 from envs.live.evaluation import LiveOptions, evaluate_live, relative_error  # noqa: E402
 from envs.live.system import LiveError, unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.scenario import WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
-from envs.sim.simulator import Simulator  # noqa: E402
 
 MSS = 1448
 WIRE_EFFICIENCY = MSS / 1514  # TCP payload per byte on the wire (timestamps option, Ethernet)
@@ -141,30 +140,13 @@ def walltime(opts: LiveOptions, out: dict) -> None:
 QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0
 
 
-def queue_scenario(queue_bdp: float, competing_cc: str | None = None):
-    path = {"bandwidth_mbps": QUEUE_MBPS, "delay_ms": QUEUE_DELAY_MS, "queue_bdp": queue_bdp}
-    if competing_cc:
-        path["competing"] = {"flows": 1, "cc": competing_cc}
-    return scenario_from_dict({"name": "two_flows", "paths": [path], "jitter_reorders": False,
-                               "workload": {"type": "bulk", "duration_s": QUEUE_END_S + 1}})
-
-
-def sim_queue_bdp(cc: str, queue_bdp: float) -> float:
-    """Two simulated flows of ``cc`` (the connection's subflow and one competing flow), mean over
-    4 connections."""
-    sim = Simulator(queue_scenario(queue_bdp, cc), cc, batch=4, seed=1)
-    sim.reset()
-    sim.advance(round(QUEUE_WARMUP_S / sim.dt))
-    bdp = QUEUE_MBPS * 125_000 * 2 * QUEUE_DELAY_MS / 1000
-    return float(sim.queue_samples(QUEUE_END_S - QUEUE_WARMUP_S)[:, :, 0].mean()) / bdp
-
-
 def live_queue_bdp(cc: str, queue_bdp: float, xquic: bool) -> tuple[float, float]:
     """Two live flows of ``cc`` (kernel TCP, or XQUIC connections): mean queue (BDP; frames on
     the wire over the BDP at the wire rate) and the flows' total goodput (Mbit/s)."""
     from envs.live.xquic import XquicTransfer
     bdp_wire = QUEUE_MBPS * 1e6 / 8 * 2 * QUEUE_DELAY_MS / 1000
-    with Testbed(queue_scenario(queue_bdp), verify=False) as tb, QueueSampler(tb, 0) as queue:
+    scen = shared_bottleneck(queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS, duration_s=QUEUE_END_S)
+    with Testbed(scen, verify=False) as tb, QueueSampler(tb, 0) as queue:
         if xquic:
             work = WorkloadSpec(type="file", file_mb=10 * QUEUE_MBPS * QUEUE_END_S / 8)  # never finishes
             flows = [XquicTransfer(tb, cc, work, max_duration_s=QUEUE_END_S + 10) for _ in range(2)]
@@ -206,7 +188,8 @@ def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
 
     for queue_bdp in (5.0, 1.0):
         for cc in dict.fromkeys([*ccs, "bbr2"]):
-            sim = sim_queue_bdp(cc, queue_bdp)
+            sim = standing_queue_bdp(cc, queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS,
+                                     warmup_s=QUEUE_WARMUP_S, measure_s=QUEUE_END_S - QUEUE_WARMUP_S)
             (kq, kg), (xq, xg) = live(cc, queue_bdp, False), live(cc, queue_bdp, True)
             out.setdefault("standing_queue", []).append({"buffer_bdp": queue_bdp, "cc": cc, "sim": sim, "kernel": kq,
                                                          "xquic": xq, "goodput_kernel": kg, "goodput_xquic": xg})

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from envs.metrics import mean_ci
-from envs.scenario import Scenario
+from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig, Simulator
 
 EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never reuse training seeds
@@ -48,6 +48,33 @@ def evaluate_heuristic(scenario: Scenario, cc: str, scheduler: str, runs: int, s
     sim.reset()
     sim.run()
     return sim.results(window_s)
+
+
+def shared_bottleneck(queue_bdp: float, competing_cc: str | None = None, *, bandwidth_mbps: float = 50.0,
+                      delay_ms: float = 20.0, duration_s: float = 41.0) -> Scenario:
+    """One loss-free, jitter-free path with a drop-tail buffer of ``queue_bdp``, bulk traffic; with
+    ``competing_cc``, one competing flow of that CC shares the bottleneck with the connection's
+    subflow: the two-flow setting of spec/transport.md's standing-queue laws (Scherrer et al.,
+    IMC 2022). The live testbed runs its second flow itself (``envs.live.bottleneck``)."""
+    path = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
+            "queue_bdp": queue_bdp}
+    if competing_cc is not None:
+        path["competing"] = {"flows": 1, "cc": competing_cc}
+    return scenario_from_dict({"name": "shared_bottleneck", "paths": [path], "jitter_reorders": False,
+                               "workload": {"type": "bulk", "duration_s": duration_s}})
+
+
+def standing_queue_bdp(cc: str, queue_bdp: float = 5.0, *, bandwidth_mbps: float = 50.0, delay_ms: float = 20.0,
+                       warmup_s: float = 20.0, measure_s: float = 20.0, batch: int = 4, seed: int = 1) -> float:
+    """Two simulated flows of ``cc`` on ``shared_bottleneck``: the bottleneck queue in BDPs, sampled
+    every 10 ms from ``warmup_s`` for ``measure_s`` and averaged, mean of ``batch`` connections."""
+    scen = shared_bottleneck(queue_bdp, cc, bandwidth_mbps=bandwidth_mbps, delay_ms=delay_ms,
+                             duration_s=warmup_s + measure_s + 1.0)
+    sim = Simulator(scen, cc, batch=batch, seed=seed)
+    sim.reset()
+    sim.advance(round(warmup_s / sim.dt))
+    bdp = bandwidth_mbps * 125_000 * 2 * delay_ms / 1000
+    return float(sim.queue_samples(measure_s, 0.01)[:, :, 0].mean()) / bdp
 
 
 def summary(per_run: dict[str, np.ndarray], names: Sequence[str] = REPORTED) -> dict[str, dict]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from envs import evaluation
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.layout import BN_CAP, CN_T, COBS_ACKED, OBS_ACKED
 from envs.sim.simulator import SimConfig, Simulator
@@ -156,10 +157,8 @@ def test_bbr2_backs_off_under_random_loss() -> None:
 def standing_queue_bdp(cc: str, queue_bdp: float = 5.0) -> float:
     """Time-averaged bottleneck queue (in BDPs, sampled every 10 ms over 20-40 s) of one subflow
     plus one competing flow of the same CC, drop-tail buffer of ``queue_bdp``; mean of 4
-    connections."""
-    sim = started(one_path(41.0, queue_bdp=queue_bdp, competing_cc=cc), cc, batch=4)
-    sim.advance(steps(sim, 20.0))
-    return float(sim.queue_samples(20.0, 0.01)[:, :, 0].mean()) / BDP
+    connections (``envs.evaluation.standing_queue_bdp``, cached for the tests below)."""
+    return evaluation.standing_queue_bdp(cc, queue_bdp, bandwidth_mbps=BW_MBPS, delay_ms=DELAY_MS)
 
 
 def test_two_bbr_flows_hold_one_bdp_queue() -> None:

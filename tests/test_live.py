@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON
 if REASON is None:  # imported only where live runs can work
     from envs.features import CLIP, compute, feature_set
     from envs.live.bottleneck import BulkFlows, QueueSampler
+    from envs.evaluation import shared_bottleneck, standing_queue_bdp
     from envs.live.evaluation import LiveOptions, evaluate_live
     from envs.live.mptcp import MptcpTransfer
     from envs.live.system import LiveError, available_ccs, namespace_alive, pid_alive, run
@@ -272,17 +273,13 @@ def test_two_kernel_bbr_flows_hold_the_standing_queue_the_simulator_holds():
     flows on the same path (tests/test_fidelity.py): measured 0.89-1.14 live in 5 runs (a few
     seconds at 0.4-0.6 when the flows' ProbeRTT phases fall apart), 1.04 simulated. Live within
     1 BDP +-40% (the simulator's tolerance), and within 0.4 BDP of the simulator."""
-    from test_fidelity import BDP, standing_queue_bdp  # the simulator's side of the same law
-    scen = scenario_from_dict({"name": "two_bbr_flows", "workload": {"type": "bulk", "duration_s": 30},
-                               "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "queue_bdp": 5.0}]})
     bdp_wire = 50e6 / 8 * 0.04  # the queue is counted in frames on the wire, the BDP at the wire rate
-    with new_testbed(scen, verify=False) as tb, QueueSampler(tb, 0) as queue, BulkFlows(tb, 0, "bbr", 2) as flows:
+    with new_testbed(shared_bottleneck(5.0, duration_s=30.0), verify=False) as tb, QueueSampler(tb, 0) as queue, BulkFlows(tb, 0, "bbr", 2) as flows:
         time.sleep(30.0)
         live = queue.mean(10.0, 30.0) / bdp_wire
         goodput = flows.goodput_mbps()
-    sim = standing_queue_bdp("bbr")
-    print(f"two bbr flows, 5 BDP buffer: live {live:.2f} BDP (goodput {goodput}), simulator {sim:.2f} BDP "
-          f"(BDP {BDP:.0f} bytes)")
+    sim = standing_queue_bdp("bbr")  # the simulator's side of the same law
+    print(f"two bbr flows, 5 BDP buffer: live {live:.2f} BDP (goodput {goodput}), simulator {sim:.2f} BDP")
     assert 0.6 <= live <= 1.4
     assert abs(live - sim) <= 0.4
     assert sum(goodput) > 0.85 * 50 * 1448 / 1514

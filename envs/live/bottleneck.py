@@ -62,10 +62,10 @@ class BulkFlows:
                 c.connect(listener.getsockname())
                 conn, _ = listener.accept()
                 self._socks.append(conn)
-                for sock, work in ((c, self._send), (conn, self._receive)):
-                    sock.settimeout(POLL_S)
-                    th = threading.Thread(target=work, args=(sock, i), daemon=True)
-                    self._threads.append(th)
+                c.settimeout(POLL_S)
+                conn.settimeout(POLL_S)
+                self._threads += [threading.Thread(target=self._send, args=(c,), daemon=True),
+                                  threading.Thread(target=self._receive, args=(conn, i), daemon=True)]
             self.t0 = time.monotonic()
             for th in self._threads:
                 th.start()
@@ -74,7 +74,7 @@ class BulkFlows:
             raise
         return self
 
-    def _send(self, sock: socket.socket, i: int) -> None:
+    def _send(self, sock: socket.socket) -> None:
         data = b"\0" * CHUNK
         while not self._stop.is_set():
             try:
