@@ -80,12 +80,11 @@ class DecisionProcess:
         self._info = np.zeros((sim.B, N_INFO))
         self.last_obs = np.zeros((sim.B, len(self.features)), dtype=np.float32)  # features now
         # ``_step``'s arguments after the actions, gathered once (the simulator allocates its arrays
-        # once): building the 37 of them from attributes took about 1 us of a ~11 us packet-mode env step
-        tab = self._table
+        # once): building them from attributes took about 1 us of a ~11 us packet-mode env step.
+        # The kernel's records go flat (see ``_step``).
         self._step_args = (self.n_actions, self._mode_sid, self._mode_prm, self.interval_steps,
-                           self.decisions, self._live, *sim.kernel_state(), sim.mss, sim.dt, sim.wl,
-                           sim.item, sim.rec, self._reward_prm, self._prev, self._rewards,
-                           tab[0], tab[1], tab[2], tab[3], self.last_obs, self._info)
+                           self.decisions, self._live, *sim.kernel_state(), *sim.constants, self._reward_prm,
+                           self._prev, self._rewards, *self._table, self.last_obs, self._info)
 
     def _mode(self, m: Mapping | str) -> tuple[int, np.ndarray]:
         if isinstance(m, str):
@@ -199,14 +198,20 @@ MAX_STEPS = 10**12  # no step budget: each connection runs to its next pause
 
 
 @njit(cache=True, _nrt=False)
-def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, live, obs, cobs, fl, cc, ccp,
-          bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng, spur_r, spur_p, mss, dt, wl, item, rec,
+def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, live,
+          obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, wl, item, rec, rng,
+          mss, dt, spur_grid, spur_prob,
           reward_prm, prev, rewards, field, path, per, scale, features, info):
     """One decision of every unfinished connection: apply its action (blocked mode when
     ``mode_sid`` is empty: CN_ADVISE, the answer for the rest of the step; else run mode ``a`` for
     ``interval_steps``, as ``Simulator.set_mode``), advance it to its
     next pause, then rewards, features and info rows. Returns the number of finished connections,
-    or -1 (nothing applied) when an action is out of range."""
+    or -1 (nothing applied) when an action is out of range.
+
+    The simulator's ``kernel.State`` (obs ... rng) and ``kernel.Constants`` (mss ... spur_prob)
+    arrive flat, field by field, and are rebuilt here: this is called once per env step, and
+    numba's dispatcher types a named tuple of arrays several microseconds slower than the same
+    arrays one by one (``benchmarks/record_dispatch.py``), most of a packet-mode step's compiled time."""
     B = cn.shape[0]
     for b in range(B):
         if not 0 <= actions[b] < n_actions:
@@ -225,8 +230,9 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
                 sched[b, k] = mode_prm[a, k]
             cn[b, CN_MODE_UNTIL] = cn[b, CN_T] + interval_steps
         decisions[b] += 1
-    kernel.advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
-                   spur_r, spur_p, live, MAX_STEPS, mss, dt, wl, item, rec)
+    kernel.advance(kernel.State(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, wl, item,
+                                rec, rng),
+                   kernel.Constants(mss, dt, spur_grid, spur_prob), live, MAX_STEPS)
     nsub = cn[:, CN_N_SUB]
     reward_and_snapshot(reward_prm, prev, obs, cobs, nsub, mss, live, rewards)
     evaluate(field, path, per, scale, obs, cobs, nsub, features)

@@ -17,6 +17,53 @@ One step (default 1 ms) of one connection, in order (spec/transport.md):
 
 A connection owns its clock, so each runs until its own next decision point or its end.
 
+Working set (glossary). The batch is a ``State`` of dense arrays, one row per connection (B), F
+flows (the connection's P subflows first, then the competing flows), P paths; ``connection(s, b)``
+gives connection b's rows as a ``Connection`` of views with the same fields, which ``_run`` and
+its phases take. A phase binds the fields it uses to the short local names in brackets. Columns
+are named in ``envs/sim/layout.py``.
+
+=========  ===========  =====================  ====================================================
+field      local        shape (one row)        holds (columns)
+=========  ===========  =====================  ====================================================
+obs        ``o``        [F, N_OBS]             what the sender sees per flow (``OBS_*``)
+cobs       ``co``       [N_COBS]               what the sender sees of the connection (``COBS_*``)
+fl         ``fb``       [F, N_FL]              flow bookkeeping: path, CC id, pacing credit, counters (``FL_*``)
+cc         ``C``        [F, N_CC]              each flow's CC state (its CC's own slots, ``envs/cc``)
+ccp        ``Pc``       [F, N_CCP]             each flow's CC parameters
+bn         ``bnb``      [P, N_BN]              each path's bottleneck, ground truth (``BN_*``)
+cn         ``c``        [N_CN]                 the connection: clock, sequence edges, receiver, pause
+                                               reason, hole-list heads (``CN_*``)
+seg        ``sg``       [F, Q, N_SEG]          segments in flight, a FIFO ring per flow (``SEG_*``)
+segi       ``si``       [F, N_SI] int64        the FIFO's head, departed, tail, scan counters (``SI_*``)
+ring       ``rg``       [F, L, N_RING]         ACKs and loss declarations due at step t, in slot
+                                               ``t & (L - 1)`` (``RING_*``)
+hole       ``ho``       [H, N_HOLE]            lost data the receiver waits for, and the lists over
+                                               the table (``HOLE_*``)
+sched      ``prm, st``  [N_SCHED]              the scheduler's parameters, then its state (``SCHED_*``)
+ctrace     ``ct``       [P, T, 2]              capacity change points per path: (step, bytes/step)
+atrace     ``at``       [F, TA, 2]             activity change points per competing flow: (step, 0/1)
+wl         ``w``        [N_WL]                 the application's parameters and state (``WL_*``)
+item       ``it``       [I, N_ITEM]            one row per message, chunk or object (``ITEM_*``)
+rec        ``rc``       [R, N_REC]             one row per record bin (``REC_*``)
+rng        ``rng``      [2B] uint64            the batch's random streams, not a row: connection b
+                                               draws network events from stream b, its sender
+                                               (CCs, schedulers) from stream B + b (``envs/sim/rng.py``)
+=========  ===========  =====================  ====================================================
+
+``Constants``: ``mss`` (bytes), ``dt`` (s per step), and the spurious-declaration table of
+``envs/sim/reordering.py`` (``spur_grid``: natural logs of its grid, ``spur_prob``). Other short
+names: ``b`` the connection (and its network stream), ``snd`` its sender stream, ``t`` the step,
+``f`` a flow, ``p`` a path, ``s`` a FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the
+connection's subflows/flows.
+
+Records cost nothing inside the core: the phases are inlined into ``_run``, and the few
+functions called per packet or per event (``_send_packet``, ``_rto``) take the ``Connection``
+by value. The two entry points differ: ``advance`` and ``reset_connection`` take a ``State``
+from Python, while ``envs.decision._step``, called once per env step, takes the arrays flat and
+builds the records itself, because numba's dispatcher types a named tuple of arrays several
+microseconds slower than the same arrays passed one by one (``benchmarks/record_dispatch.py``).
+
 How it is kept fast (``benchmarks/sim_speed.py``; every item but the last, which changes how
 random numbers are drawn, leaves results bit for bit as they were, checked on a fingerprint of
 scenarios x CCs x schedulers x decision modes):
@@ -46,7 +93,10 @@ scenarios x CCs x schedulers x decision modes):
 """
 
 import math
+from collections import namedtuple
+from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
 from agents.heuristics import burst, pick
@@ -63,13 +113,51 @@ DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spuriou
 EPS = 1e-6
 
 
+class State(NamedTuple):
+    """Every array of a batch of B connections (see the glossary above)."""
+
+    obs: np.ndarray
+    cobs: np.ndarray
+    fl: np.ndarray
+    cc: np.ndarray
+    ccp: np.ndarray
+    bn: np.ndarray
+    cn: np.ndarray
+    seg: np.ndarray
+    segi: np.ndarray
+    ring: np.ndarray
+    hole: np.ndarray
+    sched: np.ndarray
+    ctrace: np.ndarray
+    atrace: np.ndarray
+    wl: np.ndarray
+    item: np.ndarray
+    rec: np.ndarray
+    rng: np.ndarray
+
+
+Connection = namedtuple("Connection", State._fields)
+Connection.__doc__ = "One connection's rows of a ``State`` (views), the batch's ``rng`` whole."
+
+
+class Constants(NamedTuple):
+    """What every connection of a batch shares and never changes."""
+
+    mss: float  # bytes
+    dt: float  # seconds per step
+    spur_grid: np.ndarray  # natural logs of the spurious-declaration table's grid (envs/sim/reordering.py)
+    spur_prob: np.ndarray  # the table: probability per packet at each spacing/jitter ratio
+
+
 @njit(cache=True, _nrt=False)
-def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched, mss, dt):
+def reset_connection(b, state, mss, dt):
     """Zero a connection's dynamic state, keeping its configuration columns.
 
     Every flow starts with the RTT sample of its handshake, the path's two-way propagation delay
     in whole steps (RFC 9002 sec. 5.1/5.3 and RFC 6298 sec. 2.2: srtt = sample, rttvar = sample / 2), so a path
     not yet used shows its base RTT to a scheduler, not a placeholder."""
+    obs, cobs, fl, cc, ccp, bn, cn = state.obs, state.cobs, state.fl, state.cc, state.ccp, state.bn, state.cn
+    segi, ring, hole, sched = state.segi, state.ring, state.hole, state.sched
     nflows = int(cn[b, CN_N_FLOWS])
     for f in range(obs.shape[1]):
         for k in range(N_OBS):
@@ -121,8 +209,9 @@ def reset_connection(b, obs, cobs, fl, cc, ccp, bn, cn, segi, ring, hole, sched,
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows):
+def _apply_schedules(t, k, mss, now, nsub, nflows):
     """Capacity trace per path; activity schedule per competing flow (0/1 steps)."""
+    fb, C, Pc, bnb, ct, at = k.fl, k.cc, k.ccp, k.bn, k.ctrace, k.atrace
     for p in range(nsub):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -149,8 +238,9 @@ def _detect_delay(bnb, p, mss):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows):
+def _receive(t, k, mss, nsub, nflows):
     """Arrivals at the receiver; updates rcv state and schedules feedback."""
+    fb, bnb, c, sg, si, rg, ho = k.fl, k.bn, k.cn, k.seg, k.segi, k.ring, k.hole
     Lm = rg.shape[1] - 1
     Qm = sg.shape[1] - 1
     for f in range(nflows):
@@ -234,17 +324,18 @@ def _packets(nbytes, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt):
+def _rto(b, t, f, k, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
     collapses, the timer backs off; a subflow's data not yet arrived is reinjected."""
+    o, fb, C, Pc, c, sg, si, rg, ho = k.obs, k.fl, k.cc, k.ccp, k.cn, k.seg, k.segi, k.ring, k.hole
     o[f, OBS_RTOS] += 1.0
     fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
     fb[f, FL_LAST_PROGRESS] = t
-    for k in range(int(c[CN_HOLES_HI])):
-        if ho[k, HOLE_REM] > 0.0 and int(ho[k, HOLE_FLOW]) == f and ho[k, HOLE_UNDET] > 0.0:
-            _add_pending(c, ho, k, ho[k, HOLE_UNDET])
-            ho[k, HOLE_UNDET] = 0.0
-            _cancel_detection(c, ho, k)
+    for h in range(int(c[CN_HOLES_HI])):
+        if ho[h, HOLE_REM] > 0.0 and int(ho[h, HOLE_FLOW]) == f and ho[h, HOLE_UNDET] > 0.0:
+            _add_pending(c, ho, h, ho[h, HOLE_UNDET])
+            ho[h, HOLE_UNDET] = 0.0
+            _cancel_detection(c, ho, h)
     o[f, OBS_LOSSES] += _packets(fb[f, FL_LOST_UNNOTIFIED], mss)
     o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - fb[f, FL_LOST_UNNOTIFIED], 0.0)
     fb[f, FL_LOST_UNNOTIFIED] = 0.0
@@ -290,9 +381,10 @@ def _reinject(f, c, sg, si, ho):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows):
+def _feedback(b, snd, t, k, mss, dt, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
+    o, co, fb, C, Pc, c, rg, ho, rng = k.obs, k.cobs, k.fl, k.cc, k.ccp, k.cn, k.ring, k.hole, k.rng
     slot = t & (rg.shape[1] - 1)
     now = t * dt
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
@@ -331,13 +423,13 @@ def _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
                        rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng,
                        snd if f < nsub else b)
-        for k in range(N_RING):
-            rg[f, slot, k] = 0.0
+        for j in range(N_RING):
+            rg[f, slot, j] = 0.0
         # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
         if o[f, OBS_INFLIGHT] > 0.0:
             rto = max(o[f, OBS_SRTT] + 4.0 * o[f, OBS_RTTVAR], MIN_RTO)
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
-                _rto(b, t, f, o, fb, C, Pc, c, sg, si, rg, ho, mss, dt)
+                _rto(b, t, f, k, mss, dt)
         else:
             fb[f, FL_LAST_PROGRESS] = t
         o[f, OBS_CWND] = C[f, CWND]
@@ -356,8 +448,9 @@ def _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt):
+def _refresh_windows(k, nflows, nsub, mss, dt):
     """Pacing credit, send window and availability of every flow at the start of sending."""
+    o, co, fb, c = k.obs, k.cobs, k.fl, k.cn
     new_avail = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF]) - c[CN_SND_NXT]
     co[COBS_BACKLOG] = max(new_avail, 0.0) + c[CN_PENDING]
     for f in range(nflows):
@@ -616,11 +709,12 @@ def _random_loss(loss, left, rng, b):
 
 
 @njit(cache=True, _nrt=False)
-def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
+def _send_packet(b, f, t, k, mss, kind):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
     1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet.
     Returns the bytes sent (0 when nothing could be sent). ``_burst`` is the same, packet for
     packet, for runs of packets on one flow without retransmissions."""
+    o, fb, bnb, c, sg, si, ho, rng = k.obs, k.fl, k.bn, k.cn, k.seg, k.segi, k.hole, k.rng
     Q = sg.shape[1]
     p = int(fb[f, FL_PATH])
     fill = -1
@@ -705,7 +799,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk, budget):
+def _burst(b, f, t, k, mss, kind, first_free, maxpk, budget):
     """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
     number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
     registers. kind 0: new connection data (the caller made sure no retransmission is pending;
@@ -713,6 +807,7 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
     would), later ones while the backlog lasts; 1: spurious resends while ``budget`` (bytes)
     lasts; 2: a competing flow's packets. Returns (packets sent, whether a send failed,
     remaining budget)."""
+    o, fb, bnb, c, sg, si, ho, rng = k.obs, k.fl, k.bn, k.cn, k.seg, k.segi, k.hole, k.rng
     Q = sg.shape[1]
     p = int(fb[f, FL_PATH])
     cwnd_eps = o[f, OBS_CWND] + EPS
@@ -827,16 +922,16 @@ def _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, first_free, maxpk
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub):
+def _schedule(b, snd, t, k, prm, st, mss, nsub):
     """Per-packet scheduling of the connection's data. Returns PAUSE_DECISION when the agent
     must answer (blocked mode), else PAUSE_NONE. The scheduler draws from the sender stream
     ``snd``; the network's loss draws on the way out use the network stream ``b``."""
+    o, co, fb, c, rng = k.obs, k.cobs, k.fl, k.cn, k.rng
     sid = int(c[CN_SCHED])
     # spurious resends go out on the flow that declared them, ahead of new data
     for f in range(nsub):
         if fb[f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
-            _, _, left = _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 1, False,
-                                MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
+            _, _, left = _burst(b, f, t, k, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
             fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
@@ -880,8 +975,7 @@ def _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub)
             i = 0
             while (mask >> i) != 1:
                 i += 1
-            n, failed, _ = _burst(b, i, t, o, fb, bnb, c, sg, si, ho, rng, mss, 0, True,
-                                  MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
+            n, failed, _ = _burst(b, i, t, k, mss, 0, True, MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
             if failed:
                 break
             it += n
@@ -890,7 +984,7 @@ def _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub)
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                sent = _send_packet(b, i, t, o, fb, bnb, c, sg, si, ho, rng, mss, 0 if first else 1)
+                sent = _send_packet(b, i, t, k, mss, 0 if first else 1)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:
@@ -900,10 +994,12 @@ def _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
+def _competing_and_udp(b, t, k, mss, nsub, nflows):
+    """Competing flows send what their windows allow; UDP cross traffic joins the queues."""
+    o, bnb = k.obs, k.bn
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
-            _burst(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, 2, False, 1 << 62, 0.0)
+            _burst(b, f, t, k, mss, 2, False, 1 << 62, 0.0)
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(nsub):
@@ -923,13 +1019,15 @@ def _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows):
+def _depart(b, t, k, m, nsub, nflows):
     """Bottlenecks drain in FIFO order; departed segments get their arrival step.
 
     With reordering jitter, each departed packet is declared lost spuriously with the
     probability of ``reordering.py`` at the spacing of the flow's own packets, ``mss`` over the
     flow's departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of
     the link has its packets spaced further apart than back-to-back, and is reordered less."""
+    fb, bnb, c, sg, si, rng = k.fl, k.bn, k.cn, k.seg, k.segi, k.rng
+    mss, dt, spur_r, spur_p = m.mss, m.dt, m.spur_grid, m.spur_prob
     Qm = sg.shape[1] - 1
     for p in range(nsub):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -998,26 +1096,29 @@ def _spurious_prob(r, log_grid, table):
 
 
 @njit(cache=True, _nrt=False)
-def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, spur_p, max_steps, mss, dt, wl, it, rc):
-    """One connection (views of its rows) until it pauses or has run ``max_steps`` steps."""
+def _run(b, k, m, max_steps):
+    """Connection ``b`` (``k``: its rows) until it pauses or has run ``max_steps`` steps."""
+    c = k.cn
+    mss, dt = m.mss, m.dt
     # after a decision or interval pause the step continues at scheduling
     resume_send = c[CN_PAUSE] == PAUSE_DECISION or c[CN_PAUSE] == PAUSE_INTERVAL
     c[CN_PAUSE] = PAUSE_NONE
     nflows = int(c[CN_N_FLOWS])
     nsub = int(c[CN_N_SUB])
-    snd = b + rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
-    prm = sc[:SCHED_STATE]
-    st = sc[SCHED_STATE:]
+    snd = b + k.rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
+    prm = k.sched[:SCHED_STATE]
+    st = k.sched[SCHED_STATE:]
     steps = 0
     while steps < max_steps:
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
-            _apply_schedules(t, fb, C, Pc, bnb, ct, at, mss, now, nsub, nflows)
-            _receive(t, fb, bnb, c, sg, si, rg, ho, mss, nsub, nflows)
-            _feedback(b, snd, t, o, co, fb, C, Pc, c, sg, si, rg, ho, rng, mss, dt, nsub, nflows)
-            complete = workload_step(t, c, wl, it, rc, co, dt)  # the app's offer (CN_SND_LIMIT) and its end
-            _refresh_windows(o, co, fb, c, nflows, nsub, mss, dt)  # before a break: terminal obs
+            _apply_schedules(t, k, mss, now, nsub, nflows)
+            _receive(t, k, mss, nsub, nflows)
+            _feedback(b, snd, t, k, mss, dt, nsub, nflows)
+            # the app's offer (CN_SND_LIMIT) and its end
+            complete = workload_step(t, c, k.wl, k.item, k.rec, k.cobs, dt)
+            _refresh_windows(k, nflows, nsub, mss, dt)  # before a break: terminal obs
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
                 if complete:
@@ -1029,25 +1130,32 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
                 c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
                 break
         resume_send = False
-        if _schedule(b, snd, t, o, co, fb, bnb, c, sg, si, ho, prm, st, rng, mss, nsub) == PAUSE_DECISION:
+        if _schedule(b, snd, t, k, prm, st, mss, nsub) == PAUSE_DECISION:
             c[CN_PAUSE] = PAUSE_DECISION
             break
         c[CN_ADVISE] = -1.0
-        _competing_and_udp(b, t, o, fb, bnb, c, sg, si, ho, rng, mss, nsub, nflows)
-        _depart(b, t, fb, bnb, c, sg, si, rng, spur_r, spur_p, mss, dt, nsub, nflows)
+        _competing_and_udp(b, t, k, mss, nsub, nflows)
+        _depart(b, t, k, m, nsub, nflows)
         c[CN_T] = t + 1
         steps += 1
     if c[CN_PAUSE] == PAUSE_NONE:
         c[CN_PAUSE] = PAUSE_LIMIT
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def connection(s, b):
+    """Connection b's rows of the batch ``s`` (a ``State``), as a ``Connection`` of views."""
+    return Connection(s.obs[b], s.cobs[b], s.fl[b], s.cc[b], s.ccp[b], s.bn[b], s.cn[b], s.seg[b], s.segi[b],
+                      s.ring[b], s.hole[b], s.sched[b], s.ctrace[b], s.atrace[b], s.wl[b], s.item[b], s.rec[b],
+                      s.rng)
+
+
 @njit(cache=True, _nrt=False)
-def advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
-            spur_r, spur_p, active, max_steps, mss, dt, wl, item, rec):
-    """Advance every active connection until it pauses (decision, interval end, episode end) or
-    has run ``max_steps`` steps. The reason is left in ``cn[b, CN_PAUSE]``."""
-    for b in range(cn.shape[0]):
-        if not active[b] or cn[b, CN_DONE] > 0.0:
+def advance(s, m, active, max_steps):
+    """Advance every active connection of the batch ``s`` (a ``State``; ``m``: its ``Constants``)
+    until it pauses (decision, interval end, episode end) or has run ``max_steps`` steps. The
+    reason is left in ``s.cn[b, CN_PAUSE]``."""
+    for b in range(s.cn.shape[0]):
+        if not active[b] or s.cn[b, CN_DONE] > 0.0:
             continue
-        _run(b, obs[b], cobs[b], fl[b], cc[b], ccp[b], bn[b], cn[b], seg[b], segi[b], ring[b], hole[b],
-             sched[b], ctrace[b], atrace[b], rng, spur_r, spur_p, max_steps, mss, dt, wl[b], item[b], rec[b])
+        _run(b, connection(s, b), m, max_steps)

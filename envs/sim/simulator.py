@@ -86,8 +86,7 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.spur_r = np.log(GRID)
-        self.spur_p = spurious_table()
+        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), spurious_table())
 
     @property
     def n_paths(self) -> int | None:
@@ -235,8 +234,7 @@ class Simulator:
         sid, prm = self._sched
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm
-        kernel.reset_connection(b, self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn,
-                                self.segi, self.ring, self.hole, self.sched, self.mss, self.dt)
+        kernel.reset_connection(b, self.kernel_state(), self.mss, self.dt)
         self._configure_workload(b, scen)
         # competing flows wait for their schedule; subflows are active from the start
         for k in range(nsub, f):
@@ -273,17 +271,17 @@ class Simulator:
             w[WL_RATE:WL_RATE + len(work.bitrates_mbps)] = np.asarray(work.bitrates_mbps) * 125_000 * dt
 
     # ------------------------------------------------------------------ running
-    def kernel_state(self) -> tuple[np.ndarray, ...]:
-        """The arrays ``kernel.advance`` takes first, in its order (obs ... spur_p)."""
-        return (self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
-                self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.rng,
-                self.spur_r, self.spur_p)
+    def kernel_state(self) -> kernel.State:
+        """Every array of the batch, as the kernel takes them (glossary: ``envs/sim/kernel.py``)."""
+        return kernel.State(self.obs, self.cobs, self.fl, self.cc, self.ccp, self.bn, self.cn, self.seg,
+                            self.segi, self.ring, self.hole, self.sched, self.ctrace, self.atrace, self.wl,
+                            self.item, self.rec, self.rng)
 
     def advance(self, max_steps: int, active: np.ndarray | None = None) -> np.ndarray:
         """Run every active, unfinished connection up to max_steps steps or its next pause;
         returns the pause reason per connection (``PAUSE_*``)."""
-        kernel.advance(*self.kernel_state(), self.active if active is None else active,
-                       int(max_steps), self.mss, self.dt, self.wl, self.item, self.rec)
+        kernel.advance(self.kernel_state(), self.constants, self.active if active is None else active,
+                       int(max_steps))
         return self.cn[:, CN_PAUSE].astype(np.int64)
 
     def run(self) -> None:
