@@ -6,8 +6,8 @@ connection). Being data rather than code, the same definition drives the simulat
 observations (vectorised numpy below) and, later, the C code exported with a policy.
 
 Paths are addressed by index (0, 1, ...) or by role: ``fast`` is the path of lowest srtt,
-``second`` the lowest-srtt *available* path other than it (spec/schedulers.md, notation); when no
-such path exists ``second`` reads as ``fast``.
+``second`` the lowest-srtt *available* path other than it (spec/schedulers.md, notation;
+``envs.sim.roles``); when no such path exists ``second`` reads as ``fast``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from envs.errors import ConfigError, unknown_name
-from envs.sim.layout import COBS_NAMES, OBS_AVAILABLE, OBS_NAMES, OBS_SRTT
+from envs.sim import roles
+from envs.sim.layout import COBS_NAMES, OBS_NAMES
 
 CLIP = 10.0  # every normalised feature lies in [0, CLIP]
 MB = 1e6  # bytes
@@ -124,15 +125,9 @@ def table(features: tuple[Feature, ...]) -> tuple[np.ndarray, np.ndarray, np.nda
 
 @njit(cache=True)
 def path_roles(obs: np.ndarray, nsub: int) -> tuple[int, int]:
-    """Fast path (lowest srtt) and second path (lowest-srtt available other path, else fast)."""
-    fast = 0
-    for i in range(1, nsub):
-        if obs[i, OBS_SRTT] < obs[fast, OBS_SRTT]:
-            fast = i
-    second = -1
-    for i in range(nsub):
-        if i != fast and obs[i, OBS_AVAILABLE] > 0.0 and (second < 0 or obs[i, OBS_SRTT] < obs[second, OBS_SRTT]):
-            second = i
+    """Fast and second path (``envs.sim.roles``), the second reading as the fast one when no other
+    path is available."""
+    fast, second = roles.path_roles(obs, nsub)
     return fast, (fast if second < 0 else second)
 
 

@@ -92,8 +92,9 @@ mpsched_rng_u32(mpsched_rng *rng)
     return (uint32_t)((z ^ (z >> 31)) >> 32);
 }}
 
-/* Path roles (envs/features.py path_roles): fast = lowest srtt (lowest index on a tie); second =
-   lowest-srtt available path other than fast, or fast when there is none. */
+/* Path roles (envs/sim/roles.py path_roles, as envs/features.py reads them): fast = lowest srtt
+   (lowest index on a tie); second = lowest-srtt available path other than fast, or fast when
+   there is none. */
 static inline void
 mpsched_path_roles(const mpsched_path_obs *paths, int n_paths, int *fast, int *second)
 {{

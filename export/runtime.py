@@ -509,24 +509,20 @@ class ExportedPolicy:
 def blocked_decision(act: Callable[[np.ndarray], np.ndarray], observation: str, path_raw: np.ndarray,
                      conn_raw: np.ndarray, nsub: np.ndarray) -> np.ndarray:
     """The Python reference of a blocked-mode header's ``decide`` on raw counters, as the
-    simulator's blocked mode acts (envs/decision.py): the fast (lowest-srtt) path when it has
-    window; else, if another path has, ``act`` on the features (1: the available path of lowest
-    srtt, 0: WAIT = -1); else WAIT."""
+    simulator's blocked mode acts (the rule of ``envs.sim.roles``): the fast path when it has
+    window; else, if another path has, ``act`` on the features (1: the second path, 0: WAIT =
+    -1); else WAIT. Row r has ``nsub[r]`` paths."""
     from envs.features import compute, feature_set, table
-    from envs.sim.layout import OBS_AVAILABLE, OBS_SRTT
+    from envs.sim.roles import blocked_rule
     from export.transport import from_raw
 
     obs, cobs = from_raw(path_raw, conn_raw)
-    rows = np.arange(len(obs))
-    fast = np.argmin(obs[..., OBS_SRTT], axis=1)
-    srtt = np.where(obs[..., OBS_AVAILABLE] > 0, obs[..., OBS_SRTT], np.inf)
-    srtt[rows, fast] = np.inf
-    second = np.argmin(srtt, axis=1)
-    fast_open = obs[rows, fast, OBS_AVAILABLE] > 0
-    ask = ~fast_open & np.isfinite(srtt.min(axis=1))
-    out = np.where(fast_open, fast, -1)
+    nsub = np.asarray(nsub)
+    rule = np.array([blocked_rule(obs[r], int(nsub[r])) for r in range(len(obs))], dtype=np.int64).reshape(-1, 2)
+    out, second = rule[:, 0].copy(), rule[:, 1]
+    ask = second >= 0
     if ask.any():
-        feats = compute(table(feature_set(observation, obs.shape[1])), obs, cobs, np.asarray(nsub, dtype=float))
+        feats = compute(table(feature_set(observation, obs.shape[1])), obs, cobs, nsub.astype(float))
         out[ask] = np.where(act(feats[ask]) == 1, second[ask], -1)
     return out
 

@@ -4,8 +4,8 @@ spec/schedulers.md "Interval-based DQN")."""
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, lowest_srtt
-from envs.sim.layout import OBS_AVAILABLE
+from agents.heuristics.base import WAIT
+from envs.sim.roles import blocked_rule
 
 BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS: dict[str, float] = {}
@@ -13,5 +13,5 @@ PARAMS: dict[str, float] = {}
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    f = lowest_srtt(obs, nsub, False)
-    return 1 << f if f >= 0 and obs[f, OBS_AVAILABLE] > 0.0 else WAIT
+    send, _ = blocked_rule(obs, nsub)  # the blocked-path rule, always answered "wait"
+    return WAIT if send < 0 else 1 << send

@@ -104,6 +104,7 @@ from envs.cc import cc_init, cc_on_ack, cc_on_loss, cc_on_rto
 from envs.cc.base import CWND, PACING
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.rng import normal, uniform
+from envs.sim.roles import blocked_rule
 from envs.sim.workload import step as workload_step
 
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
@@ -944,29 +945,18 @@ def _schedule(b, snd, t, k, prm, st, mss, nsub):
         if backlog <= EPS:
             break
         if blocked:
-            fast = -1
-            best = math.inf
-            for i in range(nsub):
-                if o[i, OBS_SRTT] < best:
-                    best = o[i, OBS_SRTT]
-                    fast = i
-            if o[fast, OBS_AVAILABLE] > 0.0:
-                mask = 1 << fast
+            send, ask = blocked_rule(o, nsub)
+            if send >= 0:
+                mask = 1 << send
             else:
-                second = -1
-                best = math.inf
-                for i in range(nsub):
-                    if o[i, OBS_AVAILABLE] > 0.0 and o[i, OBS_SRTT] < best:
-                        best = o[i, OBS_SRTT]
-                        second = i
-                if second < 0:
+                if ask < 0:
                     break
                 advise = c[CN_ADVISE]
                 if advise < 0.0:
                     return PAUSE_DECISION
                 if advise == 0.0:
                     break
-                mask = 1 << second
+                mask = 1 << ask
         else:
             mask = pick(sid, prm, st, o, co, nsub, mss, rng, snd)
         if mask == 0:

@@ -1,0 +1,44 @@
+"""Path roles and the blocked-path rule, the one definition the simulator's ``blocked`` decision
+mode, the feature sets, the ``fast_only`` heuristic and the exported policies' Python reference
+use (the exported C headers' ``mpsched_path_roles`` is its C form, checked against this one by
+``tests/test_export.py``).
+
+Roles (ISPRAS, Peekaboo): the *fast* path is the path of lowest srtt (the lowest index on a
+tie); the *second* path is the lowest-srtt path other than the fast one that has window space
+and pacing credit (``OBS_AVAILABLE``), -1 when there is none.
+
+The blocked-path rule (ISPRAS DQN, Peekaboo, FALCON, the Q-learning and LinUCB schedulers):
+minRTT runs while the fast path has window; when the fast path is *blocked* (no window) and the
+second path has, the scheduler is asked whether to send on the second path or to wait for the
+fast one; when no path has window, nothing is sent.
+"""
+
+from numba import njit
+
+from envs.sim.layout import OBS_AVAILABLE, OBS_SRTT
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def path_roles(obs, nsub):
+    """(fast, second) over the first ``nsub`` rows of ``obs[path, OBS_*]``; second is -1 when no
+    other path is available (fast is 0 when there are no paths)."""
+    fast = 0
+    for i in range(1, nsub):
+        if obs[i, OBS_SRTT] < obs[fast, OBS_SRTT]:
+            fast = i
+    second = -1
+    for i in range(nsub):
+        if i != fast and obs[i, OBS_AVAILABLE] > 0.0 and (second < 0 or obs[i, OBS_SRTT] < obs[second, OBS_SRTT]):
+            second = i
+    return fast, second
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def blocked_rule(obs, nsub):
+    """(send, ask): ``send`` is the fast path while it has window (ask -1), else -1; then
+    ``ask`` is the second path, whose use the scheduler decides (send on it or wait for the fast
+    path), or -1 when no path has window (wait)."""
+    fast, second = path_roles(obs, nsub)
+    if obs[fast, OBS_AVAILABLE] > 0.0:
+        return fast, -1
+    return -1, second
