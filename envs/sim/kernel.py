@@ -57,9 +57,10 @@ names: ``b`` the connection (and its network stream), ``snd`` its sender stream,
 ``f`` a flow, ``p`` a path, ``s`` a FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the
 connection's subflows/flows.
 
-Records cost nothing inside the core: the phases are inlined into ``_run``, and the few
-functions called per packet or per event (``_send_packet``, ``_rto``) take the ``Connection``
-by value. The two entry points differ: ``advance`` and ``reset_connection`` take a ``State``
+Records cost nothing inside the core, where the phases are inlined into ``_run``. Functions
+that are not inlined take the ``Connection`` when they run per event (``_rto``) and the arrays
+they use when they run per packet (``_send_packet``; the hole-table operations take ``c, ho``):
+a record passed by value is every field's pointer, shape and strides. The two entry points differ: ``advance`` and ``reset_connection`` take a ``State``
 from Python, while ``envs.decision._step``, called once per env step, takes the arrays flat and
 builds the records itself, because numba's dispatcher types a named tuple of arrays several
 microseconds slower than the same arrays passed one by one (``benchmarks/record_dispatch.py``).
@@ -710,12 +711,13 @@ def _random_loss(loss, left, rng, b):
 
 
 @njit(cache=True, _nrt=False)
-def _send_packet(b, f, t, k, mss, kind):
+def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
     1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet.
     Returns the bytes sent (0 when nothing could be sent). ``_burst`` is the same, packet for
-    packet, for runs of packets on one flow without retransmissions."""
-    o, fb, bnb, c, sg, si, ho, rng = k.obs, k.fl, k.bn, k.cn, k.seg, k.segi, k.hole, k.rng
+    packet, for runs of packets on one flow without retransmissions. It takes the arrays it uses
+    flat, not the ``Connection``: it is called per packet and not inlined, and a record passed by
+    value is every field's pointer, shape and strides (about 180 words) per call."""
     Q = sg.shape[1]
     p = int(fb[f, FL_PATH])
     fill = -1
@@ -974,7 +976,7 @@ def _schedule(b, snd, t, k, prm, st, mss, nsub):
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                sent = _send_packet(b, i, t, k, mss, 0 if first else 1)
+                sent = _send_packet(b, i, t, o, fb, k.bn, c, k.seg, k.segi, k.hole, rng, mss, 0 if first else 1)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:
