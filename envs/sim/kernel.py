@@ -57,11 +57,12 @@ names: ``b`` the connection (and its network stream), ``snd`` its sender stream,
 ``f`` a flow, ``p`` a path, ``s`` a FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the
 connection's subflows/flows.
 
-Records cost nothing inside the core, where the phases are inlined into ``_run``. Functions
-that are not inlined take the ``Connection`` when they run per event (``_rto``) and the arrays
-they use when they run per packet (``_send_packet``; the hole-table operations take ``c, ho``):
-a record passed by value is every field's pointer, shape and strides. The two entry points differ: ``advance`` and ``reset_connection`` take a ``State``
-from Python, while ``envs.decision._step``, called once per env step, takes the arrays flat and
+Records cost nothing inside the core, where the phases are inlined into ``_run`` (each takes
+``conn``, the ``Connection``). Functions that are not inlined take the ``Connection`` when they
+run per event (``_rto``) and the arrays they use when they run per packet (``_send_packet``; the
+hole-table operations take ``c, ho``): a record passed by value is every field's pointer, shape
+and strides. Of the entry points, ``advance`` and ``reset_connection`` take a ``State`` from
+Python, while ``envs.decision._step``, called once per env step, takes the arrays flat and
 builds the records itself, because numba's dispatcher types a named tuple of arrays several
 microseconds slower than the same arrays passed one by one (``benchmarks/record_dispatch.py``).
 
@@ -211,9 +212,9 @@ def reset_connection(b, state, mss, dt):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _apply_schedules(t, k, mss, now, nsub, nflows):
+def _apply_schedules(t, conn, mss, now, nsub, nflows):
     """Capacity trace per path; activity schedule per competing flow (0/1 steps)."""
-    fb, C, Pc, bnb, ct, at = k.fl, k.cc, k.ccp, k.bn, k.ctrace, k.atrace
+    fb, C, Pc, bnb, ct, at = conn.fl, conn.cc, conn.ccp, conn.bn, conn.ctrace, conn.atrace
     for p in range(nsub):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -240,9 +241,9 @@ def _detect_delay(bnb, p, mss):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _receive(t, k, mss, nsub, nflows):
+def _receive(t, conn, mss, nsub, nflows):
     """Arrivals at the receiver; updates rcv state and schedules feedback."""
-    fb, bnb, c, sg, si, rg, ho = k.fl, k.bn, k.cn, k.seg, k.segi, k.ring, k.hole
+    fb, bnb, c, sg, si, rg, ho = conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.hole
     Lm = rg.shape[1] - 1
     Qm = sg.shape[1] - 1
     for f in range(nflows):
@@ -326,10 +327,11 @@ def _packets(nbytes, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _rto(b, t, f, k, mss, dt):
+def _rto(b, t, f, conn, mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
     collapses, the timer backs off; a subflow's data not yet arrived is reinjected."""
-    o, fb, C, Pc, c, sg, si, rg, ho = k.obs, k.fl, k.cc, k.ccp, k.cn, k.seg, k.segi, k.ring, k.hole
+    o, fb, C, Pc, c = conn.obs, conn.fl, conn.cc, conn.ccp, conn.cn
+    sg, si, rg, ho = conn.seg, conn.segi, conn.ring, conn.hole
     o[f, OBS_RTOS] += 1.0
     fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
     fb[f, FL_LAST_PROGRESS] = t
@@ -383,10 +385,11 @@ def _reinject(f, c, sg, si, ho):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, k, mss, dt, nsub, nflows):
+def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
-    o, co, fb, C, Pc, c, rg, ho, rng = k.obs, k.cobs, k.fl, k.cc, k.ccp, k.cn, k.ring, k.hole, k.rng
+    o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
+    c, rg, ho, rng = conn.cn, conn.ring, conn.hole, conn.rng
     slot = t & (rg.shape[1] - 1)
     now = t * dt
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
@@ -431,7 +434,7 @@ def _feedback(b, snd, t, k, mss, dt, nsub, nflows):
         if o[f, OBS_INFLIGHT] > 0.0:
             rto = max(o[f, OBS_SRTT] + 4.0 * o[f, OBS_RTTVAR], MIN_RTO)
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
-                _rto(b, t, f, k, mss, dt)
+                _rto(b, t, f, conn, mss, dt)
         else:
             fb[f, FL_LAST_PROGRESS] = t
         o[f, OBS_CWND] = C[f, CWND]
@@ -450,9 +453,9 @@ def _feedback(b, snd, t, k, mss, dt, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _refresh_windows(k, nflows, nsub, mss, dt):
+def _refresh_windows(conn, nflows, nsub, mss, dt):
     """Pacing credit, send window and availability of every flow at the start of sending."""
-    o, co, fb, c = k.obs, k.cobs, k.fl, k.cn
+    o, co, fb, c = conn.obs, conn.cobs, conn.fl, conn.cn
     new_avail = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF]) - c[CN_SND_NXT]
     co[COBS_BACKLOG] = max(new_avail, 0.0) + c[CN_PENDING]
     for f in range(nflows):
@@ -802,7 +805,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _burst(b, f, t, k, mss, kind, first_free, maxpk, budget):
+def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
     """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
     number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
     registers. kind 0: new connection data (the caller made sure no retransmission is pending;
@@ -810,7 +813,7 @@ def _burst(b, f, t, k, mss, kind, first_free, maxpk, budget):
     would), later ones while the backlog lasts; 1: spurious resends while ``budget`` (bytes)
     lasts; 2: a competing flow's packets. Returns (packets sent, whether a send failed,
     remaining budget)."""
-    o, fb, bnb, c, sg, si, ho, rng = k.obs, k.fl, k.bn, k.cn, k.seg, k.segi, k.hole, k.rng
+    o, fb, bnb, c, sg, si, ho, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.hole, conn.rng
     Q = sg.shape[1]
     p = int(fb[f, FL_PATH])
     cwnd_eps = o[f, OBS_CWND] + EPS
@@ -925,16 +928,16 @@ def _burst(b, f, t, k, mss, kind, first_free, maxpk, budget):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _schedule(b, snd, t, k, prm, st, mss, nsub):
+def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     """Per-packet scheduling of the connection's data. Returns PAUSE_DECISION when the agent
     must answer (blocked mode), else PAUSE_NONE. The scheduler draws from the sender stream
     ``snd``; the network's loss draws on the way out use the network stream ``b``."""
-    o, co, fb, c, rng = k.obs, k.cobs, k.fl, k.cn, k.rng
+    o, co, fb, c, rng = conn.obs, conn.cobs, conn.fl, conn.cn, conn.rng
     sid = int(c[CN_SCHED])
     # spurious resends go out on the flow that declared them, ahead of new data
     for f in range(nsub):
         if fb[f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
-            _, _, left = _burst(b, f, t, k, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
+            _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
             fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
@@ -967,7 +970,7 @@ def _schedule(b, snd, t, k, prm, st, mss, nsub):
             i = 0
             while (mask >> i) != 1:
                 i += 1
-            n, failed, _ = _burst(b, i, t, k, mss, 0, True, MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
+            n, failed, _ = _burst(b, i, t, conn, mss, 0, True, MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
             if failed:
                 break
             it += n
@@ -976,7 +979,8 @@ def _schedule(b, snd, t, k, prm, st, mss, nsub):
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                sent = _send_packet(b, i, t, o, fb, k.bn, c, k.seg, k.segi, k.hole, rng, mss, 0 if first else 1)
+                sent = _send_packet(b, i, t, o, fb, conn.bn, c, conn.seg, conn.segi, conn.hole, rng, mss,
+                                    0 if first else 1)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:
@@ -986,12 +990,12 @@ def _schedule(b, snd, t, k, prm, st, mss, nsub):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _competing_and_udp(b, t, k, mss, nsub, nflows):
+def _competing_and_udp(b, t, conn, mss, nsub, nflows):
     """Competing flows send what their windows allow; UDP cross traffic joins the queues."""
-    o, bnb = k.obs, k.bn
+    o, bnb = conn.obs, conn.bn
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
-            _burst(b, f, t, k, mss, 2, False, 1 << 62, 0.0)
+            _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0)
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(nsub):
@@ -1011,14 +1015,14 @@ def _competing_and_udp(b, t, k, mss, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _depart(b, t, k, m, nsub, nflows):
+def _depart(b, t, conn, m, nsub, nflows):
     """Bottlenecks drain in FIFO order; departed segments get their arrival step.
 
     With reordering jitter, each departed packet is declared lost spuriously with the
     probability of ``reordering.py`` at the spacing of the flow's own packets, ``mss`` over the
     flow's departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of
     the link has its packets spaced further apart than back-to-back, and is reordered less."""
-    fb, bnb, c, sg, si, rng = k.fl, k.bn, k.cn, k.seg, k.segi, k.rng
+    fb, bnb, c, sg, si, rng = conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
     mss, dt, spur_r, spur_p = m.mss, m.dt, m.spur_grid, m.spur_prob
     Qm = sg.shape[1] - 1
     for p in range(nsub):
@@ -1088,29 +1092,29 @@ def _spurious_prob(r, log_grid, table):
 
 
 @njit(cache=True, _nrt=False)
-def _run(b, k, m, max_steps):
+def _run(b, conn, m, max_steps):
     """Connection ``b`` (``k``: its rows) until it pauses or has run ``max_steps`` steps."""
-    c = k.cn
+    c = conn.cn
     mss, dt = m.mss, m.dt
     # after a decision or interval pause the step continues at scheduling
     resume_send = c[CN_PAUSE] == PAUSE_DECISION or c[CN_PAUSE] == PAUSE_INTERVAL
     c[CN_PAUSE] = PAUSE_NONE
     nflows = int(c[CN_N_FLOWS])
     nsub = int(c[CN_N_SUB])
-    snd = b + k.rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
-    prm = k.sched[:SCHED_STATE]
-    st = k.sched[SCHED_STATE:]
+    snd = b + conn.rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
+    prm = conn.sched[:SCHED_STATE]
+    st = conn.sched[SCHED_STATE:]
     steps = 0
     while steps < max_steps:
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
-            _apply_schedules(t, k, mss, now, nsub, nflows)
-            _receive(t, k, mss, nsub, nflows)
-            _feedback(b, snd, t, k, mss, dt, nsub, nflows)
+            _apply_schedules(t, conn, mss, now, nsub, nflows)
+            _receive(t, conn, mss, nsub, nflows)
+            _feedback(b, snd, t, conn, mss, dt, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
-            complete = workload_step(t, c, k.wl, k.item, k.rec, k.cobs, dt)
-            _refresh_windows(k, nflows, nsub, mss, dt)  # before a break: terminal obs
+            complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
+            _refresh_windows(conn, nflows, nsub, mss, dt)  # before a break: terminal obs
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
                 if complete:
@@ -1122,12 +1126,12 @@ def _run(b, k, m, max_steps):
                 c[CN_PAUSE] = PAUSE_INTERVAL  # the agent sets the next mode, then we send
                 break
         resume_send = False
-        if _schedule(b, snd, t, k, prm, st, mss, nsub) == PAUSE_DECISION:
+        if _schedule(b, snd, t, conn, prm, st, mss, nsub) == PAUSE_DECISION:
             c[CN_PAUSE] = PAUSE_DECISION
             break
         c[CN_ADVISE] = -1.0
-        _competing_and_udp(b, t, k, mss, nsub, nflows)
-        _depart(b, t, k, m, nsub, nflows)
+        _competing_and_udp(b, t, conn, mss, nsub, nflows)
+        _depart(b, t, conn, m, nsub, nflows)
         c[CN_T] = t + 1
         steps += 1
     if c[CN_PAUSE] == PAUSE_NONE:
