@@ -395,6 +395,28 @@ def test_feature_parity_on_simulator_states(observation, tmp_path):
                                           "vs_unrounded_simulator_max_abs": rounding}
 
 
+@pytest.mark.parametrize("n_paths", [2, 3, 4])
+def test_c_blocked_rule_is_the_simulators(n_paths, tmp_path):
+    """The header's path roles and blocked rule (``mpsched_path_roles``, ``decide``) against
+    ``envs.sim.roles`` through ``blocked_decision``, with the header's own ``act`` on both sides:
+    srtt ties (a few values), every availability pattern, fewer live paths than rows."""
+    pf = tmp_path / "rule.h"
+    pf.write_text(feature_header("ispras_dqn", 2, False, "rule"))
+    policy = ExportedPolicy(pf)
+    rng = np.random.default_rng(n_paths)
+    n = 4000
+    obs = np.zeros((n, n_paths, len(path_fields())))
+    obs[..., OBS_SRTT] = rng.integers(1, 4, (n, n_paths)) * 0.01
+    obs[..., OBS_AVAILABLE] = rng.integers(0, 2, (n, n_paths))
+    obs[..., 0] = obs[..., 1] = 1e5  # cwnd, swnd: the features need a scale
+    nsub = rng.integers(2, n_paths + 1, n).astype(np.int32)
+    pr, cr = to_raw(obs, np.ones((n, len(conn_fields()))))
+    c = policy.decide(pr, cr, nsub)
+    py = blocked_decision(lambda x: policy.act(x, deterministic=True), "ispras_dqn", pr, cr, nsub)
+    assert np.array_equal(c, py), f"{np.sum(c != py)} of {n} decisions differ"
+    assert {-1, 0, 1} <= set(c.tolist())  # waits, the fast path and the second path all occur
+
+
 @pytest.mark.parametrize("decision, n_actions", [("packet", 3), ("interval", 2)])
 def test_decide_in_the_other_decision_modes(decision, n_actions, tmp_path):
     """packet: action i = path i, action n_paths = wait; interval: the mode index."""
