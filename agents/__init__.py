@@ -1,2 +1,2 @@
-"""Schedulers: heuristics that run inside the compiled core (``agents.heuristics``) and learned
+"""Schedulers: heuristics that run inside the compiled core (``envs.schedulers``) and learned
 agents that act through the Gymnasium environment."""

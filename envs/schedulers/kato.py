@@ -13,8 +13,9 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics.base import WAIT
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT
 from envs.sim.layout import COBS_ELAPSED, OBS_AVAILABLE, OBS_CWND, OBS_SRTT
 from envs.sim.rng import uniform
 
@@ -58,3 +59,6 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     if low < 0:
         return 1 << high
     return 1 << low if uniform(rng, b) < prm[0] else 1 << high
+
+
+register_scheduler("kato", pick=pick, params=PARAMS, state_slots=STAMP + 1, validate=validate)

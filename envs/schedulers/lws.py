@@ -5,7 +5,8 @@ lowest srtt (LL). Ties go to the lower path index. Not burst-safe: sending shrin
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, by_window_space
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, by_window_space
 
 PARAMS: dict[str, float] = {}
 
@@ -14,3 +15,6 @@ PARAMS: dict[str, float] = {}
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = by_window_space(obs, nsub, False)
     return WAIT if i < 0 else 1 << i
+
+
+register_scheduler("lws", pick=pick, params=PARAMS, state_slots=0)

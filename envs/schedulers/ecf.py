@@ -19,8 +19,9 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, lowest_srtt
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, lowest_srtt
 from envs.sim.layout import COBS_BACKLOG, OBS_AVAILABLE, OBS_CWND, OBS_RTTVAR, OBS_SRTT
 
 PARAMS = {"beta": 0.25}  # hysteresis
@@ -54,3 +55,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         return 1 << s
     st[WAITING] = 0.0
     return 1 << s
+
+
+register_scheduler("ecf", pick=pick, params=PARAMS, state_slots=WAITING + 1, validate=validate,
+                   c_source="bindings/src/mps_rules.c:pick_ecf")

@@ -4,10 +4,10 @@ spec/schedulers.md "Interval-based DQN")."""
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, lowest_srtt
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, lowest_srtt
 from envs.sim.layout import OBS_AVAILABLE
 
-BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS: dict[str, float] = {}
 
 
@@ -15,3 +15,7 @@ PARAMS: dict[str, float] = {}
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     f = lowest_srtt(obs, nsub, False)
     return 1 << f if f >= 0 and obs[f, OBS_AVAILABLE] > 0.0 else WAIT
+
+
+# burst: see envs.schedulers.base: same answer until the path is blocked
+register_scheduler("fast_only", pick=pick, params=PARAMS, state_slots=0, burst=True)

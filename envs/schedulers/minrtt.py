@@ -6,9 +6,9 @@ Send on the available path of lowest srtt; if no path has window space, wait
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, lowest_srtt
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, lowest_srtt
 
-BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS: dict[str, float] = {}
 
 
@@ -16,3 +16,7 @@ PARAMS: dict[str, float] = {}
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = lowest_srtt(obs, nsub, True)
     return WAIT if i < 0 else 1 << i
+
+
+# burst: see envs.schedulers.base: same answer until the path is blocked
+register_scheduler("minrtt", pick=pick, params=PARAMS, state_slots=0, burst=True)

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, lowest_srtt
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, lowest_srtt
 from envs.sim.layout import COBS_ELAPSED, COBS_RWND, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
 
 PARAMS = {"lambda": 1.0, "step": 0.1, "lambda_max": 1.3}
@@ -65,3 +66,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     if x * (prm[0] + st[EXTRA]) > free - (obs[s, OBS_INFLIGHT] + mss):
         return WAIT
     return 1 << s
+
+
+register_scheduler("blest", pick=pick, params=PARAMS, state_slots=LAST + 1, validate=validate,
+                   c_source="bindings/src/mps_rules.c:pick_blest")

@@ -3,6 +3,7 @@ the round-robin scheduler of Linux MPTCP, Paasch et al. 2014)."""
 
 from numba import njit
 
+from envs.plugins import register_scheduler
 from envs.sim.layout import OBS_AVAILABLE
 
 PARAMS: dict[str, float] = {}
@@ -18,3 +19,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
             st[LAST] = i
             return 1 << i
     return 0
+
+
+register_scheduler("rr", pick=pick, params=PARAMS, state_slots=LAST + 1,
+                   c_source="bindings/src/mps_rules.c:pick_rr")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.errors import ConfigError
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
-from export.errors import ExportError
 
 UNBOUNDED = 2**64 - 1  # MPSCHED_UNBOUNDED: "no limit" (bulk transfer's remaining bytes)
 
@@ -61,8 +61,8 @@ _CONN = {
 def _fields(names: tuple[str, ...], table: dict, what: str) -> tuple[RawField, ...]:
     missing = [n for n in names if n not in table]
     if missing:
-        raise ExportError(f"envs/sim/layout.py has {what} column(s) {missing} without a transport unit in "
-                          f"export/transport.py: add them there")
+        raise ConfigError(f"envs/sim/layout.py has {what} column(s) {missing} without a transport unit in "
+                          f"envs/transport.py: add them there")
     return tuple(RawField(n, table[n][0], "uint64_t", table[n][1], table[n][2]) for n in names)
 
 

@@ -6,10 +6,10 @@ stands in for the latest sample; ties go to the lower path index."""
 
 from numba import njit
 
-from agents.heuristics.base import WAIT
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT
 from envs.sim.layout import OBS_AVAILABLE, OBS_CWND, OBS_LATEST_RTT, OBS_SRTT
 
-BURST = True  # depends on cwnd, RTT and availability only, none of which sending changes
 PARAMS: dict[str, float] = {}
 
 
@@ -28,3 +28,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
             best_rate = rate
             best = i
     return WAIT if best < 0 else 1 << best
+
+
+# burst: depends on cwnd, RTT and availability only, none of which sending changes
+register_scheduler("hsr", pick=pick, params=PARAMS, state_slots=0, burst=True)

@@ -3,9 +3,9 @@ sends. The ``packet`` decision mode applies an agent's per-step choice through i
 
 from numba import njit
 
+from envs.plugins import register_scheduler
 from envs.sim.layout import OBS_AVAILABLE
 
-BURST = True  # see agents.heuristics.base: same answer until the path is blocked
 PARAMS = {"path": 0.0}
 
 
@@ -15,3 +15,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     if 0 <= i < nsub and obs[i, OBS_AVAILABLE] > 0.0:
         return 1 << i
     return 0
+
+
+# burst: see envs.schedulers.base: same answer until the path is blocked
+register_scheduler("fixed", pick=pick, params=PARAMS, state_slots=0, burst=True)

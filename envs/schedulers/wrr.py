@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from numba import njit
 
 from envs.errors import ConfigError, out_of_range
+from envs.plugins import N_STATE, register_scheduler
 from envs.sim.layout import OBS_AVAILABLE, OBS_CWND, OBS_SRTT
 
 PARAMS = {"by_rate": 0.0, "weights": ()}
@@ -61,3 +62,6 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         return 0
     st[best] -= total
     return 1 << best
+
+
+register_scheduler("wrr", pick=pick, params=PARAMS, state_slots=N_STATE, validate=validate)

@@ -10,7 +10,8 @@ the same queue at the send rate instead). The packet waits when the earliest pat
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, earliest_arrival
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, earliest_arrival
 from envs.sim.layout import OBS_AVAILABLE
 
 PARAMS: dict[str, float] = {}
@@ -20,3 +21,6 @@ PARAMS: dict[str, float] = {}
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = earliest_arrival(obs, cobs, nsub, mss, True)
     return 1 << i if i >= 0 and obs[i, OBS_AVAILABLE] > 0.0 else WAIT
+
+
+register_scheduler("otias", pick=pick, params=PARAMS, state_slots=0)

@@ -1,24 +1,29 @@
 """The scheduler interface of the compiled core.
 
-A heuristic is a module with ``PARAMS`` (name -> default, at most 16) and a compiled
-``pick(prm, st, obs, cobs, nsub, mss, rng, b) -> int`` called once per packet the connection may
-send. It sees only sender-observable state: ``obs[f, OBS_*]`` for its ``nsub`` paths and
-``cobs[COBS_*]`` for the connection (``envs.sim.layout``), its parameters ``prm`` and its own
-state vector ``st`` (16 floats, zero at the start of an episode). It returns a bit mask of the
-paths to send the next packet on (bit i = path i; several bits send copies), or ``WAIT`` (0).
+A heuristic is a module with a compiled ``pick(prm, st, obs, cobs, nsub, mss, rng, b) -> int``
+called once per packet the connection may send, registered at the module's end with
+``envs.plugins.register_scheduler(name, pick=pick, params=PARAMS, state_slots=...)``: ``PARAMS``
+maps each parameter to its default (at most ``N_PARAMS`` = 16 slots), ``state_slots`` is how many
+entries of ``st`` it uses (at most ``N_STATE`` = 16); registration refuses more. It sees only
+sender-observable state: ``obs[f, OBS_*]`` for its ``nsub`` paths and ``cobs[COBS_*]`` for the
+connection (``envs.sim.layout``), its parameters ``prm`` and its own state vector ``st`` (zero at
+the start of an episode). It returns a bit mask of the paths to send the next packet on (bit i =
+path i; several bits send copies), or ``WAIT`` (0).
 
-Optional ``BURST = True`` (default False) declares that the heuristic's answer depends only on
+``burst=True`` (default False) declares that the heuristic's answer depends only on
 the paths' ``OBS_AVAILABLE`` and on state that sending does not change (srtt, its parameters),
 and that it does not draw random numbers: once it returns a single path ``i``, it would return
 ``i`` again for every further packet of the step while path ``i`` stays available. The core then
 sends that burst without calling ``pick`` per packet; the result is identical packet for packet.
-minRTT and ``fixed`` declare it; round robin (which alternates per packet) does not.
+minRTT and ``fixed`` are registered so; round robin (which alternates per packet) does not.
 
-Optional ``validate(values: dict, n_paths: int | None) -> None`` checks the parameter values
-(defaults updated with the user's overrides) before a run, raising ``envs.errors.ConfigError``
+``validate=`` names an optional ``validate(values: dict, n_paths: int | None) -> None`` that
+checks the parameter values (defaults updated with the user's overrides) before a run, raising ``envs.errors.ConfigError``
 naming the field and its range; ``n_paths`` is the scenarios' path count, None when it varies.
 A parameter whose default is a tuple takes a list of numbers (e.g. WRR's ``weights``); it must
 be the last one, and it fills the remaining parameter slots (zero where not given).
+``c_source="<file>:<function>"`` names the heuristic's C form, where it has one (the XQUIC
+backend's rules in ``bindings/src/mps_rules.c``).
 """
 
 import math

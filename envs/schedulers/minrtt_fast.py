@@ -11,11 +11,11 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics import fast_only, minrtt
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers import fast_only, minrtt
 from envs.sim.layout import COBS_ELAPSED
 
-BURST = True  # minRTT and fast-only are; the phase changes only between steps
 PARAMS = {"minrtt_ms": 15.0, "period_ms": 50.0}
 
 
@@ -32,3 +32,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     if phase_ms < prm[0]:
         return minrtt.pick(prm, st, obs, cobs, nsub, mss, rng, b)
     return fast_only.pick(prm, st, obs, cobs, nsub, mss, rng, b)
+
+
+# burst: minRTT and fast-only are; the phase changes only between steps
+register_scheduler("minrtt_fast", pick=pick, params=PARAMS, state_slots=0, burst=True, validate=validate)

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics.base import WAIT
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT
 from envs.sim.layout import OBS_AVAILABLE
 from envs.sim.rng import uniform
 
@@ -30,3 +31,6 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     else:
         i = 1 + min(int((u - prm[0]) / (1.0 - prm[0]) * (nsub - 1)), nsub - 2)
     return 1 << i if obs[i, OBS_AVAILABLE] > 0.0 else WAIT
+
+
+register_scheduler("split", pick=pick, params=PARAMS, state_slots=0, validate=validate)

@@ -8,9 +8,9 @@ data and the others as copies that carry nothing new to the receiver."""
 
 from numba import njit
 
+from envs.plugins import register_scheduler
 from envs.sim.layout import OBS_AVAILABLE
 
-BURST = True  # a single-path answer means no other path is available, which sending keeps so
 PARAMS: dict[str, float] = {}
 
 
@@ -21,3 +21,7 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         if obs[i, OBS_AVAILABLE] > 0.0:
             mask |= 1 << i
     return mask
+
+
+# burst: a single-path answer means no other path is available, which sending keeps so
+register_scheduler("redundant", pick=pick, params=PARAMS, state_slots=0, burst=True)

@@ -6,7 +6,8 @@ wait). Not burst-safe: sending shrinks ``ws``."""
 
 from numba import njit
 
-from agents.heuristics.base import WAIT, by_window_space
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, by_window_space
 
 PARAMS: dict[str, float] = {}
 
@@ -15,3 +16,6 @@ PARAMS: dict[str, float] = {}
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     i = by_window_space(obs, nsub, True)
     return WAIT if i < 0 else 1 << i
+
+
+register_scheduler("lts", pick=pick, params=PARAMS, state_slots=0)

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from agents.heuristics.base import WAIT
 from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT
 from envs.sim.layout import COBS_REORDER, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT
 
 PARAMS = {"delta": 2.0, "ingoing_kb": 64.0, "flow_control": 1.0}
@@ -54,3 +55,6 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         if obs[s, OBS_INFLIGHT] + mss <= window(prm, obs, cobs, s, mss) + EPS:
             return 1 << s
     return WAIT
+
+
+register_scheduler("sod", pick=pick, params=PARAMS, state_slots=0, validate=validate)
