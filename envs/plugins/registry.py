@@ -91,12 +91,15 @@ def _builtin(fn: Any, kind: str) -> bool:
     return fn.py_func.__module__.startswith(BUILTIN_PACKAGES[kind] + ".")
 
 
-def _check_common(kind: str, name: str, fns: Mapping[str, Any], state_slots: int, max_state: int) -> None:
+def _check_open(kind: str, name: str) -> None:
     if _REG.sealed_by is not None:
         raise PluginError(
             f"cannot register {kind} {name!r}: the compiled core was already built with the registered "
             f"plug-ins (by {_REG.sealed_by}). Register plug-ins before the simulator is imported: import "
             f"your module first, or name it in ${ENV_VAR} or an {ENTRY_POINT_GROUP!r} entry point")
+
+
+def _check_common(kind: str, name: str, fns: Mapping[str, Any], state_slots: int, max_state: int) -> None:
     if not isinstance(name, str) or not _NAME.match(name):
         raise PluginError(f"{kind} name must be lower-case letters, digits and '_', got {name!r}")
     for role, fn in fns.items():
@@ -128,11 +131,15 @@ def register_cc(name: str, *, init: Any, on_ack: Any, on_loss: Any, on_rto: Any,
     if len(defaults) > N_CCP:
         raise PluginError(f"cc {name!r} has {len(defaults)} parameters; the core holds at most {N_CCP} (N_CCP)")
     plugin = CCPlugin(name, init, on_ack, on_loss, on_rto, dict(defaults), state_slots, _builtin(init, "cc"))
+    if not plugin.builtin:
+        discover()  # a clash with a built-in name shows now, not when the built-in registers
     old = _REG.cc.get(name)
     if old is not None and not _same(old, plugin):
         raise PluginError(f"cc {name!r} is already registered (by {old.init.py_func.__module__})")
-    _REG.cc[name] = plugin
-    return plugin
+    if old is None:
+        _check_open("cc", name)
+        _REG.cc[name] = plugin
+    return _REG.cc[name]
 
 
 def register_scheduler(name: str, *, pick: Any, params: Mapping[str, object], state_slots: int = 0,
@@ -154,11 +161,15 @@ def register_scheduler(name: str, *, pick: Any, params: Mapping[str, object], st
                           f"{N_PARAMS} (N_PARAMS)")
     plugin = SchedulerPlugin(name, pick, dict(params), state_slots, bool(burst), validate, c_source,
                              _builtin(pick, "scheduler"))
+    if not plugin.builtin:
+        discover()
     old = _REG.scheduler.get(name)
     if old is not None and not _same(old, plugin):
         raise PluginError(f"scheduler {name!r} is already registered (by {old.pick.py_func.__module__})")
-    _REG.scheduler[name] = plugin
-    return plugin
+    if old is None:
+        _check_open("scheduler", name)
+        _REG.scheduler[name] = plugin
+    return _REG.scheduler[name]
 
 
 def discover() -> None:
