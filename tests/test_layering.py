@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("envs", "agents", "export", "studies")  # each may import only those before it
-ENTRY_POINTS = ("train", "evaluate", "tune", "benchmarks", "tools", "tests")  # import anything; imported by none
+# entry points and scripts: import anything, imported by none
+ENTRY_POINTS = ("train", "evaluate", "tune", "benchmarks", "tools", "tests")
 
 
 def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -105,9 +106,9 @@ def upward(graph: dict[str, set[str]], layers: tuple[str, ...]) -> list[str]:
 def test_checker_sees_circles_and_upward_imports(tmp_path):
     """The checks themselves: a planted circle (through a relative and a lazy import) and an
     upward import are found."""
-    for rel, text in {"low/__init__.py": "", "low/a.py": "from . import b\n",
-                      "low/b.py": "def f():\n    from low.a import g\n",
-                      "low/c.py": "import high.x\n", "high/__init__.py": "", "high/x.py": "from low import c\n"}.items():
+    tree = {"low/__init__.py": "", "low/a.py": "from . import b\n", "low/b.py": "def f():\n    from low.a import g\n",
+            "low/c.py": "import high.x\n", "high/__init__.py": "", "high/x.py": "from low import c\n"}
+    for rel, text in tree.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     graph = import_graph(tmp_path, ("low", "high"))
@@ -134,4 +135,5 @@ def test_nothing_imports_an_entry_point():
         for node in ast.walk(ast.parse(path.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            assert not [n for n in names if n.split(".")[0] in ENTRY_POINTS], f"{path.relative_to(ROOT)} imports {names}"
+            bad = [n for n in names if n.split(".")[0] in ENTRY_POINTS]
+            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"

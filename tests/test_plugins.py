@@ -11,6 +11,7 @@ a closed registry, as the pytest process usually has.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -83,7 +84,8 @@ RUN = textwrap.dedent("""
     one_path = scenario_from_dict({{"name": "one_path", "paths": [
         {{"bandwidth_mbps": 100, "delay_ms": 20, "queue_bdp": 1.0}}], "workload": {{"type": "bulk", "duration_s": 5}}}})
     for packets in (10, 20):
-        sim = Simulator(one_path, "fixed_window", batch=2, seed=1, cc_overrides={{"fixed_window": {{"packets": packets}}}})
+        sim = Simulator(one_path, "fixed_window", batch=2, seed=1,
+                        cc_overrides={{"fixed_window": {{"packets": packets}}}})
         sim.reset()
         sim.run()
         out[f"fixed_{{packets}}"] = {{"goodput": sim.results()["goodput_mbps"].tolist(),
@@ -163,6 +165,13 @@ def test_oversized_or_malformed_plugins_are_refused():
     assert "too_big" not in cc_names() and "too_big" not in scheduler_names()
 
 
+def test_a_plugin_module_that_cannot_be_imported_is_named():
+    res = subprocess.run([sys.executable, "-c", "from envs.plugins import cc_names; cc_names()"], cwd=ROOT,
+                         capture_output=True, text=True, env={**os.environ, "MPSCHED_PLUGINS": "no_such_plugin_module"})
+    assert res.returncode != 0
+    assert "$MPSCHED_PLUGINS: cannot import plug-in module 'no_such_plugin_module'" in res.stderr
+
+
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match=r"unknown cc 'bbr3'; valid: .*bbr2"):
         cc_id("bbr3")
@@ -184,8 +193,10 @@ def test_generated_dispatch_raises_on_an_id_no_plugin_has():
 
 
 def test_each_c_form_names_a_function_of_its_file():
+    from envs.live.xquic import SCHEDULERS as XQUIC_SCHEDULERS
     with_c = [scheduler_plugin(n) for n in scheduler_names() if scheduler_plugin(n).c_source]
     assert {p.name for p in with_c} >= {"rr", "ecf", "blest"}
+    assert {p.name for p in with_c} <= set(XQUIC_SCHEDULERS)  # the XQUIC backend offers each
     for plugin in with_c:
         path, function = plugin.c_source.split(":")
         assert f"\n{function}(" in (ROOT / path).read_text(), plugin.c_source

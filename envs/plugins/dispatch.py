@@ -63,7 +63,8 @@ def source(ccs: list[CCPlugin], schedulers: list[SchedulerPlugin]) -> str:
         body += ["    else:", f"        raise ValueError(\"{name}: no congestion control has this id\")"]
     body += ["", "", _DECORATOR, f"def pick(sid, {_PICK_ARGS}):"]
     for i, s in enumerate(schedulers):
-        body += [f"    if sid == {i}:  # {s.name}", f"        return {local('scheduler', s.name, 'pick', s.pick)}({_PICK_ARGS})"]
+        body += [f"    if sid == {i}:  # {s.name}",
+                 f"        return {local('scheduler', s.name, 'pick', s.pick)}({_PICK_ARGS})"]
     body += ["    raise ValueError(\"pick: no scheduler has this id\")"]
     body += ["", "", _DECORATOR, "def burst(sid):",
              "    \"\"\"Whether scheduler ``sid`` was registered with ``burst=True`` (envs.schedulers.base).\"\"\"",

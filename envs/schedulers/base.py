@@ -17,11 +17,12 @@ and that it does not draw random numbers: once it returns a single path ``i``, i
 sends that burst without calling ``pick`` per packet; the result is identical packet for packet.
 minRTT and ``fixed`` are registered so; round robin (which alternates per packet) does not.
 
-``validate=`` names an optional ``validate(values: dict, n_paths: int | None) -> None`` that
-checks the parameter values (defaults updated with the user's overrides) before a run, raising ``envs.errors.ConfigError``
-naming the field and its range; ``n_paths`` is the scenarios' path count, None when it varies.
-A parameter whose default is a tuple takes a list of numbers (e.g. WRR's ``weights``); it must
-be the last one, and it fills the remaining parameter slots (zero where not given).
+``validate=`` names an optional ``validate(values: dict, n_paths: int | None) -> None``
+that checks the parameter values (defaults updated with the user's overrides) before a run,
+raising ``envs.errors.ConfigError`` naming the field and its range; ``n_paths`` is the
+scenarios' path count, None when it varies. A parameter whose default is a tuple takes a list of
+numbers (e.g. WRR's ``weights``); it must be the last one, and it fills the remaining parameter
+slots (zero where not given).
 ``c_source="<file>:<function>"`` names the heuristic's C form, where it has one (the XQUIC
 backend's rules in ``bindings/src/mps_rules.c``).
 """
