@@ -1,2 +1,2 @@
-"""Schedulers: heuristics that run inside the compiled core (``agents.heuristics``) and learned
-agents that act through the Gymnasium environment."""
+"""Learned schedulers that act through the Gymnasium environment, and their training (the heuristic
+schedulers run inside the compiled core: ``envs.schedulers``)."""

@@ -1,5 +1,5 @@
-"""The one registry of schedulers: heuristics run inside the compiled core
-(``agents.heuristics``), learned agents are built from their config's ``kind``."""
+"""The registry of learned agents, built from their config's ``kind`` (the heuristic schedulers,
+which run inside the compiled core, are plug-ins: ``envs.plugins``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import importlib
 from typing import Any
 
 from agents.base import Agent
-from agents.heuristics import NAMES as HEURISTICS  # noqa: F401 (re-exported)
 from envs.errors import unknown_name
 
 # kind -> "module:Class" (imported on use, so heuristics do not pull in torch)

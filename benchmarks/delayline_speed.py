@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.live.system import unavailable_reason  # noqa: E402
+from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.verification import SO_RCVBUFFORCE  # noqa: E402
 from envs.scenario import scenario_from_dict  # noqa: E402

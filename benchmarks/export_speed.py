@@ -37,7 +37,7 @@ def decision_states(agent, meta, n: int = 4096) -> tuple[np.ndarray, ...]:
     """Raw counters and features at the simulator's decision points (fast path blocked)."""
     from envs.multipath_env import build_process
     from envs.sim.layout import CN_N_SUB
-    from export.transport import to_raw
+    from envs.transport import to_raw
 
     pr, cr, ns, xs, seed = [], [], [], [], 0
     while sum(len(x) for x in xs) < n:

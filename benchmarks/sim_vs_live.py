@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envs.evaluation import evaluate_heuristic, shared_bottleneck, standing_queue_bdp, summary  # noqa: E402
 from envs.live.bottleneck import BulkFlows, QueueSampler  # noqa: E402
 from envs.live.evaluation import LiveOptions, evaluate_live, relative_error  # noqa: E402
-from envs.live.system import LiveError, unavailable_reason  # noqa: E402
+from envs.live.setup import unavailable_reason  # noqa: E402
+from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.scenario import WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
 

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from agents.heuristics import NAMES as SIM_SCHEDULERS  # noqa: E402
+from envs.plugins import scheduler_names  # noqa: E402
 from envs.evaluation import evaluate_heuristic  # noqa: E402
-from envs.live.system import unavailable_reason  # noqa: E402
+from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
@@ -70,7 +70,7 @@ def main() -> None:
                 for sched in a.schedulers.split(","):
                     live = live_cell(tb, cc, sched, a.runs)
                     sim = math.nan
-                    if sched in SIM_SCHEDULERS:
+                    if sched in scheduler_names():
                         sim = float(np.mean(evaluate_heuristic(scen, cc, sched, a.sim_runs, 0)["goodput_mbps"]))
                     g = float(np.mean(live["goodput"]))
                     rows.append({"scenario": name, "cc": cc, "scheduler": sched, "live_goodput_mbps": live["goodput"],

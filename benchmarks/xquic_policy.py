@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from envs.metrics import mean_ci  # noqa: E402
-from envs.live.system import unavailable_reason  # noqa: E402
+from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402

@@ -21,7 +21,7 @@ def _numba_cache_dir() -> str:
     here = Path(__file__).parent
     compiled = [*sorted((here / "sim").glob("*.py")), *sorted((here / "cc").glob("*.py")),
                 here / "features.py", here / "rewards.py", here / "decision.py",
-                *sorted((here.parent / "agents" / "heuristics").glob("*.py"))]
+                *sorted((here / "schedulers").glob("*.py")), *sorted((here / "plugins").glob("*.py"))]
     digest = hashlib.sha256()
     for path in compiled:
         digest.update(path.read_bytes())

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from agents.heuristics import scheduler_id, scheduler_params
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, evaluate, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
+from envs.plugins import scheduler_id, scheduler_params
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.sim import kernel
 from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,

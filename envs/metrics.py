@@ -4,7 +4,8 @@ tool (``evaluate.py``, training, benchmarks), plus their summary statistics."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from scipy import stats
@@ -16,8 +17,23 @@ from envs.sim.layout import (CN_DONE, CN_DONE_STEP, CN_N_SUB, CN_OOO_EXCEEDED, C
                              WL_REBUF)
 
 if TYPE_CHECKING:
-    from envs.scenario import WorkloadSpec
-    from envs.sim.simulator import Simulator
+    from envs.scenario import Scenario, WorkloadSpec
+
+
+class Simulator(Protocol):
+    """What the metrics read of a simulator after a run (``envs.sim.simulator.Simulator``, which
+    imports this module, not the other way round)."""
+
+    B: int
+    P: int
+    dt: float
+    bin_steps: int
+    fl: np.ndarray
+    cn: np.ndarray
+    rec: np.ndarray
+    wl: np.ndarray
+    item: np.ndarray
+    current: Sequence[Scenario | None]
 
 METRICS = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes",
            "reorder_mean_bytes", "ooo_exceeded")

@@ -11,7 +11,7 @@ from envs.sim.layout import COBS_NAMES, OBS_NAMES
 from export import cnames
 from export.bodies import QF, Body
 from export.errors import ExportError
-from export.transport import conn_fields, path_fields
+from envs.transport import conn_fields, path_fields
 
 ABI = 1  # bump when the shared structs or helpers change incompatibly
 DECISION_DOC = {

@@ -12,11 +12,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
-from agents.heuristics import NAMES as HEURISTICS, scheduler_params
 from envs import config
-from envs.cc import cc_params
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.metrics import ALL_METRICS, LOWER_IS_BETTER
+from envs.plugins import cc_params, scheduler_names, scheduler_params
 from envs.scenario import Scenario, load_scenario
 from envs.sim.simulator import SimConfig
 
@@ -144,11 +143,11 @@ def parse_entry(item: Any, train_overrides: list[str], study: Study) -> Entry:
     """One scheduler entry: a heuristic's name, a checkpoint reference, or a mapping with
     ``label`` and one of ``scheduler`` (+ ``params``), ``checkpoint``, ``train``."""
     if isinstance(item, str):
-        if item in HEURISTICS:
+        if item in scheduler_names():
             return Entry(item, HEURISTIC, scheduler=item)
         if is_checkpoint_ref(item):
             return resolve_checkpoint(Entry("", CHECKPOINT, source=item), study)
-        raise ConfigError(f"{unknown_name('scheduler', item, HEURISTICS)} (or {CHECKPOINT_FORMS})")
+        raise ConfigError(f"{unknown_name('scheduler', item, scheduler_names())} (or {CHECKPOINT_FORMS})")
     if not isinstance(item, dict):
         raise ConfigError(f"scheduler entry must be a name or a mapping, got {item!r}")
     bad = sorted(set(item) - set(ENTRY_KEYS))

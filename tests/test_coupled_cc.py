@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from envs.cc import NAMES, balia, cc_id, cc_params, lia, olia, wvegas
+from envs.cc import balia, lia, olia, wvegas
 from envs.cc.base import CWND, SSTHRESH
 from envs.cc.coupled import SRTT
 from envs.config import ccs
 from envs.errors import ConfigError
+from envs.plugins import cc_id, cc_names, cc_params
 from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.layout import CN_T, N_CC, N_CCP, OBS_ACKED
 from envs.sim.simulator import Simulator
@@ -158,7 +159,7 @@ def test_coupled_cc_on_a_competing_flow_couples_with_nobody(cc):
 
 def test_coupled_ccs_are_registered_and_selectable_from_the_cc_group():
     for name in COUPLED:
-        assert NAMES[cc_id(name)] == name
+        assert cc_names()[cc_id(name)] == name
         with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
             cfg = compose(config_name="evaluate", overrides=[f"cc={name}"])
         assert ccs(cfg) == {name: {}}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401 (registers mpsched/Multipath-v0)
-from envs.cc import NAMES as CC_NAMES
+from envs.plugins import cc_names
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.layout import CN_N_FLOWS
 from envs.sim.simulator import Simulator
@@ -23,6 +23,7 @@ from envs.sim.simulator import Simulator
 STATE = ("obs", "cobs", "fl", "cc", "ccp", "bn", "cn", "seg", "segi", "ring", "hole", "sched", "ctrace",
          "atrace", "rng")
 # CCs whose decisions draw no random numbers (BBRv1 draws its ProbeBW phase, BBRv2 its probe wait)
+CC_NAMES = cc_names()
 DETERMINISTIC_CCS = tuple(cc for cc in ("reno", "cubic") if cc in CC_NAMES)
 
 

@@ -30,7 +30,7 @@ from export.api import write_atomic
 from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
 from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
-from export.transport import conn_fields, from_raw, path_fields, to_raw
+from envs.transport import conn_fields, from_raw, path_fields, to_raw
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ("dqn", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")

@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401 (registers mpsched/Multipath-v0)
-from agents.heuristics import MODULES, NAMES, burst, pick, scheduler_id, scheduler_params
 from envs.errors import ConfigError
+from envs.plugins import scheduler_id, scheduler_names, scheduler_params, scheduler_plugin
+from envs.plugins.dispatch import burst, pick
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim.layout import (COBS_BACKLOG, COBS_ELAPSED, COBS_REORDER, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE,
                              OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
 from envs.sim.simulator import Simulator
 
 MSS = 1000.0
+NAMES = scheduler_names()
 
 
 class Paths:
@@ -87,18 +89,18 @@ def leeyoo_completion(name: str, packets: int = 100) -> float:
 
 
 def test_registry_dispatches_every_module_by_its_id():
-    assert NAMES == tuple(MODULES)
-    for name, module in MODULES.items():
+    for name in NAMES:
+        plugin = scheduler_plugin(name)
         a = Paths(name, [(0.01, 4, 4), (0.03, 10, 2), (0.02, 8, 1)], backlog=5)
         b = Paths(name, [(0.01, 4, 4), (0.03, 10, 2), (0.02, 8, 1)], backlog=5)
-        direct = module.pick(b.prm, b.st, b.obs, b.cobs, b.n, MSS, b.rng, 0)
+        direct = plugin.pick(b.prm, b.st, b.obs, b.cobs, b.n, MSS, b.rng, 0)
         assert a.pick() == direct, name
-        assert bool(burst(scheduler_id(name))) == bool(getattr(module, "BURST", False))
+        assert bool(burst(scheduler_id(name))) == plugin.burst
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if getattr(MODULES[n], "BURST", False)])
+@pytest.mark.parametrize("name", [n for n in NAMES if scheduler_plugin(n).burst])
 def test_burst_schedulers_keep_their_path_until_it_is_blocked(name):
-    """The contract of agents.heuristics.base: a single path stays the answer while it has room."""
+    """The contract of envs.schedulers.base: a single path stays the answer while it has room."""
     gen = np.random.default_rng(0)
     for _ in range(200):
         paths = [(gen.uniform(0.005, 0.2), gen.integers(1, 20), gen.integers(0, 20)) for _ in range(3)]

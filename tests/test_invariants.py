@@ -20,9 +20,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agents.heuristics import NAMES as SCHEDULER_NAMES
-from envs.cc import NAMES as CC_NAMES
 from envs.metrics import MAY_BE_NAN
+from envs.plugins import cc_names, scheduler_names
 from envs.scenario import scenario_from_dict
 from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED, BN_ENQ, BN_JITTER, BN_QCAP,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
@@ -32,7 +31,8 @@ from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED,
                              OBS_SENT, OBS_SRTT, OBS_SWND)
 from envs.sim.simulator import SimConfig, Simulator
 
-SCHEDULERS = tuple(n for n in SCHEDULER_NAMES if n != "fixed")  # "fixed" is internal (packet mode)
+CC_NAMES = cc_names()
+SCHEDULERS = tuple(n for n in scheduler_names() if n != "fixed")  # "fixed" is internal (packet mode)
 CUMULATIVE_OBS = [OBS_LOSSES, OBS_RETRANS, OBS_RTOS, OBS_ACKED, OBS_SENT]
 # Episodes of random scenarios are capped: a few of them may starve, and
 # the invariants are about every state reached, not about finishing.

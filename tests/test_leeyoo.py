@@ -8,10 +8,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from agents import checkpoint
-from agents.heuristics import scheduler_id, scheduler_params
 from agents.leeyoo import LeeyooDQN
 from agents.training import run
 from envs.errors import ConfigError
+from envs.plugins import scheduler_id, scheduler_params
 from envs.evaluation import evaluate_heuristic
 from envs.scenario import load_scenario
 from envs.sim.layout import COBS_ITEM_ACKED, COBS_ITEM_RATE, COBS_ITEMS_ACKED

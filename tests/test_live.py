@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from envs.live.system import unavailable_reason
+from envs.live.setup import unavailable_reason
 
 REASON = unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")

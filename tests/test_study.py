@@ -14,11 +14,10 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from agents.heuristics import NAMES as HEURISTICS
 from agents.training import run as train
-from envs.cc import NAMES as CCS
 from envs.errors import ConfigError
 from envs.metrics import mean_ci
+from envs.plugins import cc_names, scheduler_names
 from envs.scenario import list_scenarios
 from studies import robustness, spec
 from studies.runner import run_study
@@ -229,7 +228,7 @@ def test_study_files_validate(tmp_path, name):
     """Every name of the study is registered: validates in full (training configs composed, not
     run)."""
     refs = referenced(name)
-    assert refs["schedulers"] <= set(HEURISTICS) and refs["ccs"] <= set(CCS)
+    assert refs["schedulers"] <= set(scheduler_names()) and refs["ccs"] <= set(cc_names())
     study = spec.from_config(evaluate_cfg(tmp_path, f"study={name}"), tmp_path / "out")
     assert [e.label for e in study.schedulers]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.live.system import unavailable_reason
+from envs.live.setup import unavailable_reason
 
 try:
     import mpsched_xquic
@@ -127,7 +127,8 @@ def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
     carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units).
     States where the C rules' documented XQUIC differences apply (no RTT sample on the second
     path, nothing in flight on the fast one) are not drawn."""
-    from agents.heuristics import pick, scheduler_id, scheduler_params
+    from envs.plugins import scheduler_id, scheduler_params
+    from envs.plugins.dispatch import pick
     sid, prm = scheduler_id(name), scheduler_params(name, None, 3)
     rng = np.random.default_rng(0)
     waits = on_s = 0

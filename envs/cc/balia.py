@@ -11,7 +11,8 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
-from envs.cc.coupled import SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.plugins import register_cc
 
 DEFAULTS: dict[str, float] = {}
 
@@ -59,3 +60,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     reno.on_rto(C, P, f, now, inflight, mss)
+
+
+register_cc("balia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=FIRST_COUPLED)

@@ -8,7 +8,11 @@ A CC is a set of compiled functions over one connection's CC state matrix ``C[F,
 - ``on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)``
 - ``on_rto(C, P, f, now, inflight, mss)``
 
-``P[F, N_CCP]`` holds the CC's parameters. Each call leaves the congestion window in
+``P[F, N_CCP]`` holds the CC's parameters. The module registers itself at its end with
+``envs.plugins.register_cc(name, init=..., on_ack=..., on_loss=..., on_rto=..., defaults=DEFAULTS,
+state_slots=...)``: ``DEFAULTS`` maps each parameter to its default, one ``P[f, :]`` slot each in
+order (at most ``N_CCP``), and ``state_slots`` is one past the last ``C[f, :]`` slot it uses,
+counting the shared slots below (at most ``N_CC``); registration refuses more. Each call leaves the congestion window in
 ``C[f, CWND]`` (bytes) and the pacing rate in ``C[f, PACING]`` (bytes/s, 0 = not paced).
 Losses arrive aggregated per step with the send time of the latest lost packet, so a CC can apply
 the congestion-recovery rule of RFC 6582 / RFC 9002 (one reduction per round trip: a loss of a

@@ -12,6 +12,7 @@ import math
 from numba import njit
 
 from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, init_common
+from envs.plugins import register_cc
 from envs.sim.rng import uniform
 
 # parameters
@@ -184,3 +185,7 @@ def on_rto(C, P, f, now, inflight, mss):
     C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
+
+
+register_cc("bbr", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=BW_WIN + BW_ROUNDS)

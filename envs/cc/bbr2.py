@@ -47,6 +47,7 @@ import math
 from numba import njit
 
 from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, init_common
+from envs.plugins import register_cc
 from envs.sim.rng import uniform
 
 # parameters
@@ -482,3 +483,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 def on_rto(C, P, f, now, inflight, mss):
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
+
+
+register_cc("bbr2", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=FILLED + 1)

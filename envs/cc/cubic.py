@@ -6,6 +6,7 @@ import math
 from numba import njit
 
 from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.plugins import register_cc
 
 # parameters
 C_CUBIC = 0  # 0.4 (segments / s^3)
@@ -99,3 +100,7 @@ def on_rto(C, P, f, now, inflight, mss):
     C[f, CWND] = mss
     C[f, EPOCH] = -1.0
     C[f, RECOVERY_START] = now
+
+
+register_cc("cubic", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=LAST_ROUND_MIN + 1)

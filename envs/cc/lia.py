@@ -11,7 +11,8 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND
-from envs.cc.coupled import SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
+from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
+from envs.plugins import register_cc
 
 DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
 
@@ -50,3 +51,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     reno.on_rto(C, P, f, now, inflight, mss)
+
+
+register_cc("lia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=FIRST_COUPLED)

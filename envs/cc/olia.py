@@ -15,6 +15,7 @@ from numba import njit
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START
 from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.plugins import register_cc
 
 DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
 
@@ -94,3 +95,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 def on_rto(C, P, f, now, inflight, mss):
     _new_loss_interval(C, f)
     reno.on_rto(C, P, f, now, inflight, mss)
+
+
+register_cc("olia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=L_CUR + 1)

@@ -2,7 +2,8 @@
 
 from numba import njit
 
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.plugins import register_cc
 
 # parameters: P[f, 0] = multiplicative decrease (0.5)
 BETA = 0
@@ -36,3 +37,7 @@ def on_rto(C, P, f, now, inflight, mss):
     C[f, SSTHRESH] = max(inflight * 0.5, MIN_CWND_PACKETS * mss)
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
+
+
+register_cc("reno", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=FIRST_PRIVATE)

@@ -20,6 +20,7 @@ from numba import njit
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
 from envs.cc.coupled import FIRST_COUPLED, init_subflow, siblings, slow_start, track_rtt
+from envs.plugins import register_cc
 
 # parameters (BETA first: the loss response is reno.on_loss, which reads P[f, reno.BETA])
 BETA = 0
@@ -129,3 +130,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 def on_rto(C, P, f, now, inflight, mss):
     _enable(C, P, f)
     reno.on_rto(C, P, f, now, inflight, mss)
+
+
+register_cc("wvegas", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
+            state_slots=QDELAY + 1)

@@ -13,7 +13,18 @@ import subprocess
 import sys
 
 from envs.live import delayline
-from envs.live.system import DEBIAN_PACKAGES, LiveError, available_ccs, unavailable_reason
+from envs.live.system import DEBIAN_PACKAGES, LiveError, available_ccs, preflight
+
+
+def unavailable_reason() -> str | None:
+    """None when live runs can work here (the machine's prerequisites and the delay line), else why
+    not (for skipping tests)."""
+    try:
+        preflight()
+        delayline.binary()
+    except LiveError as err:
+        return str(err)
+    return None
 
 
 def install_packages() -> None:

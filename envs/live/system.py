@@ -92,17 +92,6 @@ def preflight() -> None:
         raise LiveUnavailable("cannot run live: " + "; ".join(problems) + f". Setup: {SETUP_COMMAND} (as root)")
 
 
-def unavailable_reason() -> str | None:
-    """None when live runs can work here, else why not (for skipping tests)."""
-    try:
-        preflight()
-        from envs.live import delayline
-        delayline.binary()
-    except LiveError as err:
-        return str(err)
-    return None
-
-
 def available_ccs() -> list[str]:
     """Congestion controls the kernel offers for TCP_CONGESTION."""
     try:

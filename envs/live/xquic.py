@@ -4,13 +4,13 @@ socket per path on the client (bound to the path's address, so source routing se
 path) and one on the server. XQUIC runs one CC instance per path and calls our scheduler once per
 packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf and blest
 (``bindings/src/mps_rules.c``), or ``policy``: an exported policy header (``python -m export``)
-compiled into a shared object (``export.runtime.build_library``) whose ``decide`` runs inside
+compiled into a shared object (``envs.policy_library.build_library``) whose ``decide`` runs inside
 ``get_path`` on XQUIC's per-path state in the header's units.
 
 Telemetry: the scheduler records XQUIC's per-path state every ``telemetry_ms`` (interval
 records) and optionally every k-th decision with the path it chose (decision records) in ring
 buffers; ``XquicTransfer.intervals`` / ``decisions()`` read them in the simulator's units
-(``export.transport.from_raw``). ``set_mode`` switches the scheduler from Python while the
+(``envs.transport.from_raw``). ``set_mode`` switches the scheduler from Python while the
 transfer runs (``mpsched/Live-v0`` with ``backend="xquic"``: the action of an interval).
 
 XQUIC closes a connection whose stream has more than 8192 out-of-order frames buffered; that is
@@ -39,8 +39,10 @@ from envs.live.mptcp import TransferResult, network_counters, workload_bytes
 from envs.live.system import LiveError
 from envs.live.telemetry import Sample
 from envs.metrics import transfer_metrics
+from envs.policy_library import build_library
 from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
+from envs.transport import from_raw
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest")  # plus policy=<header>
@@ -73,7 +75,6 @@ def parse_scheduler(name: str) -> tuple[str, Path | None]:
 
 def policy_library(header: Path) -> str:
     """The exported header compiled into a shared object with ``run_decide`` (cached by content)."""
-    from export.runtime import build_library
     return str(build_library(header.read_text()))
 
 
@@ -94,7 +95,6 @@ def certificate() -> tuple[str, str]:
 def records_to_sim(rec: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Raw records (transport units) -> (obs [N, P, N_OBS], cobs [N, N_COBS]) in the simulator's
     units, and the active mask [N, P]."""
-    from export.transport import from_raw
     obs, cobs = from_raw(rec["obs"], rec["cobs"])
     return obs, cobs, np.asarray(rec["active"], dtype=bool)
 

@@ -101,9 +101,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from agents.heuristics import burst, pick
-from envs.cc import cc_init, cc_on_ack, cc_on_loss, cc_on_rto
 from envs.cc.base import CWND, PACING
+from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.rng import normal, uniform
 from envs.sim.roles import blocked_rule

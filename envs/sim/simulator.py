@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.heuristics import NAMES as SCHEDULER_NAMES, scheduler_id, scheduler_params
-from envs.cc import cc_id, cc_params
 from envs.errors import ConfigError, out_of_range
+from envs.plugins import cc_id, cc_params, scheduler_id, scheduler_params
 from envs.scenario import WORKLOAD_TYPES, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
@@ -56,7 +55,7 @@ class Simulator:
 
     scenarios: one scenario (possibly a distribution) or a list to draw from per episode.
     ccs: one CC name or a list to draw from per episode (every subflow uses the episode's CC).
-    scheduler: heuristic name from ``agents.heuristics`` (default minRTT).
+    scheduler: heuristic name from ``envs.schedulers`` (default minRTT).
     """
 
     def __init__(self, scenarios: Scenario | Sequence[Scenario], ccs: str | Sequence[str],

@@ -1,0 +1,21 @@
+"""LTS, lowest time/space (Kimura, Lima and Loureiro, "Alternative scheduling decisions for
+multipath TCP", IEEE Communications Letters 21(11), 2017; spec/schedulers.md): among the
+available paths with window space ``ws = cwnd - inflight > 0`` take the lowest ``srtt / ws``;
+when no path has window space, fall back to LL (lowest srtt among the available paths, else
+wait). Not burst-safe: sending shrinks ``ws``."""
+
+from numba import njit
+
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT, by_window_space
+
+PARAMS: dict[str, float] = {}
+
+
+@njit(cache=True, _nrt=False)
+def pick(prm, st, obs, cobs, nsub, mss, rng, b):
+    i = by_window_space(obs, nsub, True)
+    return WAIT if i < 0 else 1 << i
+
+
+register_scheduler("lts", pick=pick, params=PARAMS, state_slots=0)
