@@ -24,10 +24,11 @@ from envs.live.system import DEBIAN_PACKAGES, LiveError, available_ccs, unavaila
 def install_packages(packages: Sequence[str] = DEBIAN_PACKAGES) -> None:
     """Install the Debian packages of ``packages`` that are missing (apt-get, as root)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    def installed(package: str) -> bool:
+        return subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True,
+                              check=False).stdout.strip() == "install ok installed"
     try:
-        missing = [p for p in packages
-                   if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
-                   .stdout.strip() != "install ok installed"]
+        missing = [p for p in packages if not installed(p)]
     except FileNotFoundError:
         raise LiveError("dpkg-query not found: this is not a Debian-based system; install yourself: "
                         f"{' '.join(packages)}, then pass --no-apt") from None
@@ -49,16 +50,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m envs.live.setup", description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-apt", action="store_true", help="do not install Debian packages")
     ap.add_argument("--check", action="store_true", help="only report whether live runs can work here")
-    xq = ap.add_argument_group("XQUIC", f"build XQUIC {xquic_build.PINNED_COMMIT[:12]} ({xquic_build.PINNED_DATE}) and the mpsched_xquic "
-                                        "extension (live.backend=xquic)")
+    xq = ap.add_argument_group("XQUIC", f"build XQUIC {xquic_build.PINNED_COMMIT[:12]} ({xquic_build.PINNED_DATE}) "
+                                        "and the mpsched_xquic extension (live.backend=xquic)")
     xq.add_argument("--xquic", action="store_true", help="also build XQUIC and install the extension")
-    xq.add_argument("--source", help=f"git URL, checkout or mirror to clone XQUIC from (default {xquic_build.DEFAULT_SOURCE})")
+    xq.add_argument("--source", help="git URL, checkout or mirror to clone XQUIC from "
+                                     f"(default {xquic_build.DEFAULT_SOURCE})")
     xq.add_argument("--prefix", help="directory to check XQUIC out and build it in (default "
                                      "$XDG_CACHE_HOME/mpsched/xquic/<commit>)")
     xq.add_argument("--jobs", type=int, help="parallel make jobs (default: the number of CPUs)")
     xq.add_argument("--rebuild", action="store_true", help="rebuild XQUIC and the extension even if built")
     args = ap.parse_args(argv)
-    given = [f"--{name}" for name in ("source", "prefix", "jobs", "rebuild") if getattr(args, name) not in (None, False)]
+    given = [f"--{name}" for name in ("source", "prefix", "jobs", "rebuild")
+             if getattr(args, name) not in (None, False)]
     if given and not args.xquic:
         ap.error(f"{', '.join(given)} only with --xquic")
     if args.check and given:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envs.live.system import LiveError
@@ -141,14 +141,14 @@ class BuildReport:
                f"  SSL: BoringSSL, headers {b.ssl.include}, libraries {' '.join(b.ssl.libs)}"]
         ext = self.extension
         if ext:
-            out += [f"extension: mpsched_xquic {ext['file']} ({self.bindings or 'found'}), built against XQUIC "
-                    f"{ext.get('xquic_commit') or 'unknown'}",
+            out += [(f"extension: mpsched_xquic {ext['file']} ({self.bindings or 'found'}), built against XQUIC "
+                     f"{ext.get('xquic_commit') or 'unknown'}"),
                     f"  smoke import: ok; schedulers {', '.join(ext['modes'])}; CCs {', '.join(ext['ccs'])}"]
         return out
 
 
 def _git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if check and out.returncode != 0:
         raise XquicBuildError(f"git {' '.join(args)} failed ({out.returncode}): {(out.stderr or out.stdout).strip()}")
     return out
@@ -165,7 +165,7 @@ def _logged(step: str, argv: list[str], log: Path, cwd: Path | None = None, env:
         f.write("$ " + " ".join(argv) + "\n")
         f.flush()
         try:
-            code = subprocess.run(argv, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+            code = subprocess.run(argv, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
         except FileNotFoundError:
             raise XquicBuildError(f"{step}: {argv[0]} not found (Debian packages: {' '.join(DEBIAN_PACKAGES)})") \
                 from None
@@ -251,7 +251,7 @@ def installed_extension() -> dict | None:
     """What a fresh interpreter imports as ``mpsched_xquic`` (file, schedulers, CCs, the XQUIC commit
     it was built against), or None when it does not import."""
     with tempfile.TemporaryDirectory() as cwd:  # nothing in the working directory shadows it
-        out = subprocess.run([sys.executable, "-c", _SMOKE], cwd=cwd, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", _SMOKE], cwd=cwd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -274,7 +274,7 @@ def install_bindings(build: XquicBuild, rebuild: bool = False) -> tuple[str, dic
     ext = installed_extension()
     if ext is None:
         err = subprocess.run([sys.executable, "-c", "import mpsched_xquic"], capture_output=True, text=True,
-                             cwd=tempfile.gettempdir()).stderr.strip().splitlines()
+                             cwd=tempfile.gettempdir(), check=False).stderr.strip().splitlines()
         raise XquicBuildError(f"mpsched_xquic was installed but does not import: {err[-1] if err else '?'}")
     if ext.get("xquic_commit") != build.commit:
         raise XquicBuildError(f"the installed mpsched_xquic ({ext['file']}) reports XQUIC "
