@@ -113,7 +113,7 @@ def test_ssl_settings_are_checked(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ checkout and build
 
 @needs_git
-def test_the_pinned_commit_is_checked_out_fetched_or_refused(tmp_path, source, ssl):
+def test_the_pinned_commit_is_checked_out_fetched_or_refused(tmp_path, source, ssl, monkeypatch):
     repo, first, second = source
     tree = tmp_path / "tree"
     b = xb.XquicBuild(source=str(repo), tree=tree, ssl=ssl, commit=first)
@@ -124,6 +124,9 @@ def test_the_pinned_commit_is_checked_out_fetched_or_refused(tmp_path, source, s
     assert xb.checkout(xb.XquicBuild(source=str(repo), tree=tree, ssl=ssl, commit=third)) == "fetched"
     assert git("rev-parse", "HEAD", cwd=tree) == third
     assert xb.checkout(xb.XquicBuild(source=str(repo), tree=tree, ssl=ssl, commit=second)) == "checked out"
+    monkeypatch.chdir(tmp_path)  # a relative source works from the tree too
+    fourth = commit(repo, {"x.c": "int xqc_fake(void) { return 4; }\n"}, "fourth")
+    assert xb.checkout(xb.XquicBuild(source="source", tree=tree, ssl=ssl, commit=fourth)) == "fetched"
     with pytest.raises(xb.XquicBuildError, match=f"has no commit {'0' * 40}.*--source"):
         xb.checkout(xb.XquicBuild(source=str(repo), tree=tree, ssl=ssl, commit="0" * 40))
     (tmp_path / "other").mkdir()

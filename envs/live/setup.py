@@ -73,8 +73,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build_from_args(args: argparse.Namespace) -> xquic_build.XquicBuild:
     """The XQUIC build the arguments describe."""
-    return xquic_build.XquicBuild(source=args.source or xquic_build.DEFAULT_SOURCE,
-                                  tree=args.prefix or xquic_build.default_tree(), jobs=args.jobs or os.cpu_count() or 1)
+    given = {"source": args.source, "tree": args.prefix, "jobs": args.jobs}
+    return xquic_build.XquicBuild(**{k: v for k, v in given.items() if v is not None})
 
 
 def check_xquic() -> bool:

@@ -92,17 +92,20 @@ class XquicBuild:
     """One XQUIC build: where it comes from, where it goes, with what."""
 
     source: str = DEFAULT_SOURCE
-    tree: Path = field(default_factory=default_tree)
+    tree: Path | None = None  # default_tree(commit)
     ssl: SslLibrary = field(default_factory=SslLibrary.from_environment)
     commit: str = PINNED_COMMIT
-    jobs: int = 2
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
             raise XquicBuildError(f"jobs must be >= 1, got {self.jobs}")
-        if "://" not in self.source and not self.source.startswith("git@") and not Path(self.source).exists():
-            raise XquicBuildError(f"XQUIC source {self.source!r} is neither a URL nor an existing checkout or mirror")
-        object.__setattr__(self, "tree", Path(self.tree).expanduser().absolute())
+        if "://" not in self.source and not self.source.startswith("git@"):
+            if not Path(self.source).exists():
+                raise XquicBuildError(f"XQUIC source {self.source!r} is neither a URL nor an existing checkout or "
+                                      "mirror")
+            object.__setattr__(self, "source", str(Path(self.source).expanduser().absolute()))  # git runs elsewhere
+        object.__setattr__(self, "tree", Path(self.tree or default_tree(self.commit)).expanduser().absolute())
 
     @property
     def build_dir(self) -> Path:
@@ -125,7 +128,7 @@ class BuildReport:
     """What ``setup`` did and what is installed, printed by ``python -m envs.live.setup --xquic``."""
 
     build: XquicBuild
-    checkout: str = ""        # "cloned", "fetched", "reused"
+    checkout: str = ""        # "cloned", "fetched", "checked out", "reused"
     library: str = ""         # "built", "reused"
     bindings: str = ""        # "installed", "reused"
     extension: dict = field(default_factory=dict)
