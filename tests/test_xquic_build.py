@@ -129,6 +129,11 @@ def test_the_pinned_commit_is_checked_out_fetched_or_refused(tmp_path, source, s
     assert xb.checkout(xb.XquicBuild(source="source", tree=tree, ssl=ssl, commit=fourth)) == "fetched"
     with pytest.raises(xb.XquicBuildError, match=f"has no commit {'0' * 40}.*--source"):
         xb.checkout(xb.XquicBuild(source=str(repo), tree=tree, ssl=ssl, commit="0" * 40))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(xb.XquicBuildError, match="git fetch .*empty failed"):  # not a repository: unreachable
+        xb.checkout(xb.XquicBuild(source=str(tmp_path / "empty"), tree=tree, ssl=ssl, commit="0" * 40))
+    with pytest.raises(xb.XquicBuildError, match="git clone .*failed"):
+        xb.checkout(xb.XquicBuild(source=str(tmp_path / "empty"), tree=tmp_path / "tree2", ssl=ssl, commit=first))
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "file").write_text("")
     with pytest.raises(xb.XquicBuildError, match="is not a git checkout"):

@@ -187,11 +187,13 @@ def checkout(build: XquicBuild) -> str:
         if tree.exists() and any(tree.iterdir()):
             raise XquicBuildError(f"{tree} exists and is not a git checkout; choose another --prefix or remove it")
         tree.parent.mkdir(parents=True, exist_ok=True)
-        _logged("git clone", ["git", "clone", "--no-checkout", build.source, str(tree)], tree.parent / "clone.log")
+        _git("clone", "--quiet", "--no-checkout", build.source, str(tree))
         how = "cloned"
     if not _has_commit(tree, build.commit):
         _git("fetch", "--quiet", build.source, build.commit, cwd=tree, check=False)  # a server may refuse SHA wants
-        _git("fetch", "--quiet", build.source, "+refs/heads/*:refs/remotes/source/*", cwd=tree, check=False)
+        heads = _git("fetch", "--quiet", build.source, "+refs/heads/*:refs/remotes/source/*", cwd=tree, check=False)
+        if heads.returncode != 0:
+            raise XquicBuildError(f"git fetch {build.source} failed: {heads.stderr.strip()}")
         if not _has_commit(tree, build.commit):
             raise XquicBuildError(f"{build.source} has no commit {build.commit} (the pinned XQUIC, {PINNED_DATE}): "
                                   "point --source at a checkout or mirror that has it")
