@@ -2,9 +2,8 @@
 transfers in a Mininet testbed, telemetry and mode switching, and decision parity of an exported
 policy inside XQUIC's get_path with the Python policy.
 
-Needs the mpsched_xquic extension (XQUIC_DIR=/path/to/xquic pip install ./bindings; README,
-"XQUIC"); the live tests also need what tests/test_live.py needs. Skipped with the reason
-otherwise."""
+Needs the mpsched_xquic extension (python -m envs.live.setup --xquic; README, "XQUIC"); the live
+tests also need what tests/test_live.py needs. Skipped with the reason otherwise."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ try:
     EXT_REASON = None
 except ImportError as err:
     mpsched_xquic = None
-    EXT_REASON = (f"mpsched_xquic is not built ({err}): build XQUIC and run "
-                  "XQUIC_DIR=/path/to/xquic pip install ./bindings")
+    EXT_REASON = f"mpsched_xquic is not built ({err}): python -m envs.live.setup --xquic"
 LIVE_REASON = EXT_REASON or unavailable_reason()
 needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
 needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")

@@ -211,6 +211,7 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.attr("OBS_NAMES") = MPS_OBS_NAMES;
     m.attr("COBS_NAMES") = MPS_COBS_NAMES;
     m.attr("MAX_PATHS") = MPS_MAX_PATHS;
+    m.attr("XQUIC_COMMIT") = MPS_XQUIC_COMMIT;
     py::class_<Transfer>(m, "Transfer")
         .def(py::init<std::vector<int>, std::vector<py::tuple>, int, py::tuple, uint64_t, const std::string &,
                       const std::string &, py::object, const std::string &, const std::string &, double, double,

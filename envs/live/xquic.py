@@ -54,8 +54,8 @@ def extension():
     try:
         import mpsched_xquic
     except ImportError as err:
-        raise LiveError("live.backend=xquic needs the mpsched_xquic extension: build XQUIC (README, 'XQUIC') and "
-                        f"run XQUIC_DIR=/path/to/xquic pip install ./bindings ({err})") from None
+        raise LiveError("live.backend=xquic needs the mpsched_xquic extension: build it with "
+                        f"python -m envs.live.setup --xquic (README, 'XQUIC') ({err})") from None
     if tuple(mpsched_xquic.OBS_NAMES.split(",")) != OBS_NAMES or tuple(mpsched_xquic.COBS_NAMES.split(",")) != COBS_NAMES:
         raise LiveError("the mpsched_xquic extension records other columns than envs/sim/layout.py: rebuild it")
     return mpsched_xquic
