@@ -7,8 +7,15 @@ not depend on which examples a run happened to draw (Hypothesis docs, "Settings:
 """
 
 import os
+from pathlib import Path
 
 from hypothesis import settings
+
+from envs.schema import register
+
+register()  # the config schemas configs/*.yaml build on, for the tests that compose configs
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository (configs/, train.py, evaluate.py)
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -239,7 +239,7 @@ def test_live_gymnasium_environment_observes_a_transfer():
 def test_evaluate_live_and_compare_from_the_command_line(tmp_path):
     path = tmp_path / "live_test.yaml"
     path.write_text(yaml.safe_dump(dict(SPEC, workload={"type": "file", "file_mb": 2})))
-    out = subprocess.run([sys.executable, "evaluate.py", "compare=sim,live", f"scenario_file={path}", "cc=cubic",
+    out = subprocess.run([sys.executable, "evaluate.py", "compare=[sim,live]", f"scenario_file={path}", "cc=cubic",
                           "runs=1", "format=json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
