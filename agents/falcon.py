@@ -1,5 +1,5 @@
 """FALCON (Wu, Alay, Brunstrom, Caso, Ferlin, "FALCON: Fast and Accurate Multipath Scheduling
-using Offline and Online Learning", arXiv 2201.08969, 2022; spec/schedulers.md, "Peekaboo and its
+using Offline and Online Learning", arXiv 2201.08969, 2022; docs/schedulers.md, "Peekaboo and its
 successors").
 
 A DQN scheduler whose starting model comes from offline *meta-learning* over many network

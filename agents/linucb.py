@@ -1,4 +1,4 @@
-"""Contextual bandits over the blocked-mode decision (spec/schedulers.md, "Learned schedulers").
+"""Contextual bandits over the blocked-mode decision (docs/schedulers.md, "Learned schedulers").
 
 Both learners answer the ``blocked`` decision of ``envs.decision``: they are asked only when the
 fast path F (lowest srtt) has no window while a second path S has; action 0 = wait for F

@@ -1,4 +1,4 @@
-"""Coupled MPTCP congestion control (spec/transport.md, "Coupled multipath congestion control").
+"""Coupled MPTCP congestion control (docs/transport.md, "Coupled multipath congestion control").
 
 Unit tests pin each CC's published rule on hand-built subflow states; simulation tests check the
 design goals on short runs (30 s, a batch of 4 connections with independent random streams,

@@ -1,5 +1,5 @@
 """LEEYOO's interval DQN: its scheduling modes, the sender's view of the current chunk, the chunk
-reward, the exploration rule and the `dqn_leeyoo` preset end to end (spec/schedulers.md)."""
+reward, the exploration rule and the `dqn_leeyoo` preset end to end (docs/schedulers.md)."""
 
 from pathlib import Path
 

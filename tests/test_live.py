@@ -267,7 +267,7 @@ def test_a_short_run_costs_little_beyond_its_transfer():
 
 @pytest.mark.skipif("bbr" not in CCS, reason="the kernel has no bbr (tcp_available_congestion_control)")
 def test_two_kernel_bbr_flows_hold_the_standing_queue_the_simulator_holds():
-    """spec/transport.md (Scherrer et al., IMC 2022): two BBRv1 flows sharing a 50 Mbit/s, 40 ms
+    """docs/transport.md (Scherrer et al., IMC 2022): two BBRv1 flows sharing a 50 Mbit/s, 40 ms
     bottleneck with a 5 BDP buffer hold a standing queue of about one BDP. Two kernel BBR flows
     on the testbed (queue read from the bottleneck, mean over 10-30 s) against the simulator's two
     flows on the same path (tests/test_fidelity.py): measured 0.89-1.14 live in 5 runs (a few

@@ -294,7 +294,7 @@ class Simulator:
     def queue_samples(self, duration_s: float, every_s: float = 0.01) -> np.ndarray:
         """Advance ``duration_s`` and sample every bottleneck's queue (bytes, ground truth that no
         scheduler sees) every ``every_s``: an array ``[samples, B, paths]``. The simulator's side of
-        the standing-queue laws (spec/transport.md; the live testbed's side is
+        the standing-queue laws (docs/transport.md; the live testbed's side is
         ``envs.live.bottleneck.QueueSampler``)."""
         chunk = max(round(every_s / self.dt), 1)
         samples = []
