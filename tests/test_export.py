@@ -484,7 +484,7 @@ def test_round_trip_in_the_simulator(trained, name):
         # the same counters, in lockstep (a near-tie may flip, after which trajectories part)
         lockstep: list = []
 
-        def both(p):
+        def both(p, lockstep=lockstep):  # called within this iteration
             pr, cr = to_raw(p.sim.obs[:, :p.sim.P], p.sim.cobs)
             obs, cobs = from_raw(pr, cr)
             x = compute(tab, obs, cobs, p.sim.cn[:, CN_N_SUB])

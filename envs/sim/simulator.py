@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.heuristics import NAMES as SCHEDULER_NAMES, scheduler_id, scheduler_params
+from agents.heuristics import scheduler_id, scheduler_params
 from envs.cc import cc_id, cc_params
 from envs.errors import ConfigError, out_of_range
 from envs.scenario import WORKLOAD_TYPES, PathSpec, Scenario, WorkloadSpec, max_value, min_value
