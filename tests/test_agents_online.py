@@ -2,7 +2,6 @@
 rules on hand-built contexts, checkpoints, the training run, and learning on a scenario where
 waiting for the fast path matters."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +23,8 @@ from envs.features import FEATURE_SETS
 from envs.multipath_env import build_process
 from envs.scenario import scenario_from_dict
 from envs.vector_env import SB3VecEnv
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
 
 # Waiting for the fast path matters: a 0.5 MB file over a 20 Mbit/s, 10 ms RTT path beside a

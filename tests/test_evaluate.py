@@ -3,12 +3,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

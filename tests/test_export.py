@@ -31,8 +31,8 @@ from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
 from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
 from export.transport import conn_fields, from_raw, path_fields, to_raw
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ("dqn", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
 COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 pytestmark = pytest.mark.skipif(not COMPILERS and not shutil.which("cc"), reason="no C compiler (gcc, clang or cc)")

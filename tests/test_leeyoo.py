@@ -1,7 +1,6 @@
 """LEEYOO's interval DQN: its scheduling modes, the sender's view of the current chunk, the chunk
 reward, the exploration rule and the `dqn_leeyoo` preset end to end (docs/schedulers.md)."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ from envs.evaluation import evaluate_heuristic
 from envs.scenario import load_scenario
 from envs.sim.layout import COBS_ITEM_ACKED, COBS_ITEM_RATE, COBS_ITEMS_ACKED
 from envs.sim.simulator import Simulator
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def dash(chunks: int = 6):

@@ -11,16 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
 from envs.live.system import unavailable_reason
+from conftest import ROOT
 
 REASON = unavailable_reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")]
 
 if REASON is None:  # imported only where live runs can work
     from envs.features import CLIP, compute, feature_set
@@ -33,7 +33,6 @@ if REASON is None:  # imported only where live runs can work
     from envs.live.verification import VerificationError
     from envs.scenario import scenario_from_dict
 
-ROOT = Path(__file__).resolve().parents[1]
 CCS = [cc for cc in ("reno", "cubic", "bbr") if REASON is None and cc in available_ccs()]
 SPEC = {
     "name": "live_test",

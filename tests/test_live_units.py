@@ -28,8 +28,8 @@ from envs.metrics import transfer_metrics
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim.layout import (N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_PACING_RATE, OBS_SRTT,
                              OBS_SWND)
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def two_paths(**over) -> dict:

@@ -22,8 +22,8 @@ from envs.metrics import mean_ci
 from envs.scenario import list_scenarios
 from studies import robustness, spec
 from studies.runner import run_study
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted(p.stem for p in (ROOT / "configs" / "study").glob("*.yaml"))
 
 

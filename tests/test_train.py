@@ -13,8 +13,8 @@ from hydra import compose, initialize_config_dir
 from agents import checkpoint
 from agents.training import run
 from envs.errors import ConfigError
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 def compose_cfg(tmp_path: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
@@ -22,6 +22,7 @@ def compose_cfg(tmp_path: Path, *overrides: str):
                                                        "train.eval_every=0", "train.eval_runs=3", *overrides])
 
 
+@pytest.mark.slow
 def test_main_job_runs_and_prints_the_comparison(tmp_path):
     out = subprocess.run([sys.executable, "train.py", "agent=dqn", "cc=cubic", "train.steps=3000",
                           "train.eval_runs=3", "train.checkpoint_every=1000",
@@ -106,6 +107,7 @@ def test_bad_input_is_named_without_traceback(override, message):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_learning_is_real_dqn_learns_to_wait_for_the_fast_path(tmp_path):
     """On a path pair where the slow path's data blocks delivery of a small file, the trained DQN
     completes the file clearly faster than a random policy (and than minRTT)."""

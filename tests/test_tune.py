@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 
 from agents.sweep import search_space
 from envs.errors import ConfigError
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 TINY_SPACE = """# @package tune.space
 agent:
@@ -23,6 +23,7 @@ agent:
 """
 
 
+@pytest.mark.slow
 def test_tiny_sweep_end_to_end(tmp_path):
     (tmp_path / "configs" / "tune").mkdir(parents=True)
     (tmp_path / "configs" / "tune" / "tiny.yaml").write_text(TINY_SPACE)
