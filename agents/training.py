@@ -146,7 +146,9 @@ class Tracker:
 
     def __init__(self) -> None:
         self.client = mlflow.MlflowClient()
-        self.run_id = mlflow.active_run().info.run_id
+        active = mlflow.active_run()
+        assert active is not None  # created inside run()'s MLflow run
+        self.run_id = active.info.run_id
         self.pending: list[Metric] = []
         self.last_flush = time.monotonic()
 
@@ -174,7 +176,7 @@ class Progress:
         self.steps = start_step
         self.episodes = 0
         self.returns = np.zeros(s.n_envs)
-        self.recent = deque(maxlen=50)
+        self.recent: deque[float] = deque(maxlen=50)
         self.next_eval = start_step + s.eval_every if s.eval_every else math.inf
         self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
         self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)

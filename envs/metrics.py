@@ -41,7 +41,7 @@ LOWER_IS_BETTER = frozenset({"completion_s", "mean_rtt_ms", "loss_rate", "reorde
 
 def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:
     """The metrics that mean something for this workload, in reporting order."""
-    names = METRICS + SIM_METRICS
+    names: tuple[str, ...] = METRICS + SIM_METRICS
     if workload.items() > 1 or workload.type in ("dash", "web"):
         names += ITEM_METRICS
     if workload.type == "dash":

@@ -55,8 +55,9 @@ class MultipathEnv(gym.Env):
             self.process.sim.seed = int(seed)
             self.process.sim.episode[:] = 0
         self.process.reset()
-        return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0],
-                                           "scenario": self.process.sim.current[0].name}
+        scenario = self.process.sim.current[0]
+        assert scenario is not None  # reset() drew it
+        return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0], "scenario": scenario.name}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         self._action[0] = action

@@ -168,8 +168,10 @@ def env_config(node: Any) -> EnvConfig:
 
     if isinstance(node, EnvConfig):
         return node
-    plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
-    return EnvConfig.from_kwargs(**plain)
+    plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    if not isinstance(plain, Mapping):
+        raise ConfigError(f"env must be a mapping of settings, got {plain!r}")
+    return EnvConfig.from_kwargs(**{str(k): v for k, v in plain.items()})
 
 
 # --------------------------------------------------------------------- train, mlflow, live, tune
