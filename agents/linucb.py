@@ -113,7 +113,7 @@ def load_json(directory: Path, name: str = STATE_FILE) -> dict[str, Any]:
 
 
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return rng.bit_generator.state
+    return dict(rng.bit_generator.state)
 
 
 def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:

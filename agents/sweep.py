@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mlflow
 import numpy as np
@@ -227,7 +227,7 @@ def _ray_init(r: DictConfig) -> None:
 def sweep(cfg: DictConfig) -> SweepResult:
     """Run (or resume) the sweep configured by ``configs/tune.yaml``."""
     t = cfg.tune
-    train_keys = [k for k in cfg if k not in ("tune", "ray")]
+    train_keys = [str(k) for k in cfg if k not in ("tune", "ray")]
     base_cfg = OmegaConf.masked_copy(cfg, train_keys)
     _validate(cfg)
     space = search_space(OmegaConf.to_container(t.space, resolve=True))
@@ -254,7 +254,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
             mlflow.log_text(OmegaConf.to_yaml(t.space), "space.yaml")
         base_cfg.mlflow.tracking_uri = uri
         base_cfg.mlflow.parent_run_id = parent.info.run_id
-        base = OmegaConf.to_container(base_cfg, resolve=True)
+        base = cast(dict[str, Any], OmegaConf.to_container(base_cfg, resolve=True))  # a mapping config
         spec = OmegaConf.to_container(t.objective, resolve=True)
 
         # trials checkpoint at every evaluation on purpose; Ray would warn about each snapshot
@@ -289,7 +289,9 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
     """Close the trials' MLflow runs (early-stopped ones as KILLED), write the best trial's
     config as ``best.yaml`` and log the outcome on the parent run."""
     client = mlflow.MlflowClient(uri)
-    experiment_id = mlflow.active_run().info.experiment_id
+    active = mlflow.active_run()
+    assert active is not None  # the sweep's parent run
+    experiment_id = active.info.experiment_id
     runs: dict[str, Any] = {}  # trial's run name -> its newest run (a resumed trial starts another)
     for r in client.search_runs([experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
                                 order_by=["attributes.start_time DESC"]):

@@ -56,7 +56,7 @@ def shared_bottleneck(queue_bdp: float, competing_cc: str | None = None, *, band
     ``competing_cc``, one competing flow of that CC shares the bottleneck with the connection's
     subflow: the two-flow setting of docs/transport.md's standing-queue laws (Scherrer et al.,
     IMC 2022). The live testbed runs its second flow itself (``envs.live.bottleneck``)."""
-    path = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
+    path: dict[str, object] = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
             "queue_bdp": queue_bdp}
     if competing_cc is not None:
         path["competing"] = {"flows": 1, "cc": competing_cc}

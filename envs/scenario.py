@@ -316,6 +316,7 @@ class PathSpec(_Model):
         if self.queue_packets is not None:
             size = _concrete(self.queue_packets, "queue_packets") * mss
         else:
+            assert self.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
             bdp = _concrete(self.bandwidth_mbps, "bandwidth_mbps") * 125_000 * self.base_rtt_ms() / 1000
             size = _concrete(self.queue_bdp, "queue_bdp") * bdp
         return max(size, 2.0 * mss)
@@ -421,24 +422,25 @@ class WorkloadSpec(_Model):
         for name, value in _WORKLOAD_DEFAULTS[self.type].items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        if self.type == "dash" and self.buffer_s < self.chunk_s:
+        if self.type == "dash" and self.buffer_s is not None and self.chunk_s is not None \
+                and self.buffer_s < self.chunk_s:
             raise ValueError(f"buffer_s must be >= chunk_s ({_fmt(self.chunk_s)}), got {_fmt(self.buffer_s)}")
         return self
 
     def total_bytes(self) -> float:
         """Whole bytes the application offers in all (inf: bulk for a duration; dash depends on the
         bitrates chosen)."""
-        if self.type == "file":
+        if self.type == "file" and self.file_mb is not None:
             return float(round(self.file_mb * 1e6))
         if self.type == "bulk" and self.messages is not None:
             return self.messages * self.item_bytes()
-        if self.type == "web":
+        if self.type == "web" and self.objects is not None:
             return self.objects * self.item_bytes()
         return math.inf
 
     def item_bytes(self) -> float:
         """Whole bytes of one message (bulk) or object (web); the file's size for a file."""
-        if self.type == "web":
+        if self.type == "web" and self.object_kb is not None:
             return float(round(self.object_kb * 1e3))
         size_mb = self.file_mb if self.type == "file" else self.message_mb
         return math.nan if size_mb is None else float(round(size_mb * 1e6))
@@ -534,7 +536,8 @@ class Scenario(_Model):
         if self.is_distribution:
             raise ScenarioError("receive_buffer() needs a concrete scenario: sample it first (Scenario.sample(rng))")
         max_rtt_s = max(
-            (path.base_rtt_ms() + path.queue_bytes(mss) / (path.bandwidth_mbps * 125)) / 1000 for path in self.paths
+            (path.base_rtt_ms() + path.queue_bytes(mss) / (_concrete(path.bandwidth_mbps, "bandwidth_mbps") * 125)) / 1000
+            for path in self.paths
         )
         sum_bw_bytes_s = sum(path.max_bandwidth_mbps() for path in self.paths) * 125_000
         return max(2 * max_rtt_s * sum_bw_bytes_s, float(MIN_RECEIVE_BUFFER_BYTES))

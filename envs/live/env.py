@@ -76,7 +76,7 @@ class LiveEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(len(self.modes))
         self.seed_, self.emulation, self.telemetry_ms, self.verify, self.mss = seed, emulation, telemetry_ms, verify, mss
         self.testbed: Testbed | None = None
-        self.transfer = None
+        self.transfer: Any = None  # the backend's transfer while one runs (MptcpTransfer, XquicTransfer)
         self.decisions = 0
         self.actions: list[int] = []
         self._prev = np.zeros((1, snapshot_width(self.P)))
@@ -113,8 +113,8 @@ class LiveEnv(gym.Env):
         if self.transfer is None:
             raise LiveError("call reset() before step()")
         a = int(action)
-        if not 0 <= a < self.action_space.n:
-            raise ConfigError(f"action out of range [0, {self.action_space.n - 1}]: {a}")
+        if not 0 <= a < len(self.modes):  # the Discrete action space's size
+            raise ConfigError(f"action out of range [0, {len(self.modes) - 1}]: {a}")
         self.actions.append(a)
         if self.backend.controls_scheduler:
             self.transfer.set_mode(self._mode_names[a])
