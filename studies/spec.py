@@ -211,7 +211,7 @@ def prepare_training(entry: Entry, study: Study) -> Entry:
     try:
         cfg = compose_train(entry.train)
         if study.mlflow:
-            cfg.mlflow = OmegaConf.create(study.mlflow)
+            cfg.mlflow.merge_with(study.mlflow)  # the study's tracking store, into the typed section
         s = setup(cfg, study.agents_dir)
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"scheduler {entry.label}: bad train overrides {entry.train}: {err}") from None

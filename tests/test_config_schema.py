@@ -6,11 +6,10 @@ import dataclasses
 import numpy as np
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
 from agents import training
-from conftest import ROOT
+from conftest import ROOT, compose_config
 from envs import config, schema
 from envs.decision import DecisionSpec
 from envs.errors import ConfigError
@@ -19,9 +18,7 @@ from envs.rewards import RewardSpec
 from envs.sim.simulator import SimConfig
 
 
-def composed(name: str, *overrides: str):
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+composed = compose_config
 
 
 @pytest.mark.parametrize("path", ["train.yaml", "evaluate.yaml", "tune.yaml", "env/default.yaml",

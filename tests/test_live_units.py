@@ -28,7 +28,7 @@ from envs.metrics import transfer_metrics
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim.layout import (N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_PACING_RATE, OBS_SRTT,
                              OBS_SWND)
-from conftest import ROOT
+from conftest import compose_config, run_script
 
 
 
@@ -252,12 +252,8 @@ def test_live_options_refuse_unknown_keys():
 def test_evaluate_config_declares_the_live_keys():
     """backend, compare, transport and live.* are keys of evaluate.yaml with their defaults, so
     they are plain overrides (no "+", no rewriting of the command line)."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        default = compose(config_name="evaluate")
-        cfg = compose(config_name="evaluate", overrides=["backend=live", "transport=xquic", "compare=[sim,live]",
-                                                         "live.emulation=delayline"])
+    default = compose_config("evaluate")
+    cfg = compose_config("evaluate", "backend=live", "transport=xquic", "compare=[sim,live]", "live.emulation=delayline")
     assert (default.backend, default.compare, default.transport) == ("sim", None, None)
     assert dict(default.live) == dataclasses.asdict(LiveOptions())
     assert (cfg.backend, list(cfg.compare), cfg.transport, cfg.live.emulation) == (
@@ -266,8 +262,7 @@ def test_evaluate_config_declares_the_live_keys():
 
 
 def run_evaluate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "evaluate.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_script("evaluate.py", *args, timeout=300)
 
 
 @pytest.mark.parametrize("args, message", [

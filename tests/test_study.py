@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
 from agents.heuristics import NAMES as HEURISTICS
@@ -22,15 +21,14 @@ from envs.metrics import mean_ci
 from envs.scenario import list_scenarios
 from studies import robustness, spec
 from studies.runner import run_study
-from conftest import ROOT
+from conftest import ROOT, compose_config
 
 STUDIES = sorted(p.stem for p in (ROOT / "configs" / "study").glob("*.yaml"))
 
 
 def evaluate_cfg(tmp_path: Path, *overrides: str, study: dict | None = None, tracking: Path | None = None):
     db = tracking or tmp_path / "mlflow.db"
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="evaluate", overrides=[f"mlflow.tracking_uri=sqlite:///{db}", *overrides])
+    cfg = compose_config("evaluate", f"mlflow.tracking_uri=sqlite:///{db}", *overrides)
     if study is not None:
         with open_dict(cfg):
             cfg.study = OmegaConf.create(study)
