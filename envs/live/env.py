@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.decision import DEFAULT_INTERVAL_MODES
+from envs.decision import DEFAULT_INTERVAL_MODES, DecisionSpec
 from envs.errors import ConfigError
 from envs.features import CLIP, compute, feature_set, table
 from envs.live.backends import get_backend
@@ -34,17 +34,19 @@ from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
+from envs.schema import LiveOptions
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
 
 
 class LiveEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: ScenarioLike = "ispras_s1", cc: str = "cubic", backend: str = "mptcp",
-                 decision: str = "interval", interval_ms: float = 50.0, modes: Sequence[Mapping | str] | None = None,
-                 observation: str = "leeyoo", reward: str = "throughput",
-                 reward_params: Mapping[str, float] | None = None, seed: int = 0, emulation: str = "auto",
-                 telemetry_ms: float = 10.0, verify: bool = True, mss: int = 1448) -> None:
+    def __init__(self, scenario: ScenarioLike = "ispras_s1", cc: str = "cubic", backend: str = LiveOptions.backend,
+                 decision: str = "interval", interval_ms: float = DecisionSpec.interval_ms,
+                 modes: Sequence[Mapping | str] | None = None, observation: str = "leeyoo",
+                 reward: str = RewardSpec.name, reward_params: Mapping[str, float] | None = None, seed: int = 0,
+                 emulation: str = LiveOptions.emulation, telemetry_ms: float = LiveOptions.telemetry_ms,
+                 verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss) -> None:
         found = resolve_scenarios(scenario)
         if len(found) != 1:
             raise ConfigError("mpsched/Live-v0 runs one scenario (a distribution is drawn once per testbed)")
