@@ -103,10 +103,9 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     runs = given.get("runs", cfg.runs)
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise out_of_range("runs", runs, "an integer >= 1")
-    workers = cfg.get("workers", 2)
-    if not isinstance(workers, int) or workers < 1:
-        raise out_of_range("workers", workers, "an integer >= 1")
-    metric = given.get("metric") or cfg.get("metric") or "goodput_mbps"
+    config.validate(cfg)  # evaluate.yaml's ranges (workers, ...): envs/schema.py EvaluateConfig
+    workers = int(cfg.workers)
+    metric = given.get("metric") or cfg.metric
     if metric not in ALL_METRICS:
         raise unknown_name("metric", metric, ALL_METRICS)
     higher = given.get("higher_is_better")

@@ -616,6 +616,7 @@ def test_fixed_point_headers_need_no_fpu(trained, tmp_path, cc):
 
 
 # ---------------------------------------------------------------------------------- CLI, MLflow
+@pytest.mark.slow
 def test_cli_exports_a_training_run_by_mlflow_run_id(tmp_path):
     from agents.training import run
 

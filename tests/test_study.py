@@ -92,6 +92,7 @@ def two_path_agent(tmp_path_factory) -> Path:
     return train(cfg, tmp / "run")["checkpoint"]
 
 
+@pytest.mark.slow
 def test_tiny_study_writes_every_output(tmp_path, two_path_agent):
     cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,rr,{two_path_agent}]", "scenario=[ispras_s1,ispras_s3]",
                        "cc=[cubic,bbr]", "runs=3", "duration_s=1")

@@ -105,7 +105,6 @@ def test_bad_input_is_named_without_traceback(override, message):
     assert "Traceback" not in out.stderr
 
 
-@pytest.mark.slow
 def test_learning_is_real_dqn_learns_to_wait_for_the_fast_path(tmp_path):
     """On a path pair where the slow path's data blocks delivery of a small file, the trained DQN
     completes the file clearly faster than a random policy (and than minRTT)."""

@@ -23,7 +23,7 @@ from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_tab
 
 
 def wants_live(cfg: DictConfig) -> bool:
-    return cfg.get("backend", "sim") != "sim" or bool(cfg.get("compare"))
+    return cfg.backend != "sim" or bool(cfg.compare)
 
 
 def _progress(msg: str) -> None:
