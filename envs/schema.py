@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, Optional
+from typing import Any
 
 from envs.decision import DecisionSpec
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.rewards import RewardSpec
 from envs.sim.simulator import SimConfig
-
-# OmegaConf reads these annotations at run time: keep ``Optional[...]`` (it does not take ``X | None``
-# everywhere) and plain builtins.
-
 
 def setting(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
             one_of: tuple[str, ...] | None = None, integer: bool = False, factory: Any = None,
@@ -111,7 +107,7 @@ class EnvConfig:
     record_bin_ms: float = SimConfig.record_bin_ms
     decision: str = DecisionSpec.mode
     interval_ms: float = DecisionSpec.interval_ms
-    modes: Optional[list[Any]] = None  # None: DecisionSpec's default modes (minrtt, rr)
+    modes: list[Any] | None = None  # None: DecisionSpec's default modes (minrtt, rr)
     observation: str = "peekaboo"  # a feature set of envs.features
     reward: RewardConfig = field(default_factory=RewardConfig)
 
@@ -184,7 +180,7 @@ class TrainSettings:
     eval_every: int = setting(20000, ge=0, integer=True)  # compare with minRTT during training (0: never)
     eval_runs: int = setting(10, ge=1, integer=True)  # runs (seeds) of the final comparison with minRTT
     checkpoint_every: int = setting(10000, ge=0, integer=True)  # 0: only at the end
-    resume: Optional[str] = None  # a checkpoint directory to continue from
+    resume: str | None = None  # a checkpoint directory to continue from
     torch_threads: int = setting(1, ge=1, integer=True)  # small networks train fastest on one thread
 
 
@@ -192,10 +188,10 @@ class TrainSettings:
 class MlflowSettings:
     """``mlflow.*``: where runs are recorded."""
 
-    tracking_uri: Optional[str] = None  # None: MLflow's local default store; or http://host:5000
+    tracking_uri: str | None = None  # None: MLflow's local default store; or http://host:5000
     experiment: str = "mpsched"
-    run_name: Optional[str] = None  # None: <agent>-<ccs> (train.py)
-    parent_run_id: Optional[str] = None  # nest the run under another (tune.py sets it for its trials)
+    run_name: str | None = None  # None: <agent>-<ccs> (train.py)
+    parent_run_id: str | None = None  # nest the run under another (tune.py sets it for its trials)
 
 
 LIVE_BACKENDS = ("mptcp", "xquic")
@@ -207,7 +203,7 @@ class LiveOptions:
     """``live.*`` (``configs/live/default.yaml``): options of live runs (``evaluate.py backend=live``)."""
 
     backend: str = setting("mptcp", one_of=LIVE_BACKENDS)  # kernel MPTCP (its own scheduler) | xquic (needs bindings/)
-    policy: Optional[str] = None  # xquic with scheduler=policy: an exported policy header (python -m export)
+    policy: str | None = None  # xquic with scheduler=policy: an exported policy header (python -m export)
     emulation: str = setting("auto", one_of=EMULATIONS)  # auto: netem where the kernel has it, else the delay line
     telemetry_ms: float = setting(10.0, gt=0)  # sender telemetry (per-subflow tcp_info) sampling interval
     verify: bool = True  # measure RTT, jitter, rate and loss of every path before running; refuse on a miss
@@ -251,7 +247,7 @@ class TuneSchedulerSettings:
 class TuneSettings:
     """``tune.*`` of ``tune.py``."""
 
-    name: Optional[str] = None  # the sweep's directory in storage_path; None: <agent>-<date>-<time>
+    name: str | None = None  # the sweep's directory in storage_path; None: <agent>-<date>-<time>
     storage_path: str = "ray_results"  # a shared filesystem or s3://... when trials run on several nodes
     resume: bool = False  # continue an interrupted sweep (tune.name, or the newest of this agent)
     num_samples: int = setting(8, ge=1, integer=True)  # draws from the search space (times any grid's size)
@@ -264,8 +260,8 @@ class TuneSettings:
 
 @dataclass
 class RaySettings:
-    address: Optional[str] = None  # host:port or ray://host:10001; None: $RAY_ADDRESS, else local
-    num_cpus: Optional[int] = setting(None, ge=1, integer=True)  # local Ray: CPUs to use (None: all)
+    address: str | None = None  # host:port or ray://host:10001; None: $RAY_ADDRESS, else local
+    num_cpus: int | None = setting(None, ge=1, integer=True)  # local Ray: CPUs to use (None: all)
 
 
 # ------------------------------------------------------------------------- top-level configs
@@ -275,9 +271,9 @@ class CommonConfig:
     ``envs.config`` when read)."""
 
     seed: int = setting(0, ge=0, integer=True)
-    scenario_file: Optional[str] = None  # your own scenario YAML instead of the scenario group
-    duration_s: Optional[float] = setting(None, gt=0)  # override every scenario's workload: bulk of this length
-    file_mb: Optional[float] = setting(None, gt=0)  # ... or a file of this many MB (with duration_s: a time cap)
+    scenario_file: str | None = None  # your own scenario YAML instead of the scenario group
+    duration_s: float | None = setting(None, gt=0)  # override every scenario's workload: bulk of this length
+    file_mb: float | None = setting(None, gt=0)  # ... or a file of this many MB (with duration_s: a time cap)
     scenario: Any = None
     cc: Any = None
     workload: Any = None
@@ -322,12 +318,12 @@ class EvaluateConfig(CommonConfig):
     study: Any = None  # configs/study
     metric: str = "goodput_mbps"  # the study's score (a study file may set its own)
     workers: int = setting(2, ge=1, integer=True)  # processes evaluating cells (and training agents) side by side
-    agents_dir: Optional[str] = None  # where a study trains and caches agents; None: <output dir>/agents
+    agents_dir: str | None = None  # where a study trains and caches agents; None: <output dir>/agents
     # live runs (README "Live runs")
     backend: str = setting("sim", one_of=EVAL_BACKENDS,  # live: run on the live testbed (live.backend's transport)
                            hint="(the live transport is live.backend: mptcp or xquic)")
     compare: Any = None  # [sim,live]: the simulator and the live testbed side by side
-    transport: Optional[str] = setting(None, one_of=LIVE_BACKENDS)  # short for live.backend
+    transport: str | None = setting(None, one_of=LIVE_BACKENDS)  # short for live.backend
     live: LiveOptions = field(default_factory=LiveOptions)
 
 
