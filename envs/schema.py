@@ -15,7 +15,7 @@ checks by building them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from envs.decision import DecisionSpec
@@ -23,15 +23,12 @@ from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.rewards import RewardSpec
 from envs.sim.simulator import SimConfig
 
-def setting(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
-            one_of: tuple[str, ...] | None = None, integer: bool = False, factory: Any = None,
-            hint: str = "") -> Any:
+
+def setting(default: Any, *, ge: float | None = None, gt: float | None = None,
+            one_of: tuple[str, ...] | None = None, integer: bool = False, hint: str = "") -> Any:
     """A dataclass field with its default and the range ``check`` enforces (None passes); ``hint``
     is added to the error."""
-    meta = {"ge": ge, "gt": gt, "one_of": one_of, "integer": integer, "hint": hint}
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
+    return field(default=default, metadata={"ge": ge, "gt": gt, "one_of": one_of, "integer": integer, "hint": hint})
 
 
 def _check_value(name: str, value: Any, meta: Mapping[str, Any]) -> None:
