@@ -3,7 +3,7 @@ cc=bbr runs=10`` (``format=json`` for one JSON object; ``workload=dash`` to repl
 scenario's workload; ``metrics=[goodput_mbps,rebuffer_s]`` to choose what is printed), or a
 study: ``python evaluate.py study=ispras`` or lists, ``scheduler=[minrtt,rr]
 scenario=[ispras_s1,ispras_s2] cc=[cubic,bbr]`` (README: Reproducing the studies). See
-``configs/evaluate.yaml``."""
+``configs/evaluate.yaml`` (every key it accepts: ``envs/schema.py`` EvaluateConfig)."""
 
 import sys
 from pathlib import Path
@@ -15,14 +15,15 @@ from omegaconf import DictConfig
 from envs import config
 from envs.errors import ConfigError
 from envs.evaluation import evaluate_heuristic, summary, to_json, to_table
-from envs.live import cli as live_cli  # backend=live, compare=sim,live (README "Live runs")
+from envs.live import cli as live_cli  # backend=live, compare=[sim,live] (README "Live runs")
 from studies import spec as study_spec
 
 
 @hydra.main(config_path="configs", config_name="evaluate", version_base=None)
 def main(cfg: DictConfig) -> None:
     try:
-        if live_cli.wants_live(cfg):  # backend=live, compare=sim,live
+        config.validate(cfg)
+        if live_cli.wants_live(cfg):  # backend=live, compare=[sim,live]
             return live_cli.run(cfg)
         if study_spec.wanted(cfg):
             return run_study(cfg)
@@ -51,5 +52,4 @@ def run_study(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    sys.argv[1:] = live_cli.hydra_overrides(sys.argv[1:])
     main()

@@ -8,6 +8,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs.errors import ConfigError
+from envs.schema import register
+
+register()  # the config schemas configs/*.yaml build on (envs/schema.py)
 
 
 @hydra.main(config_path="configs", config_name="train", version_base=None)

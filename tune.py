@@ -7,6 +7,9 @@ import hydra
 from omegaconf import DictConfig
 
 from envs.errors import ConfigError
+from envs.schema import register
+
+register()  # the config schemas configs/*.yaml build on (envs/schema.py)
 
 
 @hydra.main(config_path="configs", config_name="tune", version_base=None)

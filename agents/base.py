@@ -71,7 +71,7 @@ class OnlineAgent(Agent):
             # the next observation of a finished connection is already its new episode's first
             final = np.array([info.get("terminal_observation", o) for o, info in zip(next_obs, infos)])
             self.update(obs, actions, rewards, final, dones)
-            obs = next_obs
+            obs = np.asarray(next_obs)
             done_steps += env.num_envs
             if not monitor.on_step(env.num_envs, rewards, infos):
                 break

@@ -1,5 +1,5 @@
 """FALCON (Wu, Alay, Brunstrom, Caso, Ferlin, "FALCON: Fast and Accurate Multipath Scheduling
-using Offline and Online Learning", arXiv 2201.08969, 2022; spec/schedulers.md, "Peekaboo and its
+using Offline and Online Learning", arXiv 2201.08969, 2022; docs/schedulers.md, "Peekaboo and its
 successors").
 
 A DQN scheduler whose starting model comes from offline *meta-learning* over many network
@@ -311,7 +311,7 @@ class Falcon(OnlineAgent):
             step = float(p["meta_lr"]) * ((1.0 - i / n_iter) if p["meta_anneal"] else 1.0)
             with torch.no_grad():
                 for mp, tp in zip(self.meta_net.parameters(), self.net.parameters()):
-                    mp += step * (tp - mp)
+                    mp.add_(step * (tp - mp))
             self.meta_iterations += 1
             i += 1
         return used, stop
@@ -344,8 +344,9 @@ class Falcon(OnlineAgent):
     def _reset_detector(self) -> None:
         self.det_mu, self.det_var, self.det_g, self.det_n = 0.0, 0.0, 0.0, 0
         self.det_zero = self.online_steps  # online_steps when g was last 0 (change-point estimate)
-        self.seg_sum = np.zeros(0)  # per connection: reward and decisions of the running segment
-        self.seg_len = np.zeros(0, dtype=np.int64)
+        # per connection: reward and decisions of the running segment
+        self.seg_sum: np.ndarray = np.zeros(0)
+        self.seg_len: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def segments(self, rewards: np.ndarray, dones: np.ndarray) -> list[float]:
         """Add one batch of rewards to the connections' running segments; the means of the

@@ -1,4 +1,4 @@
-"""LEEYOO's interval DQN (spec/schedulers.md, "Interval-based DQN"): Stable-Baselines3's DQN with
+"""LEEYOO's interval DQN (docs/schedulers.md, "Interval-based DQN"): Stable-Baselines3's DQN with
 the study's exploration. Epsilon starts at ``exploration_initial_eps`` and is multiplied by
 ``epsilon_decay`` per action (transition), down to ``exploration_final_eps``; a connection
 explores only while its client's video buffer holds at least ``explore_buffer_s`` seconds (the

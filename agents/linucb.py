@@ -1,4 +1,4 @@
-"""Contextual bandits over the blocked-mode decision (spec/schedulers.md, "Learned schedulers").
+"""Contextual bandits over the blocked-mode decision (docs/schedulers.md, "Learned schedulers").
 
 Both learners answer the ``blocked`` decision of ``envs.decision``: they are asked only when the
 fast path F (lowest srtt) has no window while a second path S has; action 0 = wait for F
@@ -113,7 +113,7 @@ def load_json(directory: Path, name: str = STATE_FILE) -> dict[str, Any]:
 
 
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return rng.bit_generator.state
+    return dict(rng.bit_generator.state)
 
 
 def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """Peekaboo (Wu, Alay, Brunstrom, Ferlin, Caso, "Peekaboo: Learning-Based Multipath Scheduling
-for Dynamic Heterogeneous Environments", IEEE JSAC 38(10), 2020; spec/schedulers.md, "Peekaboo
+for Dynamic Heterogeneous Environments", IEEE JSAC 38(10), 2020; docs/schedulers.md, "Peekaboo
 and its successors").
 
 Per packet: send on the fast path F when it has window (the ``blocked`` decision mode does this

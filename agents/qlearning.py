@@ -1,4 +1,4 @@
-"""ISPRAS tabular Q-learning (spec/schedulers.md, "ISPRAS family").
+"""ISPRAS tabular Q-learning (docs/schedulers.md, "ISPRAS family").
 
 State: a performance class per path, from sender-observable RTT, RTO count, loss and throughput:
 

@@ -88,6 +88,8 @@ class SB3Agent(Agent):
         return np.asarray(actions).reshape(-1)
 
     def save(self, directory: Path) -> None:
+        if self.model is None:
+            raise ConfigError("the agent has not been trained or loaded yet")
         self.model.save(directory / MODEL_FILE)
 
     def load_state(self, directory: Path) -> None:

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mlflow
 import numpy as np
@@ -22,14 +22,13 @@ from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 from ray import tune
 
+from envs import config
 from envs.errors import ConfigError, out_of_range, unknown_name
 
 if TYPE_CHECKING:
     from agents.training import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
-OBJECTIVES = ("goodput", "cc_robust")
-SCHEDULERS = ("asha", "fifo")
 STATE_FILE = "sweep.json"  # the sweep's MLflow parent run, kept for resuming
 BEST_FILE = "best.yaml"
 METRIC = "objective"
@@ -176,28 +175,18 @@ class SweepResult:
     tracking_uri: str
 
 
-def _validate(t: DictConfig, train: DictConfig) -> None:
-    if t.objective.name not in OBJECTIVES:
-        raise unknown_name("tune.objective.name", t.objective.name, OBJECTIVES)
-    if t.scheduler.name not in SCHEDULERS:
-        raise unknown_name("tune.scheduler.name", t.scheduler.name, SCHEDULERS)
-    for key, value, lo in (("tune.num_samples", t.num_samples, 1), ("tune.objective.runs", t.objective.runs, 1),
-                           ("tune.max_failures", t.max_failures, 0)):
-        if not isinstance(value, int) or value < lo:
-            raise out_of_range(key, value, f"an integer >= {lo}")
-    if not isinstance(t.cpus_per_trial, (int, float)) or t.cpus_per_trial <= 0:
-        raise out_of_range("tune.cpus_per_trial", t.cpus_per_trial, "a number > 0")
+def _validate(cfg: DictConfig) -> None:
+    """The schema's ranges (``envs.schema.TuneConfig``) and what depends on more than one key."""
+    config.validate(cfg)
+    t, train = cfg.tune, cfg.train
     if t.objective.name == "cc_robust" and not list(t.objective.ccs or []):
         raise ConfigError("tune.objective.ccs: cc_robust needs a list of CCs, e.g. [reno, cubic, bbr, bbr2]")
-    if not isinstance(train.eval_every, int) or train.eval_every < 1:
+    if train.eval_every < 1:
         raise out_of_range("train.eval_every", train.eval_every,
                            "an integer >= 1 in a sweep (each evaluation reports the objective)")
-    if t.scheduler.name == "asha":
-        if not isinstance(t.scheduler.reduction_factor, (int, float)) or t.scheduler.reduction_factor <= 1:
-            raise out_of_range("tune.scheduler.reduction_factor", t.scheduler.reduction_factor, "a number > 1")
-        if not isinstance(t.scheduler.grace_steps, int) or not 1 <= t.scheduler.grace_steps <= train.steps:
-            raise out_of_range("tune.scheduler.grace_steps", t.scheduler.grace_steps,
-                               f"an integer in [1, train.steps={train.steps}]")
+    if t.scheduler.name == "asha" and not t.scheduler.grace_steps <= train.steps:
+        raise out_of_range("tune.scheduler.grace_steps", t.scheduler.grace_steps,
+                           f"an integer in [1, train.steps={train.steps}]")
 
 
 def _sweep_path(t: DictConfig, agent: str) -> Path:
@@ -228,9 +217,7 @@ def _ray_init(r: DictConfig) -> None:
         ray.init(address=address, runtime_env={"working_dir": str(ROOT), "env_vars": env_vars, "excludes": [
             ".git/", "outputs/", "multirun/", "ray_results/", "mlruns/", "mlflow.db", "*.so"]})
         return
-    num_cpus = r.num_cpus or os.cpu_count()
-    if not isinstance(num_cpus, int) or num_cpus < 1:
-        raise out_of_range("ray.num_cpus", num_cpus, "an integer >= 1 (or null: all cores)")
+    num_cpus = r.num_cpus or os.cpu_count()  # ray.num_cpus's range: envs.schema.RaySettings
     # workers import this checkout (ahead of any installed copy) and keep its numba cache
     ray.init(num_cpus=num_cpus, include_dashboard=False, configure_logging=False,
              runtime_env={"env_vars": {**env_vars, "PYTHONPATH": os.pathsep.join(
@@ -240,9 +227,9 @@ def _ray_init(r: DictConfig) -> None:
 def sweep(cfg: DictConfig) -> SweepResult:
     """Run (or resume) the sweep configured by ``configs/tune.yaml``."""
     t = cfg.tune
-    train_keys = [k for k in cfg if k not in ("tune", "ray")]
+    train_keys = [str(k) for k in cfg if k not in ("tune", "ray")]
     base_cfg = OmegaConf.masked_copy(cfg, train_keys)
-    _validate(t, cfg.train)
+    _validate(cfg)
     space = search_space(OmegaConf.to_container(t.space, resolve=True))
     if not space:
         raise ConfigError(f"no search space for agent {cfg.agent.name!r}: add configs/tune/{cfg.agent.name}.yaml "
@@ -267,7 +254,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
             mlflow.log_text(OmegaConf.to_yaml(t.space), "space.yaml")
         base_cfg.mlflow.tracking_uri = uri
         base_cfg.mlflow.parent_run_id = parent.info.run_id
-        base = OmegaConf.to_container(base_cfg, resolve=True)
+        base = cast(dict[str, Any], OmegaConf.to_container(base_cfg, resolve=True))  # a mapping config
         spec = OmegaConf.to_container(t.objective, resolve=True)
 
         # trials checkpoint at every evaluation on purpose; Ray would warn about each snapshot
@@ -302,7 +289,9 @@ def _summarise(grid, path: Path, base: dict[str, Any], uri: str, parent_run_id: 
     """Close the trials' MLflow runs (early-stopped ones as KILLED), write the best trial's
     config as ``best.yaml`` and log the outcome on the parent run."""
     client = mlflow.MlflowClient(uri)
-    experiment_id = mlflow.active_run().info.experiment_id
+    active = mlflow.active_run()
+    assert active is not None  # the sweep's parent run
+    experiment_id = active.info.experiment_id
     runs: dict[str, Any] = {}  # trial's run name -> its newest run (a resumed trial starts another)
     for r in client.search_runs([experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
                                 order_by=["attributes.start_time DESC"]):

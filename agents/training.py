@@ -10,7 +10,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import mlflow
 import numpy as np
@@ -24,7 +25,7 @@ from agents import checkpoint
 from agents.base import Agent
 from agents.registry import make_agent
 from envs import config
-from envs.errors import ConfigError, out_of_range
+from envs.errors import ConfigError
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import DASH_METRICS, ITEM_METRICS, mean_ci, metric_names
@@ -60,24 +61,12 @@ class Setup:
 
 
 def setup(cfg: DictConfig, out_dir: Path) -> Setup:
+    config.validate(cfg)
     t = cfg.train
-    for key in ("steps", "n_envs", "eval_runs"):
-        if not isinstance(t[key], int) or t[key] < 1:
-            raise out_of_range(f"train.{key}", t[key], "an integer >= 1")
-    for key in ("eval_every", "checkpoint_every"):
-        if not isinstance(t[key], int) or t[key] < 0:
-            raise out_of_range(f"train.{key}", t[key], "an integer >= 0 (0: never)")
-    env = cfg.env
-    sim = config.sim_config(env)
-    env_kwargs = {"decision": env.decision, "interval_ms": float(env.interval_ms),
-                  "modes": config.plain(env.modes), "observation": env.observation,
-                  "reward": env.reward.name,
-                  "reward_params": {k: v for k, v in config.plain(env.reward).items() if k != "name"},
-                  "dt_ms": sim.dt_ms, "mss": sim.mss, "max_duration_s": sim.max_duration_s,
-                  "ooo_limit_bytes": sim.ooo_limit_bytes, "end_on_ooo": sim.end_on_ooo}
-    return Setup(config.scenarios(cfg), config.ccs(cfg), env_kwargs, config.plain(cfg.agent), int(cfg.seed),
-                 int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs), int(t.checkpoint_every),
-                 out_dir, OmegaConf.to_yaml(cfg, resolve=True), sim, int(t.get("torch_threads", 1)))
+    return Setup(config.scenarios(cfg), config.ccs(cfg), config.env_kwargs(cfg.env), config.plain(cfg.agent),
+                 int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
+                 int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
+                 int(t.torch_threads))
 
 
 def apply_runtime(s: Setup) -> None:
@@ -157,7 +146,9 @@ class Tracker:
 
     def __init__(self) -> None:
         self.client = mlflow.MlflowClient()
-        self.run_id = mlflow.active_run().info.run_id
+        active = mlflow.active_run()
+        assert active is not None  # created inside run()'s MLflow run
+        self.run_id = active.info.run_id
         self.pending: list[Metric] = []
         self.last_flush = time.monotonic()
 
@@ -185,7 +176,7 @@ class Progress:
         self.steps = start_step
         self.episodes = 0
         self.returns = np.zeros(s.n_envs)
-        self.recent = deque(maxlen=50)
+        self.recent: deque[float] = deque(maxlen=50)
         self.next_eval = start_step + s.eval_every if s.eval_every else math.inf
         self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
         self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)
@@ -297,8 +288,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
 def _params(s: Setup, resume: str | None) -> dict[str, Any]:
     flat = {"seed": s.seed, "steps": s.steps, "n_envs": s.n_envs, "scenarios": ",".join(x.name for x in s.scenarios),
             "ccs": ",".join(s.ccs), "resume": resume or "", "config_hash": s.config_hash}
-    flat.update({f"env.{k}": v for k, v in s.env_kwargs.items() if not isinstance(v, dict)})
-    flat.update({f"env.reward.{k}": v for k, v in s.env_kwargs["reward_params"].items()})
+    flat.update(_flatten(s.env_kwargs, "env"))
     flat.update(_flatten(s.agent_spec, "agent"))
     return {k: str(v)[:500] for k, v in flat.items()}
 

@@ -51,7 +51,7 @@ def udp_phase(tb: Testbed, rate_mbps: float, seconds: float, delay_ms: float) ->
         while True:
             try:
                 data = rx.recv(2048)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 if stop.is_set():
                     return
                 continue
@@ -111,7 +111,7 @@ def tcp_phase(tb: Testbed, seconds: float) -> float:
         while True:
             try:
                 k = conn.recv_into(buf)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 break
             if k == 0:
                 break

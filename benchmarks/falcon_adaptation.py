@@ -1,4 +1,4 @@
-"""FALCON's claim (spec/schedulers.md): after a change of network conditions its meta-learned
+"""FALCON's claim (docs/schedulers.md): after a change of network conditions its meta-learned
 model adapts faster than learning from scratch. ``python benchmarks/falcon_adaptation.py``.
 
 Setting (blocked decision, ``peekaboo`` observation, ``throughput`` reward, CUBIC):

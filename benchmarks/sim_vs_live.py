@@ -11,7 +11,7 @@
    buffer (near-full utilisation).
 3. The wall time of a 10 s live run (bulk, ISPRAS S1 paths), setup and teardown included.
 4. The standing queue of two flows of one CC sharing one bottleneck (50 Mbit/s, 40 ms RTT, a 5
-   and a 1 BDP drop-tail buffer; spec/transport.md after Scherrer et al., IMC 2022): the
+   and a 1 BDP drop-tail buffer; docs/transport.md after Scherrer et al., IMC 2022): the
    simulator (a subflow plus a competing flow) against two kernel TCP flows and, where the
    ``mpsched_xquic`` extension is installed, two XQUIC connections (which have bbr2), the queue
    read from the bottleneck's counters and averaged over 10-30 s.

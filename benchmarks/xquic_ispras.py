@@ -38,8 +38,8 @@ def live_cell(tb, cc: str, sched: str, runs: int) -> dict:
         goodput.append(float(m["goodput_mbps"][0]))
         outcome = r.extra["outcome"] if not r.error else f"error: {r.error}"
         if min(r.extra["path_recv"]) == 0:  # say why a path carried nothing: never created, or not active
-            outcome += " (paths %d, active %s)" % (r.extra["paths_created"],
-                                                   "/".join(f"{x:.2f}" for x in r.extra["path_active"]))
+            active = "/".join(f"{x:.2f}" for x in r.extra["path_active"])
+            outcome += f" (paths {r.extra['paths_created']:d}, active {active})"
         outcomes.append(outcome)
         p = m["per_path_goodput_mbps"][0]
         shares.append(float(p[0] / p.sum()) if p.sum() > 0 else math.nan)

@@ -1,17 +1,21 @@
-"""From a composed Hydra config (``configs/``) to the workbench's objects, with clear errors."""
+"""From a composed Hydra config (``configs/``) to the workbench's objects, with clear errors.
+
+Importing it registers the config schemas (``envs.schema``) that ``configs/*.yaml`` build on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pathlib import Path
-
-from envs.errors import ConfigError, out_of_range, unknown_name
+from envs import schema
+from envs.errors import ConfigError, unknown_name
 from envs.metrics import ALL_METRICS, metric_names
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig
+
+schema.register()
 
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "configs" / "workload"
 
@@ -64,10 +68,8 @@ def list_workloads() -> list[str]:
 
 def metric_request(cfg: DictConfig, scenario: Scenario) -> tuple[str, ...]:
     """evaluate.py's ``metrics=[...]`` (checked by name), or every metric that applies to the
-    scenario's workload; ``window_s`` must be positive."""
-    window = cfg.get("window_s", 1.0)
-    if not isinstance(window, (int, float)) or not window > 0:
-        raise out_of_range("window_s", window, "> 0")
+    scenario's workload."""
+    schema.check_field(cfg, schema.EvaluateConfig, "window_s")
     asked = plain(cfg.get("metrics"))
     if asked is None:
         return metric_names(scenario.workload)
@@ -88,18 +90,31 @@ def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
 
 
 def sim_config(env: DictConfig) -> SimConfig:
-    return SimConfig(dt_ms=float(env.dt_ms), mss=int(env.mss), max_duration_s=float(env.max_duration_s),
-                     ooo_limit_bytes=float(env.ooo_limit_bytes), end_on_ooo=bool(env.end_on_ooo),
-                     record_bin_ms=float(env.get("record_bin_ms", 100.0)))
+    """The simulator settings of the ``env`` section."""
+    return schema.env_config(env).sim_config()
+
+
+def env_kwargs(env: DictConfig) -> dict[str, Any]:
+    """The ``env`` section as the keyword arguments of ``build_process`` (every setting, so that
+    the agent and the heuristics it is compared with run the same environment)."""
+    return plain(env)
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check the ranges and names of a composed ``train``, ``tune`` or ``evaluate`` config against
+    its schema (types were checked while composing); raises ConfigError naming the field."""
+    if "tune" in cfg:
+        schema.check(cfg, schema.TuneConfig)
+    elif "train" in cfg:
+        schema.check(cfg, schema.TrainConfig)
+    else:
+        schema.check(cfg, schema.EvaluateConfig)
 
 
 def evaluation_request(cfg: DictConfig) -> tuple[Scenario, str, dict[str, float]]:
-    """evaluate.py's single scenario and CC (with its parameters), after checking ``format`` and
-    ``runs``."""
-    if cfg.format not in ("table", "json"):
-        raise ConfigError(f"format must be table or json, got {cfg.format!r}")
-    if not isinstance(cfg.runs, int) or cfg.runs < 1:
-        raise ConfigError(f"runs must be an integer >= 1, got {cfg.runs!r}")
+    """evaluate.py's single scenario and CC (with its parameters), after checking the config's
+    ranges."""
+    validate(cfg)
     found = scenarios(cfg)
     if len(found) != 1:
         raise ConfigError(f"evaluate.py runs one scenario at a time, got {', '.join(s.name for s in found)}")

@@ -41,9 +41,9 @@ class DecisionSpec:
         if self.mode not in DECISION_MODES:
             raise unknown_name("decision mode", self.mode, DECISION_MODES)
         if not self.interval_ms > 0:
-            raise out_of_range("decision.interval_ms", self.interval_ms, "> 0")
+            raise out_of_range("interval_ms", self.interval_ms, "> 0")
         if self.mode == "interval" and not self.modes:
-            raise ConfigError("decision.modes: interval mode needs at least one mode")
+            raise ConfigError("modes: interval mode needs at least one mode")
 
 
 class DecisionProcess:

@@ -54,9 +54,9 @@ def shared_bottleneck(queue_bdp: float, competing_cc: str | None = None, *, band
                       delay_ms: float = 20.0, duration_s: float = 41.0) -> Scenario:
     """One loss-free, jitter-free path with a drop-tail buffer of ``queue_bdp``, bulk traffic; with
     ``competing_cc``, one competing flow of that CC shares the bottleneck with the connection's
-    subflow: the two-flow setting of spec/transport.md's standing-queue laws (Scherrer et al.,
+    subflow: the two-flow setting of docs/transport.md's standing-queue laws (Scherrer et al.,
     IMC 2022). The live testbed runs its second flow itself (``envs.live.bottleneck``)."""
-    path = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
+    path: dict[str, object] = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
             "queue_bdp": queue_bdp}
     if competing_cc is not None:
         path["competing"] = {"flows": 1, "cc": competing_cc}

@@ -6,7 +6,7 @@ connection). Being data rather than code, the same definition drives the simulat
 observations (vectorised numpy below) and, later, the C code exported with a policy.
 
 Paths are addressed by index (0, 1, ...) or by role: ``fast`` is the path of lowest srtt,
-``second`` the lowest-srtt *available* path other than it (spec/schedulers.md, notation;
+``second`` the lowest-srtt *available* path other than it (docs/schedulers.md, notation;
 ``envs.sim.roles``); when no such path exists ``second`` reads as ``fast``.
 """
 

@@ -57,7 +57,7 @@ LOWER_IS_BETTER = frozenset({"completion_s", "mean_rtt_ms", "loss_rate", "reorde
 
 def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:
     """The metrics that mean something for this workload, in reporting order."""
-    names = METRICS + SIM_METRICS
+    names: tuple[str, ...] = METRICS + SIM_METRICS
     if workload.items() > 1 or workload.type in ("dash", "web"):
         names += ITEM_METRICS
     if workload.type == "dash":
@@ -67,7 +67,7 @@ def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:
 
 def aggregation_benefit(goodput: np.ndarray, capacities: np.ndarray) -> np.ndarray:
     """Kaspar's aggregation benefit (D. Kaspar, "Multipath aggregation of heterogeneous access
-    networks", PhD thesis, Univ. Oslo 2012; as MPTCP-TUT uses it, scenarios.md): with g the
+    networks", PhD thesis, Univ. Oslo 2012; as MPTCP-TUT uses it, docs/scenarios.md): with g the
     multipath goodput and c_i the paths' capacities, c_max = max c_i:
     ``(g - c_max) / (sum c_i - c_max)`` if g >= c_max, else ``(g - c_max) / c_max``; in [-1, 1]
     (1: the sum of the capacities, 0: as good as the best path alone, -1: nothing). NaN for one

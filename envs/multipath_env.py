@@ -6,35 +6,30 @@ workload. ``info`` carries the running goodput and, at the end, the episode's me
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from envs.decision import DecisionProcess, DecisionSpec
+from envs.decision import DecisionProcess
 from envs.features import CLIP
-from envs.rewards import RewardSpec
 from envs.scenario import ScenarioLike, resolve_scenarios
-from envs.sim.simulator import SimConfig, Simulator
+from envs.schema import EnvConfig
+from envs.sim.simulator import Simulator
 
 
 def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
-                  cc: str | Sequence[str] = "bbr", decision: str = "blocked", interval_ms: float = 50.0,
-                  modes: Sequence[Mapping | str] | None = None, observation: str = "peekaboo",
-                  reward: str = "throughput", reward_params: Mapping[str, float] | None = None,
-                  seed: int = 0, dt_ms: float = 1.0, mss: int = 1448, max_duration_s: float = 600.0,
-                  ooo_limit_bytes: float = math.inf, end_on_ooo: bool = False,
-                  cc_params: Mapping[str, Mapping[str, float]] | None = None) -> DecisionProcess:
-    """The decision process behind both the single and the vector environment."""
+                  cc: str | Sequence[str] = "bbr", seed: int = 0,
+                  cc_params: Mapping[str, Mapping[str, float]] | None = None, **env: Any) -> DecisionProcess:
+    """The decision process behind both the single and the vector environment. ``env``: the
+    settings of ``configs/env`` (``envs.schema.EnvConfig``: decision, interval_ms, modes,
+    observation, reward (a preset name or a mapping) and reward_params, dt_ms, mss, record_bin_ms,
+    ...), each defaulting to the schema's value."""
+    settings = EnvConfig.from_kwargs(**env)
     sim = Simulator(resolve_scenarios(scenario), list(cc) if isinstance(cc, (list, tuple)) else cc,
-                    batch=batch, seed=seed,
-                    config=SimConfig(dt_ms=dt_ms, mss=mss, max_duration_s=max_duration_s,
-                                     ooo_limit_bytes=ooo_limit_bytes, end_on_ooo=end_on_ooo),
-                    cc_overrides=dict(cc_params or {}))
-    spec = DecisionSpec(decision, interval_ms, tuple(modes) if modes else DecisionSpec.modes)
-    return DecisionProcess(sim, spec, observation, RewardSpec(reward, **dict(reward_params or {})))
+                    batch=batch, seed=seed, config=settings.sim_config(), cc_overrides=dict(cc_params or {}))
+    return DecisionProcess(sim, settings.decision_spec(), settings.observation, settings.reward_spec())
 
 
 def spaces(process: DecisionProcess) -> tuple[gym.spaces.Box, gym.spaces.Discrete]:
@@ -60,8 +55,9 @@ class MultipathEnv(gym.Env):
             self.process.sim.seed = int(seed)
             self.process.sim.episode[:] = 0
         self.process.reset()
-        return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0],
-                                           "scenario": self.process.sim.current[0].name}
+        scenario = self.process.sim.current[0]
+        assert scenario is not None  # reset() drew it
+        return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0], "scenario": scenario.name}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         self._action[0] = action

@@ -67,10 +67,13 @@ def header_info(text: str) -> dict[str, Any]:
             raise CompileError(f"policy header lacks {P}_{name}")
         return int(mm.group(1))
     dm = re.search(rf"#define {P}_DECISION_(\w+) 1", text)
+    seed = re.search(rf"#define {P}_DEFAULT_SEED UINT64_C\((\d+)\)", text)
+    if not seed:
+        raise CompileError(f"policy header lacks {P}_DEFAULT_SEED")
     info = {"prefix": p, "n_features": num("N_FEATURES"), "n_outputs": num("N_OUTPUTS"), "n_actions": num("N_ACTIONS"),
             "min_paths": num("MIN_PATHS"), "stochastic": bool(num("STOCHASTIC")),
             "fixed_point": bool(num("FIXED_POINT")), "decision": dm.group(1).lower() if dm else "blocked",
-            "default_seed": int(re.search(rf"#define {P}_DEFAULT_SEED UINT64_C\((\d+)\)", text).group(1))}
+            "default_seed": int(seed.group(1))}
     if info["fixed_point"]:
         info["out_frac"] = num("OUT_FRAC")
     return info

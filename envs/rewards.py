@@ -26,7 +26,7 @@ class RewardSpec:
     name: str = "throughput"
     alpha: float = 1.0  # ispras: weight of throughput
     beta: float = 0.5  # ispras: weight of RTT; chunk: weight of the chunk-end reward
-    gamma: float = 0.0  # ispras: weight of loss (transport.md objective)
+    gamma: float = 0.0  # ispras: weight of loss (docs/transport.md objective)
     thr_norm_mbps: float = 100.0
     rtt_norm_ms: float = 100.0
     time_norm_s: float = 1.0  # completion: seconds that cost a reward of -1
@@ -64,11 +64,11 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
 
     - throughput: in-order goodput over the interval / thr_norm.
     - ispras: alpha * sum_i thr_i / thr_norm - beta * sum_i srtt_i / rtt_norm - gamma * sum_i loss_i
-      (ISPRAS, spec/schedulers.md: each term normalised; loss_i = packets declared lost per packet
+      (ISPRAS, docs/schedulers.md: each term normalised; loss_i = packets declared lost per packet
       sent on path i during the interval).
     - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
     - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
-    - chunk (LEEYOO, spec/schedulers.md): packets acknowledged in the interval (as goodput over
+    - chunk (LEEYOO, docs/schedulers.md): packets acknowledged in the interval (as goodput over
       the interval / thr_norm) plus, per chunk fully acknowledged in it, beta * size / download
       time of the last such chunk / thr_norm (the session ends when its last
       chunk reaches the client, before the server sees it acknowledged: that one earns none).

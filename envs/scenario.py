@@ -1,7 +1,7 @@
 """The scenario schema: the network paths and workload of one experiment.
 
 This is the only scenario schema in the project. Rules cite the domain spec:
-``transport.md`` ("Paths", "Workloads", "Connection level") and ``scenarios.md``.
+``docs/transport.md`` ("Paths", "Workloads", "Connection level") and ``docs/scenarios.md``.
 Scenario files live in ``configs/scenario/*.yaml``; each file is the scenario mapping at
 top level, so it doubles as a Hydra config-group option (group ``scenario``).
 
@@ -219,7 +219,7 @@ class _Model(BaseModel):
 
 
 class CompetingSpec(_Model):
-    """Cross traffic on the path's bottleneck (transport.md, "Paths")."""
+    """Cross traffic on the path's bottleneck (docs/transport.md, "Paths")."""
 
     flows: Annotated[int, _range(ge=0, le=64)] = 0
     """Competing long-lived flows, each running congestion control ``cc``."""
@@ -259,7 +259,7 @@ def _outage(interval: tuple[float, float]) -> tuple[float, float]:
 
 
 class PathSpec(_Model):
-    """One path of a connection (transport.md, "Paths"). Delays are one-way (scenarios.md)."""
+    """One path of a connection (docs/transport.md, "Paths"). Delays are one-way (docs/scenarios.md)."""
 
     bandwidth_mbps: Annotated[Dist, _range(gt=0, le=100_000)]
     """Bottleneck capacity, Mbit/s; the nominal value used for the BDP even with a trace."""
@@ -316,6 +316,7 @@ class PathSpec(_Model):
         if self.queue_packets is not None:
             size = _concrete(self.queue_packets, "queue_packets") * mss
         else:
+            assert self.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
             bdp = _concrete(self.bandwidth_mbps, "bandwidth_mbps") * 125_000 * self.base_rtt_ms() / 1000
             size = _concrete(self.queue_bdp, "queue_bdp") * bdp
         return max(size, 2.0 * mss)
@@ -330,7 +331,7 @@ class PathSpec(_Model):
         return max(max_value(self.delay_ms), max_value(reverse)) + 4 * max_value(self.jitter_ms)
 
 
-# Fields each workload type needs and accepts (transport.md, "Workloads"), and the defaults of the
+# Fields each workload type needs and accepts (docs/transport.md, "Workloads"), and the defaults of the
 # optional ones. To add a type: extend WORKLOAD_TYPES, add its fields, add a row to each table,
 # and a branch in envs/sim/workload.py.
 WORKLOAD_TYPES = ("bulk", "file", "dash", "web")
@@ -356,7 +357,7 @@ _WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 class WorkloadSpec(_Model):
-    """What the application sends (transport.md, "Workloads"); ``envs/sim/workload.py`` runs it."""
+    """What the application sends (docs/transport.md, "Workloads"); ``envs/sim/workload.py`` runs it."""
 
     type: str
     """bulk | file | dash | web (WORKLOAD_TYPES)."""
@@ -421,24 +422,25 @@ class WorkloadSpec(_Model):
         for name, value in _WORKLOAD_DEFAULTS[self.type].items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        if self.type == "dash" and self.buffer_s < self.chunk_s:
+        if self.type == "dash" and self.buffer_s is not None and self.chunk_s is not None \
+                and self.buffer_s < self.chunk_s:
             raise ValueError(f"buffer_s must be >= chunk_s ({_fmt(self.chunk_s)}), got {_fmt(self.buffer_s)}")
         return self
 
     def total_bytes(self) -> float:
         """Whole bytes the application offers in all (inf: bulk for a duration; dash depends on the
         bitrates chosen)."""
-        if self.type == "file":
+        if self.type == "file" and self.file_mb is not None:
             return float(round(self.file_mb * 1e6))
         if self.type == "bulk" and self.messages is not None:
             return self.messages * self.item_bytes()
-        if self.type == "web":
+        if self.type == "web" and self.objects is not None:
             return self.objects * self.item_bytes()
         return math.inf
 
     def item_bytes(self) -> float:
         """Whole bytes of one message (bulk) or object (web); the file's size for a file."""
-        if self.type == "web":
+        if self.type == "web" and self.object_kb is not None:
             return float(round(self.object_kb * 1e3))
         size_mb = self.file_mb if self.type == "file" else self.message_mb
         return math.nan if size_mb is None else float(round(size_mb * 1e6))
@@ -458,23 +460,23 @@ def _integer_count(value: Dist) -> Dist:
 
 
 class Scenario(_Model):
-    """Paths plus workload of one experiment (scenarios.md); may be a distribution."""
+    """Paths plus workload of one experiment (docs/scenarios.md); may be a distribution."""
 
     name: str = Field(min_length=1)
     description: str = ""
     source: str = ""
     """Short name of the study (ISPRAS, SOD, LEEYOO, MPTCP-TUT, KATO, M-PEEKABOO, MPQUIC-SPACE, ...)."""
     notes: str = ""
-    """Where the study leaves a value open: which value was chosen and why (scenarios.md)."""
+    """Where the study leaves a value open: which value was chosen and why (docs/scenarios.md)."""
     paths: list[PathSpec]
-    """1..8 paths (XQUIC's limit is 8, transport.md); with n_paths: exactly one template path."""
+    """1..8 paths (XQUIC's limit is 8, docs/transport.md); with n_paths: exactly one template path."""
     n_paths: Annotated[Dist, _range(ge=1, le=8), AfterValidator(_integer_count)] | None = None
     """Number of paths to draw from the single template path (a constant or a choice)."""
     workload: WorkloadSpec
     receive_buffer_bytes: Annotated[float, _range(gt=0)] | None = None
     """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer)."""
     jitter_reorders: bool = True
-    """True: jitter reorders packets as netem does; False: order-preserving delay variation (transport.md)."""
+    """True: jitter reorders packets as netem does; False: order-preserving delay variation (docs/transport.md)."""
 
     @field_validator("paths")
     @classmethod
@@ -525,7 +527,7 @@ class Scenario(_Model):
         """Receive buffer in bytes (concrete scenarios only).
 
         receive_buffer_bytes if set, else RFC 6182's ``2 * max_i RTT_i * sum_i BW_i``
-        (transport.md, "Connection level") with RTT_i the base RTT plus the time to drain
+        (docs/transport.md, "Connection level") with RTT_i the base RTT plus the time to drain
         a full bottleneck buffer (the largest RTT drop-tail allows) and BW_i the path's
         peak capacity; at least 64 KiB.
         """
@@ -534,7 +536,8 @@ class Scenario(_Model):
         if self.is_distribution:
             raise ScenarioError("receive_buffer() needs a concrete scenario: sample it first (Scenario.sample(rng))")
         max_rtt_s = max(
-            (path.base_rtt_ms() + path.queue_bytes(mss) / (path.bandwidth_mbps * 125)) / 1000 for path in self.paths
+            (path.base_rtt_ms() + path.queue_bytes(mss) / (_concrete(path.bandwidth_mbps, "bandwidth_mbps") * 125)) / 1000
+            for path in self.paths
         )
         sum_bw_bytes_s = sum(path.max_bandwidth_mbps() for path in self.paths) * 125_000
         return max(2 * max_rtt_s * sum_bw_bytes_s, float(MIN_RECEIVE_BUFFER_BYTES))

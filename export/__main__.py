@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         from export.api import export_checkpoint
 
         fixed = str(args["fixed_point"]).lower() in ("true", "1", "yes")
-        text = export_checkpoint(args["checkpoint"], args["out"], args["prefix"], fixed, args["tracking_uri"])
+        text = export_checkpoint(str(args["checkpoint"]), args["out"], str(args["prefix"]), fixed, args["tracking_uri"])
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

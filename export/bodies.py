@@ -335,10 +335,10 @@ class MLPBody(Body):
         if a != QF and not self._needs_loops():
             body.append("    (void)j;")
         body.append("}")
-        act = ["static inline int", f"{p}_act_q(const int32_t *xq, mpsched_rng *rng)", "{",
-               f"    int32_t out[{self.n_out}];", "    int k, best;", "    (void)rng;",
-               f"    {p}_forward_q(xq, out);", _argmax(self.n_out, "out").rstrip("\n"), "    return best;", "}"]
-        return "".join(consts) + "\n" + helpers + "\n".join(body) + "\n\n" + "\n".join(act) + "\n"
+        act_fn = ["static inline int", f"{p}_act_q(const int32_t *xq, mpsched_rng *rng)", "{",
+                  f"    int32_t out[{self.n_out}];", "    int k, best;", "    (void)rng;",
+                  f"    {p}_forward_q(xq, out);", _argmax(self.n_out, "out").rstrip("\n"), "    return best;", "}"]
+        return "".join(consts) + "\n" + helpers + "\n".join(body) + "\n\n" + "\n".join(act_fn) + "\n"
 
 
 # ---------------------------------------------------------------------------------- Q-table
@@ -365,7 +365,7 @@ class QTableBody(Body):
                          "action 0 (wait for the fast path) when the greedy path is the fast one, else 1; rng is not "
                          "used")
 
-    def _conds(self, fixed: bool) -> dict[str, str]:
+    def _conds(self, fixed: bool) -> dict[str, tuple[str, str]]:
         """C conditions on x[...] for each threshold test of one path (``%d`` = path)."""
         t, nat = self.thresholds, self.to_natural
 
@@ -453,8 +453,9 @@ class LinearBanditBody(Body):
         if self.rule not in ("ispras", "ucb", "peekaboo"):
             raise ExportError(f"unknown bandit rule {self.rule!r}")
         if self.rule != "ispras":
-            if self.a_inv is None or np.shape(self.a_inv) != (self.n_out, self.n_features, self.n_features):
-                raise ExportError(f"bandit rule {self.rule}: A^-1 of shape {np.shape(self.a_inv)} does not fit")
+            shape = () if self.a_inv is None else np.shape(self.a_inv)
+            if shape != (self.n_out, self.n_features, self.n_features):
+                raise ExportError(f"bandit rule {self.rule}: A^-1 of shape {shape} does not fit")
             self.a_inv = np.asarray(self.a_inv, dtype=np.float64)
             self.needs_math = True
         elif self.n_out != 2:

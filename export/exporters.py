@@ -85,10 +85,6 @@ def sb3_body(agent) -> tuple[Body, str]:
                       f"DQN-style Q-networks and actor-critic MLP policies with a discrete action head")
 
 
-def sb3_reference(agent) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda x: agent.act(x, deterministic=True)
-
-
 # ---------------------------------------------------------------------------------- online agents
 def qlearning_body(agent) -> tuple[Body, str]:
     from agents import qlearning as ql

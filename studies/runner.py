@@ -100,7 +100,9 @@ def train_agents(study: Study, pool: Executor) -> dict[str, str | None]:
 def train_one(train_yaml: str, out_dir: str) -> str:
     """train.py's run in a worker process; returns the checkpoint directory."""
     from agents.training import run
-    result = run(OmegaConf.create(train_yaml), Path(out_dir))
+    cfg = OmegaConf.create(train_yaml)
+    assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
+    result = run(cfg, Path(out_dir))
     return str(result["checkpoint"])
 
 
@@ -154,7 +156,9 @@ def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[
 
     if directory not in _LOADED:
         agent, meta = checkpoint.load(Path(directory))
-        s = setup(OmegaConf.load(Path(directory) / checkpoint.CONFIG), Path(directory).parent)
+        cfg = OmegaConf.load(Path(directory) / checkpoint.CONFIG)
+        assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
+        s = setup(cfg, Path(directory).parent)
         apply_runtime(s)
         _LOADED[directory] = (agent, meta, s)
     agent, meta, s = _LOADED[directory]

@@ -102,10 +102,9 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     runs = given.get("runs", cfg.runs)
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise out_of_range("runs", runs, "an integer >= 1")
-    workers = cfg.get("workers", 2)
-    if not isinstance(workers, int) or workers < 1:
-        raise out_of_range("workers", workers, "an integer >= 1")
-    metric = given.get("metric") or cfg.get("metric") or "goodput_mbps"
+    config.validate(cfg)  # evaluate.yaml's ranges (workers, ...): envs/schema.py EvaluateConfig
+    workers = int(cfg.workers)
+    metric = given.get("metric") or cfg.metric
     if metric not in ALL_METRICS:
         raise unknown_name("metric", metric, ALL_METRICS)
     higher = given.get("higher_is_better")
@@ -210,7 +209,7 @@ def prepare_training(entry: Entry, study: Study) -> Entry:
     try:
         cfg = compose_train(entry.train)
         if study.mlflow:
-            cfg.mlflow = OmegaConf.create(study.mlflow)
+            cfg.mlflow.merge_with(study.mlflow)  # the study's tracking store, into the typed section
         s = setup(cfg, study.agents_dir)
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"scheduler {entry.label}: bad train overrides {entry.train}: {err}") from None

@@ -2,13 +2,11 @@
 rules on hand-built contexts, checkpoints, the training run, and learning on a scenario where
 waiting for the fast path matters."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from agents import checkpoint
@@ -24,8 +22,8 @@ from envs.features import FEATURE_SETS
 from envs.multipath_env import build_process
 from envs.scenario import scenario_from_dict
 from envs.vector_env import SB3VecEnv
+from conftest import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
 
 # Waiting for the fast path matters: a 0.5 MB file over a 20 Mbit/s, 10 ms RTT path beside a
@@ -328,11 +326,9 @@ def tracking(tmp_path_factory) -> str:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_training_run_checkpoints_and_reloads(name, tmp_path, tracking):
     (tmp_path / "wait.yaml").write_text(yaml.safe_dump(WAIT))
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="train", overrides=[
-            f"agent={name}", "cc=cubic", f"scenario_file={tmp_path / 'wait.yaml'}", "train.steps=600",
-            "train.n_envs=4", "train.eval_every=0", "train.eval_runs=3", "train.checkpoint_every=0",
-            f"mlflow.tracking_uri={tracking}"])
+    cfg = compose_config("train", f"agent={name}", "cc=cubic", f"scenario_file={tmp_path / 'wait.yaml'}",
+                         "train.steps=600", "train.n_envs=4", "train.eval_every=0", "train.eval_runs=3",
+                         "train.checkpoint_every=0", f"mlflow.tracking_uri={tracking}")
     result = run(cfg, tmp_path / "run")
     loaded, meta = checkpoint.load(result["checkpoint"])
     assert meta["finished"] and meta["kind"] == cfg.agent.kind and meta["observation"] == cfg.env.observation

@@ -1,4 +1,4 @@
-"""Coupled MPTCP congestion control (spec/transport.md, "Coupled multipath congestion control").
+"""Coupled MPTCP congestion control (docs/transport.md, "Coupled multipath congestion control").
 
 Unit tests pin each CC's published rule on hand-built subflow states; simulation tests check the
 design goals on short runs (30 s, a batch of 4 connections with independent random streams,
@@ -10,11 +10,10 @@ that flow is the "one TCP" yardstick.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
+from conftest import compose_config
 
 from envs.cc import balia, lia, olia, wvegas
 from envs.cc.base import CWND, SSTHRESH
@@ -26,7 +25,6 @@ from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.layout import CN_T, N_CC, N_CCP, OBS_ACKED
 from envs.sim.simulator import Simulator
 
-ROOT = Path(__file__).resolve().parent.parent
 MSS = 1448.0
 COUPLED = ("lia", "olia", "balia", "wvegas")
 RNG = np.zeros(1, dtype=np.uint64)
@@ -160,14 +158,11 @@ def test_coupled_cc_on_a_competing_flow_couples_with_nobody(cc):
 def test_coupled_ccs_are_registered_and_selectable_from_the_cc_group():
     for name in COUPLED:
         assert cc_names()[cc_id(name)] == name
-        with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-            cfg = compose(config_name="evaluate", overrides=[f"cc={name}"])
-        assert ccs(cfg) == {name: {}}
+        assert ccs(compose_config("evaluate", f"cc={name}")) == {name: {}}
     assert cc_params("wvegas", {"total_alpha": 6})[wvegas.TOTAL_ALPHA] == 6.0
     with pytest.raises(ConfigError, match="has no parameter 'alfa'"):
         cc_params("lia", {"alfa": 1.0})
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        mix = ccs(compose(config_name="evaluate", overrides=["cc=mix"]))
+    mix = ccs(compose_config("evaluate", "cc=mix"))
     assert sorted(mix) == ["bbr", "bbr2", "cubic", "reno"]  # CC-robust training: uncoupled CCs only
 
 

@@ -2,18 +2,15 @@
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "evaluate.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    return run_script("evaluate.py", *args)
 
 
 def test_json_output_has_every_metric_with_per_run_lists():

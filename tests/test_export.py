@@ -31,8 +31,8 @@ from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
 from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
 from envs.transport import conn_fields, from_raw, path_fields, to_raw
+from conftest import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ("dqn", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
 COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 pytestmark = pytest.mark.skipif(not COMPILERS and not shutil.which("cc"), reason="no C compiler (gcc, clang or cc)")
@@ -506,7 +506,7 @@ def test_round_trip_in_the_simulator(trained, name):
         # the same counters, in lockstep (a near-tie may flip, after which trajectories part)
         lockstep: list = []
 
-        def both(p):
+        def both(p, lockstep=lockstep):  # called within this iteration
             pr, cr = to_raw(p.sim.obs[:, :p.sim.P], p.sim.cobs)
             obs, cobs = from_raw(pr, cr)
             x = compute(tab, obs, cobs, p.sim.cn[:, CN_N_SUB])
@@ -638,15 +638,12 @@ def test_fixed_point_headers_need_no_fpu(trained, tmp_path, cc):
 
 
 # ---------------------------------------------------------------------------------- CLI, MLflow
+@pytest.mark.slow
 def test_cli_exports_a_training_run_by_mlflow_run_id(tmp_path):
-    from hydra import compose, initialize_config_dir
-
     from agents.training import run
 
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="train", overrides=[f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-                                                      "train.eval_every=0", "train.eval_runs=1", "cc=cubic",
-                                                      "train.steps=300", "file_mb=0.5"])
+    cfg = compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "train.eval_every=0",
+                         "train.eval_runs=1", "cc=cubic", "train.steps=300", "file_mb=0.5")
     result = run(cfg, tmp_path / "run")
     meta = checkpoint.read_meta(result["checkpoint"])
     out = tmp_path / "policy.h"

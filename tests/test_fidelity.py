@@ -1,4 +1,4 @@
-"""Fidelity of the fluid simulator against the laws of spec/transport.md ("Laws a faithful model
+"""Fidelity of the fluid simulator against the laws of docs/transport.md ("Laws a faithful model
 reproduces"). Every test states its tolerance; paths have no jitter and order-preserving delay
 (``jitter_reorders: false``); where randomness matters (random loss, BBR's random probing phase)
 a batch of connections with independent random streams is averaged.
@@ -179,7 +179,7 @@ def test_two_bbr_flows_hold_one_bdp_queue() -> None:
     "BBRv2 here, XQUIC's, does not hold a smaller queue either: 3.36 BDP against its BBRv1's 3.46 "
     "(benchmarks/sim_vs_live.py --only queue, 3 live runs each)"))
 def test_two_bbr2_flows_hold_a_much_smaller_queue() -> None:
-    """spec/transport.md: BBRv2's equilibrium queue is much smaller than BBRv1's (at most half)."""
+    """docs/transport.md: BBRv2's equilibrium queue is much smaller than BBRv1's (at most half)."""
     v1, v2 = standing_queue_bdp("bbr"), standing_queue_bdp("bbr2")
     print(f"two-flow standing queue: bbr {v1:.2f} BDP, bbr2 {v2:.2f} BDP")
     assert v2 <= 0.5 * v1

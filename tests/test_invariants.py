@@ -1,9 +1,9 @@
 """Property-based invariants of the fluid simulator (envs/sim/kernel.py, envs/sim/simulator.py).
 
-Random scenarios (1-8 paths in the ranges of spec/transport.md "Paths"), a random CC and
+Random scenarios (1-8 paths in the ranges of docs/transport.md "Paths"), a random CC and
 scheduler, run in random chunks with ``Simulator.advance``; after every chunk the state must
 satisfy the physical and transport invariants of ``check_invariants``. A second group checks the
-sender-only separation (spec/transport.md, "What a scheduler may look at"): the observation
+sender-only separation (docs/transport.md, "What a scheduler may look at"): the observation
 arrays must not depend on ground truth the sender cannot see before any feedback reached it.
 
 Fixed simulator bugs keep a regression test each at the end of the file (terminal observation,

@@ -1,11 +1,9 @@
 """LEEYOO's interval DQN: its scheduling modes, the sender's view of the current chunk, the chunk
-reward, the exploration rule and the `dqn_leeyoo` preset end to end (spec/schedulers.md)."""
+reward, the exploration rule and the `dqn_leeyoo` preset end to end (docs/schedulers.md)."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 
 from agents import checkpoint
 from agents.leeyoo import LeeyooDQN
@@ -16,8 +14,8 @@ from envs.evaluation import evaluate_heuristic
 from envs.scenario import load_scenario
 from envs.sim.layout import COBS_ITEM_ACKED, COBS_ITEM_RATE, COBS_ITEMS_ACKED
 from envs.sim.simulator import Simulator
+from conftest import compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def dash(chunks: int = 6):
@@ -103,11 +101,9 @@ def test_exploration_decays_per_action_and_waits_for_a_comfortable_buffer():
 
 
 def test_dqn_leeyoo_preset_trains_on_dash_and_reports_chunk_metrics(tmp_path):
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="train", overrides=[
-            f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "agent=dqn_leeyoo", "cc=cubic",
-            "train.steps=600", "train.n_envs=2", "train.eval_every=0", "train.eval_runs=2",
-            "train.checkpoint_every=300", "scenario.leeyoo_static_dash.workload.chunks=8"])
+    cfg = compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "agent=dqn_leeyoo", "cc=cubic",
+                         "train.steps=600", "train.n_envs=2", "train.eval_every=0", "train.eval_runs=2",
+                         "train.checkpoint_every=300", "scenario.leeyoo_static_dash.workload.chunks=8")
     assert list(cfg.scenario) == ["leeyoo_static_dash"] and len(cfg.env.modes) == 7
     result = run(cfg, tmp_path / "run")
     assert "rebuffer s" in result["table"] and "bitrate Mbit/s" in result["table"]

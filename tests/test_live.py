@@ -11,16 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
 from envs.live.setup import unavailable_reason
+from conftest import ROOT
 
 REASON = unavailable_reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")]
 
 if REASON is None:  # imported only where live runs can work
     from envs.features import CLIP, compute, feature_set
@@ -33,7 +33,6 @@ if REASON is None:  # imported only where live runs can work
     from envs.live.verification import VerificationError
     from envs.scenario import scenario_from_dict
 
-ROOT = Path(__file__).resolve().parents[1]
 CCS = [cc for cc in ("reno", "cubic", "bbr") if REASON is None and cc in available_ccs()]
 SPEC = {
     "name": "live_test",
@@ -239,7 +238,7 @@ def test_live_gymnasium_environment_observes_a_transfer():
 def test_evaluate_live_and_compare_from_the_command_line(tmp_path):
     path = tmp_path / "live_test.yaml"
     path.write_text(yaml.safe_dump(dict(SPEC, workload={"type": "file", "file_mb": 2})))
-    out = subprocess.run([sys.executable, "evaluate.py", "compare=sim,live", f"scenario_file={path}", "cc=cubic",
+    out = subprocess.run([sys.executable, "evaluate.py", "compare=[sim,live]", f"scenario_file={path}", "cc=cubic",
                           "runs=1", "format=json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -267,7 +266,7 @@ def test_a_short_run_costs_little_beyond_its_transfer():
 
 @pytest.mark.skipif("bbr" not in CCS, reason="the kernel has no bbr (tcp_available_congestion_control)")
 def test_two_kernel_bbr_flows_hold_the_standing_queue_the_simulator_holds():
-    """spec/transport.md (Scherrer et al., IMC 2022): two BBRv1 flows sharing a 50 Mbit/s, 40 ms
+    """docs/transport.md (Scherrer et al., IMC 2022): two BBRv1 flows sharing a 50 Mbit/s, 40 ms
     bottleneck with a 5 BDP buffer hold a standing queue of about one BDP. Two kernel BBR flows
     on the testbed (queue read from the bottleneck, mean over 10-30 s) against the simulator's two
     flows on the same path (tests/test_fidelity.py): measured 0.89-1.14 live in 5 runs (a few

@@ -5,6 +5,7 @@ layout, metrics, the command-line glue and the refusals that come before anythin
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -27,8 +28,8 @@ from envs.metrics import transfer_metrics
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim.layout import (N_COBS, N_OBS, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_PACING_RATE, OBS_SRTT,
                              OBS_SWND)
+from conftest import compose_config, run_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def two_paths(**over) -> dict:
@@ -248,26 +249,30 @@ def test_live_options_refuse_unknown_keys():
 
 # ------------------------------------------------------------------ command line
 
-def test_live_keys_become_hydra_appends():
-    assert cli.hydra_overrides(["scenario=ispras_s1", "cc=bbr"]) == ["scenario=ispras_s1", "cc=bbr"]
-    assert cli.hydra_overrides(["backend=live", "cc=bbr"]) == ["+live=default", "+backend=live", "cc=bbr"]
-    assert cli.hydra_overrides(["compare=sim,live"]) == ["+live=default", "+compare=[sim,live]"]
-    assert cli.hydra_overrides(["backend=live", "live.emulation=delayline"]) == [
-        "+live=default", "+backend=live", "live.emulation=delayline"]
-    assert cli.hydra_overrides(["backend=live", "transport=xquic"]) == [
-        "+live=default", "+backend=live", "live.backend=xquic"]
+def test_evaluate_config_declares_the_live_keys():
+    """backend, compare, transport and live.* are keys of evaluate.yaml with their defaults, so
+    they are plain overrides (no "+", no rewriting of the command line)."""
+    default = compose_config("evaluate")
+    cfg = compose_config("evaluate", "backend=live", "transport=xquic", "compare=[sim,live]", "live.emulation=delayline")
+    assert (default.backend, default.compare, default.transport) == ("sim", None, None)
+    assert dict(default.live) == dataclasses.asdict(LiveOptions())
+    assert (cfg.backend, list(cfg.compare), cfg.transport, cfg.live.emulation) == (
+        "live", ["sim", "live"], "xquic", "delayline")
+    assert cli.wants_live(cfg) and not cli.wants_live(default)
 
 
 def run_evaluate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "evaluate.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_script("evaluate.py", *args, timeout=300)
 
 
 @pytest.mark.parametrize("args, message", [
     (["backend=live", "live.backend=xquic", "scheduler=fastest"], "unknown XQUIC scheduler 'fastest'"),
     (["backend=live", "live.backend=xquic", "scheduler=policy"], "scheduler=policy needs live.policy"),
-    (["backend=fast"], "backend must be one of sim, live"),
-    (["compare=sim,fast"], "compare takes sim,live"),
+    (["backend=fast"], "unknown backend 'fast'; valid: live, sim"),
+    (["compare=[sim,fast]"], "compare takes sim,live"),
+    (["backend=live", "live.emulation=magic"], "unknown live.emulation 'magic'; valid: auto, delayline, netem"),
+    (["backend=live", "live.telemetry_ms=0"], "live.telemetry_ms must be > 0, got 0"),
+    (["backend=live", "transport=quic"], "unknown transport 'quic'; valid: mptcp, xquic"),
     (["backend=live", "live.telemetry=5"], "Could not override 'live.telemetry'"),
     (["backend=live", "+cc.cubic.params.beta=0.5"], "parameters cannot be set per run"),
 ])

@@ -75,7 +75,7 @@ def test_file_is_a_hydra_group_option(name: str) -> None:
     assert scenario_from_dict(plain) == load_scenario(name)
 
 
-ISPRAS = {  # spec/scenarios.md: bandwidth, delay (one-way), loss %, delay variance ms^2
+ISPRAS = {  # docs/scenarios.md: bandwidth, delay (one-way), loss %, delay variance ms^2
     "ispras_s1": ((70, 20), (40, 10), (0.5, 1), (5, 5)),
     "ispras_s2": ((70, 20), (10, 40), (0.5, 1), (5, 5)),
     "ispras_s3": ((70, 70), (15, 15), (0, 0), (0, 0)),

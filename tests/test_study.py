@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
 from agents.training import run as train
@@ -21,15 +20,14 @@ from envs.plugins import cc_names, scheduler_names
 from envs.scenario import list_scenarios
 from studies import robustness, spec
 from studies.runner import run_study
+from conftest import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted(p.stem for p in (ROOT / "configs" / "study").glob("*.yaml"))
 
 
 def evaluate_cfg(tmp_path: Path, *overrides: str, study: dict | None = None, tracking: Path | None = None):
     db = tracking or tmp_path / "mlflow.db"
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="evaluate", overrides=[f"mlflow.tracking_uri=sqlite:///{db}", *overrides])
+    cfg = compose_config("evaluate", f"mlflow.tracking_uri=sqlite:///{db}", *overrides)
     if study is not None:
         with open_dict(cfg):
             cfg.study = OmegaConf.create(study)
@@ -93,6 +91,7 @@ def two_path_agent(tmp_path_factory) -> Path:
     return train(cfg, tmp / "run")["checkpoint"]
 
 
+@pytest.mark.slow
 def test_tiny_study_writes_every_output(tmp_path, two_path_agent):
     cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,rr,{two_path_agent}]", "scenario=[ispras_s1,ispras_s3]",
                        "cc=[cubic,bbr]", "runs=3", "duration_s=1")

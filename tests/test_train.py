@@ -8,20 +8,19 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 
 from agents import checkpoint
 from agents.training import run
 from envs.errors import ConfigError
+from conftest import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 
 def compose_cfg(tmp_path: Path, *overrides: str):
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        return compose(config_name="train", overrides=[f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-                                                       "train.eval_every=0", "train.eval_runs=3", *overrides])
+    return compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "train.eval_every=0",
+                          "train.eval_runs=3", *overrides)
 
 
+@pytest.mark.slow
 def test_main_job_runs_and_prints_the_comparison(tmp_path):
     out = subprocess.run([sys.executable, "train.py", "agent=dqn", "cc=cubic", "train.steps=3000",
                           "train.eval_runs=3", "train.checkpoint_every=1000",

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from hydra import compose, initialize_config_dir
 
 from agents.sweep import search_space
 from envs.errors import ConfigError
+from conftest import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
 
 TINY_SPACE = """# @package tune.space
 agent:
@@ -23,6 +22,7 @@ agent:
 """
 
 
+@pytest.mark.slow
 def test_tiny_sweep_end_to_end(tmp_path):
     (tmp_path / "configs" / "tune").mkdir(parents=True)
     (tmp_path / "configs" / "tune" / "tiny.yaml").write_text(TINY_SPACE)
@@ -71,8 +71,7 @@ def test_tiny_sweep_end_to_end(tmp_path):
     assert shown.returncode == 0 and "activation_fn: " in shown.stdout, shown.stderr[-2000:]
     from agents.training import run
 
-    with initialize_config_dir(config_dir=str(best.parent), version_base=None):
-        cfg = compose(config_name="best", overrides=["train.steps=400", "train.eval_runs=2", "train.eval_every=0"])
+    cfg = compose_config("best", "train.steps=400", "train.eval_runs=2", "train.eval_every=0", config_dir=best.parent)
     assert cfg.agent.hyperparams.policy_kwargs.activation_fn in ("relu", "tanh", "elu")
     result = run(cfg, tmp_path / "again")
     assert result["steps"] >= 400 and (tmp_path / "again" / "checkpoint" / "meta.json").is_file()
@@ -132,8 +131,7 @@ def test_every_shipped_search_space_gives_configs_its_agent_accepts(tmp_path, ag
     from agents.sweep import apply_params, check_paths
     from agents.training import make_env, setup
 
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="tune", overrides=[f"agent={agent}", "duration_s=1", "train.steps=64"])
+    cfg = compose_config("tune", f"agent={agent}", "duration_s=1", "train.steps=64")
     base = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("tune", "ray")])
     space = search_space(OmegaConf.to_container(cfg.tune.space, resolve=True))
     check_paths(base, space)
@@ -153,8 +151,7 @@ def test_cc_robust_objective_is_the_worst_cc(tmp_path):
     from agents.sweep import objective
     from agents.training import make_env, setup
 
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="train", overrides=["agent=linucb", "cc=cubic", "duration_s=1"])
+    cfg = compose_config("train", "agent=linucb", "cc=cubic", "duration_s=1")
     s = setup(cfg, tmp_path)
     env = make_env(s, 2, 0)
     agent = make_agent(s.agent_spec, env.observation_space.shape[0], int(env.action_space.n), 0)

@@ -5,11 +5,10 @@ client's rules, is reproducible, and refuses bad input by name."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
+from conftest import compose_config
 
 from envs import config
 from envs.errors import ConfigError
@@ -19,7 +18,6 @@ from envs.sim.layout import (CN_RCV_NXT, CN_SND_NXT, CN_T, ITEM_ARRIVE, ITEM_DON
                              REC_DELIVERED, WL_REBUF)
 from envs.sim.simulator import Simulator
 
-CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
 
 
 def scenario(work: dict, paths: list[tuple[float, float, float]] | None = None):
@@ -200,8 +198,7 @@ def test_bad_workloads_are_refused_by_name(work: dict, expected: str) -> None:
 
 
 def composed(*overrides: str):
-    with initialize_config_dir(config_dir=CONFIGS, version_base=None):
-        return compose(config_name="evaluate", overrides=list(overrides))
+    return compose_config("evaluate", *overrides)
 
 
 def test_workload_group_and_shortcuts_from_the_command_line() -> None:

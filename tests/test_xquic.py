@@ -21,6 +21,7 @@ except ImportError as err:
 LIVE_REASON = EXT_REASON or unavailable_reason()
 needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
 needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")
+pytestmark = pytest.mark.xquic
 
 from envs.live.xquic import XquicResult, parse_scheduler  # noqa: E402 (plain Python; no extension)
 from envs.scenario import resolve_scenarios  # noqa: E402
@@ -192,6 +193,7 @@ def transfer(tb, cc, sched, **kw):
 
 
 @needs_live
+@pytest.mark.live
 @pytest.mark.parametrize("cc, sched", [("cubic", "minrtt"), ("bbr2", "ecf"), ("reno", "rr"), ("bbr", "blest")])
 def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched):
     tr, r = transfer(testbed, cc, sched, decision_every=50)
@@ -209,6 +211,7 @@ def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched)
 
 
 @needs_live
+@pytest.mark.live
 def test_the_mode_set_from_python_takes_effect_in_the_next_interval(testbed):
     import time
     from envs.live.xquic import XquicBackend
@@ -262,6 +265,7 @@ class Always:
 
 
 @needs_live
+@pytest.mark.live
 def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(testbed, dqn_header):
     from export.runtime import ExportedPolicy
     agent, meta, header = dqn_header
@@ -282,6 +286,7 @@ def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(tes
 
 
 @needs_live
+@pytest.mark.live
 def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
     import gymnasium as gym
     import envs  # noqa: F401 (registers the environments)

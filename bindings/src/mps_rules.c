@@ -1,5 +1,5 @@
 /* The workbench's heuristic schedulers in C, on the recorded per-path counters (transport units),
- * following /work/shared/spec/schedulers.md; the Python heuristics (envs/schedulers/ecf.py,
+ * following docs/schedulers.md; the Python heuristics (envs/schedulers/ecf.py,
  * blest.py) are the reference, and tests/test_xquic.py feeds both the same states:
  *  - RR: cycle through the available paths, one packet each.
  *  - ECF (Lim et al., CoNEXT 2017): send on the fast path F when it has window; otherwise with

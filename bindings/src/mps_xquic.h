@@ -4,7 +4,7 @@
  * The caller creates the UDP sockets (one per path on the client, one on the server), each in its
  * own network namespace, and hands over their descriptors: the loop itself never changes
  * namespaces. Per-path state is recorded in the transport units of the exported policy header
- * (export/transport.py): bytes, microseconds, bytes/s, counts; columns in envs.sim.layout order.
+ * (envs/transport.py): bytes, microseconds, bytes/s, counts; columns in envs.sim.layout order.
  */
 #ifndef MPS_XQUIC_H
 #define MPS_XQUIC_H

@@ -5,7 +5,7 @@ Per packet acked on path r in congestion avoidance (windows in packets)
 ``w_r += (w_r / rtt_r^2) / (sum_p w_p / rtt_p)^2 + epsilon_r / w_r``. ``l_r`` is the larger of
 the bytes acked between the last two losses and since the last loss; the best paths B have the
 largest ``l_r / rtt_r^2`` (the paper's and Linux mptcp_olia.c's ranking, a TCP rate estimate
-squared: spec/transport.md writes ``l_r^2 / rtt_r``), M those with the largest window.
+squared; docs/transport.md), M those with the largest window.
 ``epsilon_r = 1 / (n |B \\ M|)`` for r in B \\ M, ``-1 / (n |M|)`` for r in M when B \\ M is not
 empty, else 0, with n the number of subflows. Slow start and the loss response are NewReno's.
 """

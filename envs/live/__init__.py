@@ -12,6 +12,6 @@ observation features (README, "Live runs").
   its per-subflow ``tcp_info`` as the simulator's ``obs``/``cobs`` arrays.
 - ``backends``: ``backend=`` names (mptcp; xquic: ``xquic.py`` over the ``mpsched_xquic`` extension).
 - ``env``: ``mpsched/Live-v0``; ``evaluation`` and ``cli``: ``evaluate.py backend=live`` and
-  ``compare=sim,live``; ``setup``: ``python -m envs.live.setup`` (``--xquic``: ``xquic_build``,
+  ``compare=[sim,live]``; ``setup``: ``python -m envs.live.setup`` (``--xquic``: ``xquic_build``,
   the pinned XQUIC built and the extension installed).
 """

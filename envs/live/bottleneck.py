@@ -1,7 +1,7 @@
 """A testbed path's bottleneck under shared load: long-lived kernel TCP flows through it, and its
 queue sampled over time.
 
-The simulator's shared-bottleneck laws (spec/transport.md: two BBRv1 flows hold a standing queue
+The simulator's shared-bottleneck laws (docs/transport.md: two BBRv1 flows hold a standing queue
 of about one BDP, Scherrer et al., IMC 2022) are checked against the real thing with these:
 ``tests/test_live.py`` and ``benchmarks/sim_vs_live.py --only queue``. The queue is read from
 the bottleneck's own counters (``Testbed.bottleneck``), the ground truth no sender sees.

@@ -1,14 +1,14 @@
-"""``evaluate.py backend=live ...`` and ``evaluate.py compare=sim,live ...``: the command-line side
+"""``evaluate.py backend=live ...`` and ``evaluate.py compare=[sim,live] ...``: the command-line side
 of live runs, kept here so that ``evaluate.py`` stays a thin dispatcher.
 
-``configs/evaluate.yaml`` belongs to the simulator's evaluation and has no ``backend``/``compare``
-keys, so ``hydra_overrides`` turns them into Hydra's append form (``+backend=live``) and adds the
-live options (``+live=default``, ``configs/live/default.yaml``; override with ``live.emulation=...``);
-``compare=sim,live`` becomes the list ``[sim,live]``.
+``configs/evaluate.yaml`` declares ``backend`` (sim | live), ``compare``, ``transport`` (short for
+``live.backend``) and the live options ``live.*`` (``configs/live/default.yaml``, schema
+``envs.schema.LiveOptions``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -21,35 +21,9 @@ from envs.evaluation import summary, to_json, to_table
 from envs.live.backends import get_backend
 from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_table, evaluate_live
 
-LIVE_KEYS = ("backend", "compare")
-BACKENDS = ("sim", "live")
-
-
-def hydra_overrides(argv: list[str]) -> list[str]:
-    """Command-line arguments with the live keys in a form Hydra accepts (others unchanged);
-    ``transport=<name>`` is short for ``live.backend=<name>``."""
-    out, live = [], False
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        bare = key.lstrip("+")
-        if sep and bare == "transport":  # the issue's spelling: transport=xquic is live.backend=xquic
-            out.append(f"live.backend={value}")
-            live = True
-        elif sep and bare in LIVE_KEYS and not arg.startswith("~"):
-            if bare == "compare" and "," in value and not value.startswith("["):
-                value = "[" + value.strip("'\"") + "]"
-            out.append(f"+{bare}={value}")
-            live = True
-        else:
-            out.append(arg)
-            live = live or (sep and bare.startswith("live."))
-    if live and not any(a.lstrip("+").startswith("live=") for a in argv):
-        out.insert(0, "+live=default")
-    return out
-
 
 def wants_live(cfg: DictConfig) -> bool:
-    return cfg.get("backend", "sim") != "sim" or bool(cfg.get("compare"))
+    return cfg.backend != "sim" or bool(cfg.compare)
 
 
 def _progress(msg: str) -> None:
@@ -59,12 +33,13 @@ def _progress(msg: str) -> None:
 def run(cfg: DictConfig) -> None:
     """Run ``backend=live`` or ``compare=...`` from a composed evaluate config; prints the result.
     Bad input raises ConfigError (evaluate.py prints it)."""
-    backend = cfg.get("backend", "sim")
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r} "
-                          "(the live transport is live.backend: mptcp or xquic)")
     scen, cc, cc_params = config.evaluation_request(cfg)
     opts = LiveOptions.from_mapping(config.plain(cfg.get("live")))
+    transport = cfg.get("transport")
+    if transport:
+        if transport != opts.backend and cfg.live.backend != LiveOptions.backend:
+            raise ConfigError(f"transport={transport} and live.backend={opts.backend} disagree; give one of them")
+        opts = dataclasses.replace(opts, backend=transport)
     if cc_params:
         raise ConfigError(f"live runs use {opts.backend}'s own {cc}, whose parameters cannot be set per run "
                           f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")

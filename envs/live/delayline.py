@@ -91,6 +91,7 @@ class DelayLine:
     def start(self, timeout: float = 5.0) -> DelayLine:
         """Start it and wait until its queue is bound (its iptables rule may go in after this)."""
         self.proc = popen(self.argv(), self.ns_pid, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stderr is not None  # both piped
         deadline = time.monotonic() + timeout
         line = ""
         while time.monotonic() < deadline:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from envs.live.delayline import DelayLine
 from envs.live.system import LiveError, run
-from envs.scenario import PathSpec, Scenario
+from envs.scenario import PathSpec, Scenario, max_value
 
 MAX_RATE_MBPS = 1000.0  # Mininet's TCLink ignores larger rates (TCIntf.bwParamMax)
 MTU_WIRE = 1514  # bytes of a full-size frame on the wire (1500 + Ethernet header)
@@ -76,7 +76,7 @@ def unsupported(scenario: Scenario) -> list[str]:
             out.append(f"{where}.outages")
         if p.competing.flows or (not isinstance(p.competing.udp_mbps, float) or p.competing.udp_mbps > 0):
             out.append(f"{where}.competing (cross traffic)")
-        if not scenario.is_distribution and p.bandwidth_mbps > MAX_RATE_MBPS:
+        if not scenario.is_distribution and max_value(p.bandwidth_mbps) > MAX_RATE_MBPS:
             out.append(f"{where}.bandwidth_mbps above {MAX_RATE_MBPS:g} (Mininet's TCLink limit)")
     return out
 
@@ -94,10 +94,11 @@ def plan(scenario: Scenario, mss: int = 1448) -> list[Direction]:
                         + "; ".join(problems))
     out = []
     for i, p in enumerate(scenario.paths):
-        reverse = p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms
-        for direction, delay in (("forward", p.delay_ms), ("reverse", reverse)):
-            out.append(Direction(i, direction, float(p.bandwidth_mbps), queue_packets(p, mss), float(delay),
-                                 float(p.jitter_ms), float(p.loss_pct), bool(scenario.jitter_reorders)))
+        forward = max_value(p.delay_ms)  # a concrete scenario (unsupported() refused distributions)
+        reverse = forward if p.reverse_delay_ms is None else max_value(p.reverse_delay_ms)
+        for direction, delay in (("forward", forward), ("reverse", reverse)):
+            out.append(Direction(i, direction, max_value(p.bandwidth_mbps), queue_packets(p, mss), float(delay),
+                                 max_value(p.jitter_ms), max_value(p.loss_pct), bool(scenario.jitter_reorders)))
     return out
 
 

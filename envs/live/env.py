@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.decision import DEFAULT_INTERVAL_MODES
+from envs.decision import DEFAULT_INTERVAL_MODES, DecisionSpec
 from envs.errors import ConfigError
 from envs.features import CLIP, compute, feature_set, table
 from envs.live.backends import get_backend
@@ -34,17 +34,19 @@ from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
+from envs.schema import LiveOptions
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
 
 
 class LiveEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: ScenarioLike = "ispras_s1", cc: str = "cubic", backend: str = "mptcp",
-                 decision: str = "interval", interval_ms: float = 50.0, modes: Sequence[Mapping | str] | None = None,
-                 observation: str = "leeyoo", reward: str = "throughput",
-                 reward_params: Mapping[str, float] | None = None, seed: int = 0, emulation: str = "auto",
-                 telemetry_ms: float = 10.0, verify: bool = True, mss: int = 1448) -> None:
+    def __init__(self, scenario: ScenarioLike = "ispras_s1", cc: str = "cubic", backend: str = LiveOptions.backend,
+                 decision: str = "interval", interval_ms: float = DecisionSpec.interval_ms,
+                 modes: Sequence[Mapping | str] | None = None, observation: str = "leeyoo",
+                 reward: str = RewardSpec.name, reward_params: Mapping[str, float] | None = None, seed: int = 0,
+                 emulation: str = LiveOptions.emulation, telemetry_ms: float = LiveOptions.telemetry_ms,
+                 verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss) -> None:
         found = resolve_scenarios(scenario)
         if len(found) != 1:
             raise ConfigError("mpsched/Live-v0 runs one scenario (a distribution is drawn once per testbed)")
@@ -76,7 +78,7 @@ class LiveEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(len(self.modes))
         self.seed_, self.emulation, self.telemetry_ms, self.verify, self.mss = seed, emulation, telemetry_ms, verify, mss
         self.testbed: Testbed | None = None
-        self.transfer = None
+        self.transfer: Any = None  # the backend's transfer while one runs (MptcpTransfer, XquicTransfer)
         self.decisions = 0
         self.actions: list[int] = []
         self._prev = np.zeros((1, snapshot_width(self.P)))
@@ -113,8 +115,8 @@ class LiveEnv(gym.Env):
         if self.transfer is None:
             raise LiveError("call reset() before step()")
         a = int(action)
-        if not 0 <= a < self.action_space.n:
-            raise ConfigError(f"action out of range [0, {self.action_space.n - 1}]: {a}")
+        if not 0 <= a < len(self.modes):  # the Discrete action space's size
+            raise ConfigError(f"action out of range [0, {len(self.modes) - 1}]: {a}")
         self.actions.append(a)
         if self.backend.controls_scheduler:
             self.transfer.set_mode(self._mode_names[a])

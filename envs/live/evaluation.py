@@ -24,30 +24,8 @@ from envs.live.mptcp import MptcpFallback
 from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.scenario import Scenario
+from envs.schema import LiveOptions  # configs/live: fields, defaults, ranges
 from envs.sim.simulator import SimConfig
-
-
-@dataclass(frozen=True)
-class LiveOptions:
-    """``configs/live/default.yaml``."""
-
-    backend: str = "mptcp"  # mptcp | xquic
-    policy: str | None = None  # xquic: exported policy header for scheduler=policy
-    emulation: str = "auto"  # auto | delayline | netem
-    telemetry_ms: float = 10.0
-    verify: bool = True  # measure every path before the first transfer on a testbed
-    verify_every_run: bool = False  # ... and again before every further transfer
-    retries: int = 2  # transfers re-run when MPTCP fell back to plain TCP
-    mss: int = 1448
-
-    @classmethod
-    def from_mapping(cls, m: dict | None) -> LiveOptions:
-        m = dict(m or {})
-        unknown = sorted(set(m) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise LiveError(f"unknown live option(s) {', '.join(unknown)}; valid: "
-                            f"{', '.join(cls.__dataclass_fields__)}")
-        return cls(**m)
 
 
 @dataclass

@@ -98,16 +98,16 @@ class MptcpTransfer:
                  max_duration_s: float = 600.0) -> None:
         self.tb, self.cc = testbed, check_cc(cc)
         self.workload = workload
-        self.total, self.limit_s = workload_bytes(workload)
-        if self.limit_s is None:
-            self.limit_s = max_duration_s
+        self.total, limit_s = workload_bytes(workload)
+        self.limit_s: float = max_duration_s if limit_s is None else limit_s
         if not telemetry_ms > 0:
             raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
         self.telemetry_s = telemetry_ms / 1000.0
         self.samples: list[Sample] = []
         self.received = 0
-        self.delivered_in_time = None
-        self.t0 = self.t_done = None
+        self.delivered_in_time: int | None = None
+        self.t0: float | None = None  # when the connection was up
+        self.t_done: float | None = None
         self.connect_s = math.nan
         self.done = threading.Event()
         self._accepted = threading.Event()
@@ -118,7 +118,13 @@ class MptcpTransfer:
         self._errors: list[str] = []
         self.sampler: Sampler | None = None
         self._socks: list[socket.socket] = []
-        self._counters0 = None
+        self._counters0: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def _started(self) -> float:
+        """``t0`` of a started transfer."""
+        assert self.t0 is not None, "the transfer has not started"
+        return self.t0
 
     # ------------------------------------------------------------------ run
     def start(self) -> MptcpTransfer:
@@ -188,7 +194,7 @@ class MptcpTransfer:
 
     def _send(self, sock: socket.socket) -> None:
         sent = 0
-        deadline = self.t0 + self.limit_s
+        deadline = self._started + self.limit_s
         while not self._stop.is_set() and sent < self.total and time.monotonic() < deadline:
             n = int(min(len(_ZEROS), self.total - sent))
             sent += sock.send(_ZEROS[:n])
@@ -225,7 +231,7 @@ class MptcpTransfer:
         while not self.done.is_set() and not self._stop.is_set():
             self.sample_now()
             k += 1
-            wait = self.t0 + k * self.telemetry_s - time.monotonic()
+            wait = self._started + k * self.telemetry_s - time.monotonic()
             if wait > 0:
                 self.done.wait(wait)
         self.sample_now()
@@ -236,7 +242,7 @@ class MptcpTransfer:
             return None
         with self._lock:
             try:
-                s = self.sampler.sample(time.monotonic() - self.t0)
+                s = self.sampler.sample(time.monotonic() - self._started)
             except OSError as err:
                 if err.errno == errno.EOPNOTSUPP:  # SOL_MPTCP options fail once it is plain TCP
                     self.fell_back = True
@@ -267,7 +273,8 @@ class MptcpTransfer:
         """Stop (if still running) and measure."""
         finished_at = time.monotonic()
         self.wait(0)
-        done_in_time = self.t_done is not None and self.t_done - self.t0 <= self.limit_s
+        t0, t_done = self._started, self.t_done
+        done_in_time = t_done is not None and t_done - t0 <= self.limit_s
         if not self.done.is_set():
             self._errors.append("transfer did not end")
         if self.fell_back:
@@ -275,6 +282,7 @@ class MptcpTransfer:
         self.sample_now()
         self.stop()
         counters1 = network_counters(self.tb)
+        assert self._counters0 is not None  # read when the transfer started
         sent = counters1[0] - self._counters0[0]
         lost = counters1[1] - self._counters0[1]
         P = len(self.tb.paths)
@@ -286,15 +294,15 @@ class MptcpTransfer:
         else:
             times, obs, cobs, has = np.zeros(0), np.zeros((0, P, N_OBS)), np.zeros((0, N_COBS)), np.zeros((0, P), bool)
         if math.isfinite(self.total):
-            completion = self.t_done - self.t0 if done_in_time else math.nan
+            completion = t_done - t0 if done_in_time and t_done is not None else math.nan
             delivered = self.total if done_in_time else float(self.delivered_in_time or self.received)
-            span = completion if done_in_time else min(self.limit_s, finished_at - self.t0)
+            span = completion if done_in_time else min(self.limit_s, finished_at - t0)
         else:
             delivered = float(self.received if self.delivered_in_time is None else self.delivered_in_time)
-            completion, span = math.nan, min(self.limit_s, finished_at - self.t0)
+            completion, span = math.nan, min(self.limit_s, finished_at - t0)
         return TransferResult(self.cc, self.workload.type, self.total, self.workload.duration_s, delivered,
                               completion, span, self.connect_s, times, obs, cobs, has, sent, lost,
-                              wall_s=finished_at - self.t0 + self.connect_s,
+                              wall_s=finished_at - t0 + self.connect_s,
                               error="; ".join(self._errors) or None)
 
 

@@ -198,7 +198,9 @@ class Testbed:
         routers = [net.addHost(p.router, ip=None) for p in self.paths]
         for host in [client, server, *routers]:
             self.record.host_pids[host.name] = host.pid
-            self.record.namespaces[host.name] = ns_inode(host.pid)
+            inode = ns_inode(host.pid)
+            if inode is not None:  # None: the host's shell is already gone, nothing to clean up
+                self.record.namespaces[host.name] = inode
         rates = {(d.path, d.direction): d.rate_mbps for d in self.directions}
         for p, router in zip(self.paths, routers):
             self.record.interfaces += p.interfaces()

@@ -31,6 +31,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,13 +141,13 @@ class XquicTransfer:
         self.t0: float | None = None
         self._socks: list[socket.socket] = []
         self._thread: threading.Thread | None = None
-        self._t = None
+        self._t: Any = None  # the extension's transfer object (mpsched_xquic, no type stubs)
         self._intervals: list[dict] = []
         self._decisions: list[dict] = []
         self.dropped = {"intervals": 0, "decisions": 0}  # records the rings overwrote before a read
         self._lock = threading.Lock()
         self._error: str | None = None
-        self._counters0 = None
+        self._counters0: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ run
     def start(self) -> XquicTransfer:
@@ -263,13 +264,15 @@ class XquicTransfer:
         finished_at = time.monotonic()
         if not self.done.is_set():
             self._t.stop()
-        self._thread.join(timeout=10.0)
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
         self._drain()
         r = self._t.result()
         self.stop()
         with self._lock:
             self._t = None  # frees XQUIC's engines; the records are in Python now
         counters1 = network_counters(self.tb)
+        assert self._counters0 is not None  # read when the transfer started
         sent, lost = counters1[0] - self._counters0[0], counters1[1] - self._counters0[1]
         iv = self._concat(self._intervals, len(self.tb.paths))
         obs, cobs, active = records_to_sim(iv)

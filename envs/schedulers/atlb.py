@@ -1,4 +1,4 @@
-"""ATLB, arrival-time matching load balancing (the baseline of the SOD study, spec/schedulers.md):
+"""ATLB, arrival-time matching load balancing (the baseline of the SOD study, docs/schedulers.md):
 give the next packet to the path where it would arrive at the receiver earliest, estimated from
 the path's RTT and send rate and the data queued ahead of it.
 

@@ -1,5 +1,5 @@
 """BLEST, blocking estimation (Ferlin et al., "BLEST: blocking estimation-based MPTCP scheduler
-for heterogeneous networks", IFIP Networking 2016; spec/schedulers.md).
+for heterogeneous networks", IFIP Networking 2016; docs/schedulers.md).
 
 If the fast path F has window space, send on F. Otherwise S is the available path of lowest
 srtt; F could send ``X = m_F (w_F + (rtts - 1) / 2) rtts`` bytes during one RTT of S, with

@@ -1,5 +1,5 @@
 """ECF, earliest completion first (Lim et al., "ECF: an MPTCP path scheduler to manage
-heterogeneous paths", ACM CoNEXT 2017; spec/schedulers.md).
+heterogeneous paths", ACM CoNEXT 2017; docs/schedulers.md).
 
 If the fast path F (lowest srtt) has window space, send on F. Otherwise S is the available path
 of lowest srtt; with ``k`` packets waiting, ``n = 1 + k / w_F``, ``delta = max(sigma_F,

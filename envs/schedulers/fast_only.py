@@ -1,6 +1,6 @@
 """Fast path only: send only on the path of lowest srtt, waiting while it has no window, whatever
 the other paths could carry (one of the interval actions of the LEEYOO DQN scheduler,
-spec/schedulers.md "Interval-based DQN")."""
+docs/schedulers.md "Interval-based DQN")."""
 
 from numba import njit
 

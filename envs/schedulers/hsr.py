@@ -1,5 +1,5 @@
 """HSR, highest sending rate (Kimura, Lima and Loureiro, "Alternative scheduling decisions for
-multipath TCP", IEEE Communications Letters 21(11), 2017; spec/schedulers.md): among the
+multipath TCP", IEEE Communications Letters 21(11), 2017; docs/schedulers.md): among the
 available paths choose the largest ``w_r m_r / tau'_r`` (congestion window in bytes over the
 latest RTT sample). Reading chosen: before a path's first RTT sample its srtt (the initial RTT)
 stands in for the latest sample; ties go to the lower path index."""

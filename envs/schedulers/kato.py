@@ -1,5 +1,5 @@
-"""KATO, throughput-fluctuation suppression (the KATO study of spec/scenarios.md;
-spec/schedulers.md "KATO"): estimate each path's throughput ``cwnd * MSS / RTT`` and keep the
+"""KATO, throughput-fluctuation suppression (the KATO study of docs/scenarios.md;
+docs/schedulers.md "KATO"): estimate each path's throughput ``cwnd * MSS / RTT`` and keep the
 running mean of the estimates since the connection started; among the available paths, High is
 the one closest to the mean from above, Low the one closest from below. With both, choose Low
 with probability ``alpha``, else High; with one, choose it; with none available, wait.

@@ -1,5 +1,5 @@
 """LTS, lowest time/space (Kimura, Lima and Loureiro, "Alternative scheduling decisions for
-multipath TCP", IEEE Communications Letters 21(11), 2017; spec/schedulers.md): among the
+multipath TCP", IEEE Communications Letters 21(11), 2017; docs/schedulers.md): among the
 available paths with window space ``ws = cwnd - inflight > 0`` take the lowest ``srtt / ws``;
 when no path has window space, fall back to LL (lowest srtt among the available paths, else
 wait). Not burst-safe: sending shrinks ``ws``."""

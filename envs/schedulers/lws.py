@@ -1,5 +1,5 @@
 """LWS, largest window space (Kimura, Lima and Loureiro, "Alternative scheduling decisions for
-multipath TCP", IEEE Communications Letters 21(11), 2017; spec/schedulers.md): among the
+multipath TCP", IEEE Communications Letters 21(11), 2017; docs/schedulers.md): among the
 available paths take the largest ``ws = cwnd - inflight``; paths with ``ws <= 0`` only compete on
 lowest srtt (LL). Ties go to the lower path index. Not burst-safe: sending shrinks ``ws``."""
 

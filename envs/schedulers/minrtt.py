@@ -1,7 +1,7 @@
 """minRTT / LL (lowest latency): the default scheduler of Linux MPTCP and XQUIC.
 
 Send on the available path of lowest srtt; if no path has window space, wait
-(spec/schedulers.md; Paasch et al., "Experimental evaluation of multipath TCP schedulers", 2014).
+(docs/schedulers.md; Paasch et al., "Experimental evaluation of multipath TCP schedulers", 2014).
 """
 
 from numba import njit

@@ -1,6 +1,6 @@
 """minRTT, then fast path only: in every period of ``period_ms`` (counted from the connection's
 start), minRTT for the first ``minrtt_ms``, then the fast path only (LEEYOO's two mixed actions,
-spec/schedulers.md "Interval-based DQN": minRTT 15 ms then fast-only 35 ms, minRTT 30 ms then
+docs/schedulers.md "Interval-based DQN": minRTT 15 ms then fast-only 35 ms, minRTT 30 ms then
 fast-only 20 ms, within its 50 ms decision interval).
 
 Reading chosen: the phase comes from the connection's elapsed time, so the period lines up with

@@ -1,6 +1,6 @@
 """OTIAS, out-of-order transmission for in-order arrival (Yang, Wang and Amer, "Out-of-order
 transmission for in-order arrival scheduling for multipath TCP", IEEE AINA workshops 2014;
-spec/schedulers.md): estimate every path's arrival time for the next packet, including the data
+docs/schedulers.md): estimate every path's arrival time for the next packet, including the data
 queued ahead of it, and pick the earliest.
 
 Reading chosen: as in the paper, data queued beyond a full window goes out one window per RTT,

@@ -1,6 +1,6 @@
 """Redundant: send every packet on all available paths; the receiver keeps the first copy
 (the redundant scheduler of Linux MPTCP, Frömmgen et al., "ReMP TCP: low latency multipath
-TCP", IEEE ICC 2016; spec/schedulers.md).
+TCP", IEEE ICC 2016; docs/schedulers.md).
 
 Reading chosen: a packet goes out when at least one path has window space, on each path that
 has it at that moment (paths without space get no copy later). The core sends the first copy as

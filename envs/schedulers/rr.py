@@ -1,4 +1,4 @@
-"""Round robin: cycle through the available paths, one packet each (spec/schedulers.md;
+"""Round robin: cycle through the available paths, one packet each (docs/schedulers.md;
 the round-robin scheduler of Linux MPTCP, Paasch et al. 2014)."""
 
 from numba import njit

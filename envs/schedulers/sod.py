@@ -1,5 +1,5 @@
-"""SOD, scheduling on demand, with its receiver flow control (spec/schedulers.md "SOD"; the SOD
-study of spec/scenarios.md, ns-3).
+"""SOD, scheduling on demand, with its receiver flow control (docs/schedulers.md "SOD"; the SOD
+study of docs/scenarios.md, ns-3).
 
 Loop over the paths in index order; path s gets data only on demand, while its outgoing queue
 has room: ``sw_s = min(cwnd_s, win_s)``, skip s if ``flight_s > sw_s`` or ``backlog_s > sw_s -

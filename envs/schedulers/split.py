@@ -1,6 +1,6 @@
 """Probabilistic split: each packet goes to path 0 with probability ``p_first``, otherwise to one
 of the other paths chosen uniformly; if the chosen path has no window space, wait (LEEYOO's
-split actions, spec/schedulers.md "Interval-based DQN": P(path 1) = 0.25, 0.5, 0.75).
+split actions, docs/schedulers.md "Interval-based DQN": P(path 1) = 0.25, 0.5, 0.75).
 
 Reading chosen: LEEYOO has two paths; with more, the remaining probability is shared equally.
 The draw uses the connection's stream, so runs are reproducible."""

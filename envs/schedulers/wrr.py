@@ -1,5 +1,5 @@
 """Weighted round robin: cycle through the available paths, each taking packets in proportion to
-its weight (spec/schedulers.md; Linux MPTCP's round-robin scheduler with weights).
+its weight (docs/schedulers.md; Linux MPTCP's round-robin scheduler with weights).
 
 Reading chosen: the smooth weighted round robin of nginx (each available path gains its weight
 in credit per packet, the richest sends and pays the total), so a path with weight 3 next to one

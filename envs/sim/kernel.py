@@ -1,6 +1,6 @@
 """The compiled fluid core: advances B independent multipath connections step by step.
 
-One step (default 1 ms) of one connection, in order (spec/transport.md):
+One step (default 1 ms) of one connection, in order (docs/transport.md):
 
 1. capacity schedule (trace, outages) and competing-flow activity;
 2. receiver: segments whose propagation ended arrive; their bytes are ACKed back over the
@@ -356,7 +356,7 @@ def _rto(b, t, f, conn, mss, dt):
 @njit(cache=True, _nrt=False)
 def _reinject(f, c, sg, si, ho):
     """The connection data a timed-out subflow still has in flight returns to the send queue, to
-    be retransmitted on any path (MPTCP reinjection, RFC 8684 sec. 3.3.6; spec/transport.md), so
+    be retransmitted on any path (MPTCP reinjection, RFC 8684 sec. 3.3.6; docs/transport.md), so
     a failed path does not block in-order delivery. The copies in the network still arrive and
     are acknowledged, carrying nothing new: a segment's new bytes become a hole pending
     retransmission, and the retransmitted bytes it carries return to their hole's queue."""

@@ -3,7 +3,7 @@
 The batched core keeps every quantity in a few dense float64 arrays so that one compiled call
 advances B connections. This module names their columns. Two groups are *sender-observable*
 (`OBS_*` per path, `COBS_*` per connection): they hold exactly what a real sender knows
-(spec/transport.md, "What a scheduler may look at"), and they are the only arrays a scheduler
+(docs/transport.md, "What a scheduler may look at"), and they are the only arrays a scheduler
 or a feature set receives. Everything else (bottleneck queues, true capacity, loss
 probability, the receiver's buffer) is ground truth the scheduler never sees.
 

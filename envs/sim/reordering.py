@@ -3,7 +3,7 @@
 With netem-style jitter every packet gets an independent delay ``N(0, sigma^2)``, so packets of
 one path overtake each other when sigma exceeds their spacing. A sender using QUIC's packet
 threshold (RFC 9002, kPacketThreshold = 3) or TCP's three duplicate ACKs declares a packet lost
-when 3 packets sent after it arrive first, although it was only late (spec/transport.md,
+when 3 packets sent after it arrive first, although it was only late (docs/transport.md,
 "Connection level"). The fluid core moves packets in per-step segments, so it cannot reorder
 them one by one; instead it draws, per packet, whether it would be declared lost, with the
 probability computed here as a function of ``r = spacing / sigma`` only.

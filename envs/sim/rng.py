@@ -5,7 +5,7 @@ so a connection's trajectory does not depend on which other connections share it
 the same seed gives the same numbers at B = 1 and at B = 1024. The array holds 2B states:
 ``rng[b]`` is the network's stream (random loss, jitter, competing flows' CCs) and
 ``rng[B + b]`` the sender's (its scheduler's and its CCs' own draws), so the sender's choices
-never depend on how many draws the hidden network made (spec/transport.md: the scheduler sees
+never depend on how many draws the hidden network made (docs/transport.md: the scheduler sees
 only what a real sender sees).
 """
 

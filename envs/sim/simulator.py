@@ -152,6 +152,7 @@ class Simulator:
             if path.queue_packets is not None:
                 q_ms = max_value(path.queue_packets) * self.cfg.mss * 8 / (min_bw * 1e3)
             else:
+                assert path.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
                 q_ms = max_value(path.queue_bdp) * rtt * max_value(path.bandwidth_mbps) / min_bw
             worst = max(worst, rtt + 2.0 * q_ms)
         return min(worst, 60_000.0)
@@ -251,7 +252,7 @@ class Simulator:
         w[WL_TOTAL] = work.total_bytes()
         w[WL_ITEMS] = n = work.items()
         w[WL_BIN] = w[WL_BIN_END] = self.bin_steps
-        rev = [p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms for p in scen.paths]
+        rev = [max_value(p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms) for p in scen.paths]
         w[WL_REQ_DELAY] = round(min(rev) / dt_ms)
         if work.type in ("bulk", "file"):  # everything offered at once, items end at fixed offsets
             cn[CN_SND_LIMIT] = w[WL_TOTAL]
@@ -261,7 +262,8 @@ class Simulator:
         elif work.type == "web":
             w[WL_ITEM_BYTES] = work.item_bytes()
             w[WL_PARALLEL] = work.parallel
-        else:
+        else:  # dash: the validator filled every field
+            assert work.chunk_s is not None and work.buffer_s is not None and work.bitrates_mbps is not None
             w[WL_CHUNK_STEPS] = max(round(work.chunk_s / dt), 1)
             w[WL_BUF_MAX] = round(work.buffer_s / dt)
             w[WL_HIST_K] = work.throughput_chunks
@@ -291,7 +293,7 @@ class Simulator:
     def queue_samples(self, duration_s: float, every_s: float = 0.01) -> np.ndarray:
         """Advance ``duration_s`` and sample every bottleneck's queue (bytes, ground truth that no
         scheduler sees) every ``every_s``: an array ``[samples, B, paths]``. The simulator's side of
-        the standing-queue laws (spec/transport.md; the live testbed's side is
+        the standing-queue laws (docs/transport.md; the live testbed's side is
         ``envs.live.bottleneck.QueueSampler``)."""
         chunk = max(round(every_s / self.dt), 1)
         samples = []
@@ -329,13 +331,13 @@ def _capacity_steps(path: PathSpec, dt_ms: float) -> list[tuple[int, float]]:
     """Piecewise-constant capacity as (step, Mbit/s) change points: the trace, with outages
     forcing zero."""
     times = {0.0}
-    trace = path.bandwidth_trace or [(0.0, path.bandwidth_mbps)]
+    trace = path.bandwidth_trace or [(0.0, max_value(path.bandwidth_mbps))]  # a concrete path: its value
     times.update(t for t, _ in trace)
     for start, end in path.outages:
         times.update((start, end))
 
     def nominal(t: float) -> float:
-        value = path.bandwidth_mbps
+        value = max_value(path.bandwidth_mbps)
         for t0, mbps in trace:
             if t0 <= t:
                 value = mbps

@@ -3,7 +3,7 @@
 ``step`` runs once per step and connection, after the receiver and the sender's feedback and
 before sending (kernel.py ``_run``). It moves the connection's send limit ``CN_SND_LIMIT`` (the
 bytes the application has handed to the transport) and says when the workload is complete
-(transport.md, "Workloads"):
+(docs/transport.md, "Workloads"):
 
 - bulk: a backlogged sender; with ``messages`` of ``message_mb`` back to back (MPTCP-TUT) the
   whole series is offered at once, each message's delivery is recorded, and the episode ends
