@@ -950,18 +950,18 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         if backlog <= EPS:
             break
         if blocked:
-            send, ask = blocked_rule(o, nsub)
-            if send >= 0:
-                mask = 1 << send
+            fast, second, fast_blocked = blocked_rule(o, nsub)
+            if not fast_blocked:
+                mask = 1 << fast
             else:
-                if ask < 0:
+                if second < 0:
                     break
                 advise = c[CN_ADVISE]
                 if advise < 0.0:
                     return PAUSE_DECISION
                 if advise == 0.0:
                     break
-                mask = 1 << ask
+                mask = 1 << second
         else:
             mask = pick(sid, prm, st, o, co, nsub, mss, rng, snd)
         if mask == 0:
