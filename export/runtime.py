@@ -338,9 +338,10 @@ def blocked_decision(act: Callable[[np.ndarray], np.ndarray], observation: str, 
 
     obs, cobs = from_raw(path_raw, conn_raw)
     nsub = np.asarray(nsub)
-    rule = np.array([blocked_rule(obs[r], int(nsub[r])) for r in range(len(obs))], dtype=np.int64).reshape(-1, 2)
-    out, second = rule[:, 0].copy(), rule[:, 1]
-    ask = second >= 0
+    fast, second, blocked = np.array([blocked_rule(obs[r], int(nsub[r])) for r in range(len(obs))],
+                                     dtype=np.int64).reshape(-1, 3).T
+    out = np.where(blocked, -1, fast)
+    ask = (blocked == 1) & (second >= 0)
     if ask.any():
         feats = compute(table(feature_set(observation, obs.shape[1])), obs, cobs, nsub.astype(float))
         out[ask] = np.where(act(feats[ask]) == 1, second[ask], -1)

@@ -22,10 +22,11 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from envs.errors import out_of_range
 from envs.plugins import register_scheduler
-from envs.schedulers.base import WAIT, lowest_srtt
-from envs.sim.layout import COBS_ELAPSED, COBS_RWND, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.schedulers.base import WAIT
+from envs.errors import out_of_range
+from envs.sim.layout import COBS_ELAPSED, COBS_RWND, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.sim.roles import blocked_rule
 
 PARAMS = {"lambda": 1.0, "step": 0.1, "lambda_max": 1.3}
 EXTRA = 0  # state: lambda - PARAMS lambda
@@ -44,7 +45,7 @@ def validate(values: Mapping, n_paths: int | None) -> None:
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    f = lowest_srtt(obs, nsub, False)
+    f, s, blocked = blocked_rule(obs, nsub)
     free = cobs[COBS_RWND]
     if free <= 2.0 * mss:
         st[HOL] = 1.0
@@ -56,9 +57,8 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
             st[EXTRA] = max(st[EXTRA] - prm[1], 0.0)
         st[HOL] = 0.0
         st[LAST] = now
-    if obs[f, OBS_AVAILABLE] > 0.0:
+    if not blocked:
         return 1 << f
-    s = lowest_srtt(obs, nsub, True)
     if s < 0:
         return WAIT
     rtts = obs[s, OBS_SRTT] / obs[f, OBS_SRTT]

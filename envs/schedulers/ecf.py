@@ -19,10 +19,11 @@ from collections.abc import Mapping
 
 from numba import njit
 
-from envs.errors import out_of_range
 from envs.plugins import register_scheduler
-from envs.schedulers.base import WAIT, lowest_srtt
-from envs.sim.layout import COBS_BACKLOG, OBS_AVAILABLE, OBS_CWND, OBS_RTTVAR, OBS_SRTT
+from envs.schedulers.base import WAIT
+from envs.errors import out_of_range
+from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_RTTVAR, OBS_SRTT
+from envs.sim.roles import blocked_rule
 
 PARAMS = {"beta": 0.25}  # hysteresis
 WAITING = 0  # state: 1 while ECF waits for the fast path
@@ -35,10 +36,9 @@ def validate(values: Mapping, n_paths: int | None) -> None:
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    f = lowest_srtt(obs, nsub, False)
-    if obs[f, OBS_AVAILABLE] > 0.0:
+    f, s, blocked = blocked_rule(obs, nsub)
+    if not blocked:
         return 1 << f
-    s = lowest_srtt(obs, nsub, True)
     if s < 0:
         return WAIT
     k = cobs[COBS_BACKLOG] / mss

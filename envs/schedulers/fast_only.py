@@ -13,8 +13,8 @@ PARAMS: dict[str, float] = {}
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    send, _ = blocked_rule(obs, nsub)  # the blocked-path rule, always answered "wait"
-    return WAIT if send < 0 else 1 << send
+    fast, _, blocked = blocked_rule(obs, nsub)  # the blocked-path rule, always answered "wait"
+    return WAIT if blocked else 1 << fast
 
 
 # burst: see envs.schedulers.base: same answer until the path is blocked

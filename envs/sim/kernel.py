@@ -53,9 +53,9 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
 
 ``Constants``: ``mss`` (bytes), ``dt`` (s per step), and the spurious-declaration table of
 ``envs/sim/reordering.py`` (``spur_grid``: natural logs of its grid, ``spur_prob``). Other short
-names: ``b`` the connection (and its network stream), ``snd`` its sender stream, ``t`` the step,
-``f`` a flow, ``p`` a path, ``s`` a FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the
-connection's subflows/flows.
+names: ``conn`` a ``Connection``, ``m`` the ``Constants``, ``b`` the connection's index (and its
+network stream), ``snd`` its sender stream, ``t`` the step, ``f`` a flow, ``p`` a path, ``s`` a
+FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the connection's subflows/flows.
 
 Records cost nothing inside the core, where the phases are inlined into ``_run`` (each takes
 ``conn``, the ``Connection``). Functions that are not inlined take the ``Connection`` when they
@@ -949,18 +949,18 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         if backlog <= EPS:
             break
         if blocked:
-            send, ask = blocked_rule(o, nsub)
-            if send >= 0:
-                mask = 1 << send
+            fast, second, fast_blocked = blocked_rule(o, nsub)
+            if not fast_blocked:
+                mask = 1 << fast
             else:
-                if ask < 0:
+                if second < 0:
                     break
                 advise = c[CN_ADVISE]
                 if advise < 0.0:
                     return PAUSE_DECISION
                 if advise == 0.0:
                     break
-                mask = 1 << ask
+                mask = 1 << second
         else:
             mask = pick(sid, prm, st, o, co, nsub, mss, rng, snd)
         if mask == 0:
@@ -1092,7 +1092,8 @@ def _spurious_prob(r, log_grid, table):
 
 @njit(cache=True, _nrt=False)
 def _run(b, conn, m, max_steps):
-    """Connection ``b`` (``k``: its rows) until it pauses or has run ``max_steps`` steps."""
+    """Connection ``b`` (``conn``: its rows; ``m``: the batch's ``Constants``) until it pauses or
+    has run ``max_steps`` steps."""
     c = conn.cn
     mss, dt = m.mss, m.dt
     # after a decision or interval pause the step continues at scheduling

@@ -1,16 +1,17 @@
 """Path roles and the blocked-path rule, the one definition the simulator's ``blocked`` decision
-mode, the feature sets, the ``fast_only`` heuristic and the exported policies' Python reference
-use (the exported C headers' ``mpsched_path_roles`` is its C form, checked against this one by
+mode, the feature sets, the heuristics built on it (ECF, BLEST, fast-only) and the exported
+policies' Python reference use (the exported C headers' ``mpsched_path_roles`` is its C form, checked against this one by
 ``tests/test_export.py``).
 
 Roles (ISPRAS, Peekaboo): the *fast* path is the path of lowest srtt (the lowest index on a
 tie); the *second* path is the lowest-srtt path other than the fast one that has window space
 and pacing credit (``OBS_AVAILABLE``), -1 when there is none.
 
-The blocked-path rule (ISPRAS DQN, Peekaboo, FALCON, the Q-learning and LinUCB schedulers):
-minRTT runs while the fast path has window; when the fast path is *blocked* (no window) and the
-second path has, the scheduler is asked whether to send on the second path or to wait for the
-fast one; when no path has window, nothing is sent.
+The blocked-path rule (ISPRAS DQN, Peekaboo, FALCON, the Q-learning and LinUCB schedulers; ECF
+and BLEST decide the same question by their own estimates, fast-only always waits): minRTT runs
+while the fast path has window; when the fast path is *blocked* (no window) and the second path
+has, the scheduler decides whether to send on the second path or to wait for the fast one; when
+no path has window, nothing is sent.
 """
 
 from numba import njit
@@ -35,10 +36,7 @@ def path_roles(obs, nsub):
 
 @njit(inline="always", cache=True, _nrt=False)
 def blocked_rule(obs, nsub):
-    """(send, ask): ``send`` is the fast path while it has window (ask -1), else -1; then
-    ``ask`` is the second path, whose use the scheduler decides (send on it or wait for the fast
-    path), or -1 when no path has window (wait)."""
+    """(fast, second, blocked): send on ``fast`` unless ``blocked``; when blocked, the scheduler
+    decides between ``second`` and waiting, or waits when ``second`` is -1."""
     fast, second = path_roles(obs, nsub)
-    if obs[fast, OBS_AVAILABLE] > 0.0:
-        return fast, -1
-    return -1, second
+    return fast, second, not obs[fast, OBS_AVAILABLE] > 0.0
