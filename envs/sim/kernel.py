@@ -77,7 +77,7 @@ scenarios x CCs x schedulers x decision modes):
   the workload's step are inlined (``forceinline``): no calls passing a dozen array structs per
   phase and step. The workload counts its record bins instead of dividing the step by the bin
   length every step.
-- bursts: a scheduler declaring ``BURST`` (minRTT, fixed; and the blocked decision mode) keeps its
+- bursts: a scheduler registered with ``burst=True`` (minRTT, fixed; and the blocked decision mode) keeps its
   path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
   drawing the same random numbers in the same order as per-packet sends would; round robin gets
   the same code one packet at a time. The tail segment's fields stay in registers while packets
