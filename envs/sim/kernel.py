@@ -1045,9 +1045,13 @@ def _run(b, o, co, fb, C, Pc, bnb, c, sg, si, rg, ho, sc, ct, at, rng, spur_r, s
 def advance(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, rng,
             spur_r, spur_p, active, max_steps, mss, dt, wl, item, rec):
     """Advance every active connection until it pauses (decision, interval end, episode end) or
-    has run ``max_steps`` steps. The reason is left in ``cn[b, CN_PAUSE]``."""
+    has run ``max_steps`` steps. The reason is left in ``cn[b, CN_PAUSE]``; a connection that was
+    never reset is refused (PAUSE_UNREADY): its time would not advance."""
     for b in range(cn.shape[0]):
         if not active[b] or cn[b, CN_DONE] > 0.0:
+            continue
+        if cn[b, CN_N_SUB] < 1.0 or not wl[b, WL_BIN] >= 1.0:
+            cn[b, CN_PAUSE] = PAUSE_UNREADY
             continue
         _run(b, obs[b], cobs[b], fl[b], cc[b], ccp[b], bn[b], cn[b], seg[b], segi[b], ring[b], hole[b],
              sched[b], ctrace[b], atrace[b], rng, spur_r, spur_p, max_steps, mss, dt, wl[b], item[b], rec[b])
