@@ -131,7 +131,7 @@ def load(directory: Path, expect: dict[str, Any] | None = None) -> tuple[Agent, 
         agent.load_state(Path(directory))
     except ConfigError:
         raise
-    except Exception as err:  # noqa: BLE001 (an unchecksummed file the agent's library cannot read)
+    except Exception as err:  # an unchecksummed file the agent's library cannot read
         raise ConfigError(f"damaged checkpoint {directory}: the agent's files do not load "
                           f"({type(err).__name__}: {err}); {_offer(directory)}") from err
     return agent, meta

@@ -58,7 +58,7 @@ def ending(bad_input_code: int = 1) -> Iterator[None]:
             raise
         print(f"interrupted: {err}" if str(err) else "interrupted", file=sys.stderr, flush=True)
         sys.exit(130)
-    except Exception as err:  # noqa: BLE001 (a fault outside our checks: one line, the traceback on request)
+    except Exception as err:  # a fault outside our checks: one line, the traceback on request
         if debugging():
             raise
         sys.exit(f"error: {type(err).__name__}: {err} (rerun with {DEBUG_FLAG} for the traceback)")

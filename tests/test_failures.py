@@ -328,7 +328,7 @@ def test_gym_api_refuses_with_a_message(name):
 def _raises(call) -> BaseException | None:
     try:
         call()
-    except BaseException as err:  # noqa: BLE001 (the test inspects it)
+    except BaseException as err:  # the test inspects it
         return err
     return None
 
@@ -478,7 +478,7 @@ def test_an_interrupted_run_resumes_into_its_own_mlflow_run(tmp_path, sig):
     try:
         _wait_for_checkpoint(proc, ckpt)
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
