@@ -13,15 +13,15 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs import config
-from envs.errors import ConfigError
-from envs.evaluation import evaluate_heuristic, summary, to_json, to_table
+from envs.errors import debug_argv, ending
+from envs.evaluation import capped_note, evaluate_heuristic, summary, to_json, to_table
 from envs.live import cli as live_cli  # backend=live, compare=[sim,live] (README "Live runs")
 from studies import spec as study_spec
 
 
 @hydra.main(config_path="configs", config_name="evaluate", version_base=None)
 def main(cfg: DictConfig) -> None:
-    try:
+    with ending():
         config.validate(cfg)
         if live_cli.wants_live(cfg):  # backend=live, compare=[sim,live]
             return live_cli.run(cfg)
@@ -31,12 +31,14 @@ def main(cfg: DictConfig) -> None:
         names = config.metric_request(cfg, scen)
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
                                      cc_params, config.plain(cfg.scheduler_params), float(cfg.window_s))
-    except ConfigError as err:
-        sys.exit(f"error: {err}")
-    header = {"scenario": scen.name, "workload": scen.workload.type, "cc": cc, "scheduler": cfg.scheduler,
-              "runs": cfg.runs, "seed": cfg.seed}
-    stats = summary(per_run, names)
-    print(to_json(header, stats) if cfg.format == "json" else to_table(header, stats))
+        header = {"scenario": scen.name, "workload": scen.workload.type, "cc": cc, "scheduler": cfg.scheduler,
+                  "runs": cfg.runs, "seed": cfg.seed}
+        stats = summary(per_run, names)
+        note = capped_note(scen, per_run["completion_s"], float(cfg.env.max_duration_s))
+        if cfg.format == "json":
+            print(to_json({**header, "capped": note}, stats))
+        else:
+            print(to_table(header, stats, note))
 
 
 def run_study(cfg: DictConfig) -> None:
@@ -52,4 +54,5 @@ def run_study(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = debug_argv(sys.argv[1:])
     main()

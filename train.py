@@ -7,7 +7,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from envs.errors import ConfigError
+from envs.errors import debug_argv, ending
 from envs.schema import register
 
 register()  # the config schemas configs/*.yaml build on (envs/schema.py)
@@ -15,13 +15,10 @@ register()  # the config schemas configs/*.yaml build on (envs/schema.py)
 
 @hydra.main(config_path="configs", config_name="train", version_base=None)
 def main(cfg: DictConfig) -> None:
-    from agents.training import run  # after Hydra parsed the command line (torch loads slowly)
+    with ending():  # bad input: one line naming it; Ctrl-C: where the checkpoint is and how to resume
+        from agents.training import run  # after Hydra parsed the command line (torch loads slowly)
 
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    try:
-        result = run(cfg, out_dir)
-    except ConfigError as err:
-        sys.exit(f"error: {err}")
+        result = run(cfg, Path(HydraConfig.get().runtime.output_dir))
     print(f"\n{result['steps']} steps, {result['episodes']} episodes. "
           f"Evaluation on the training scenarios and CCs ({cfg.train.eval_runs} runs each, unseen seeds):")
     print(result["table"])
@@ -30,4 +27,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = debug_argv(sys.argv[1:])
     main()

@@ -5,6 +5,8 @@ arguments (``policy_kwargs.activation_fn`` may be written as a name: relu, tanh,
 from __future__ import annotations
 
 import importlib
+import inspect
+import io
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.base import Agent, Monitor
-from envs.errors import ConfigError
+from agents.linucb import Rule, integer, number
+from envs.errors import ConfigError, out_of_range, unknown_name
 
 ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU}
 MODEL_FILE = "model.zip"
@@ -35,6 +38,37 @@ def algorithm_class(name: str) -> type[BaseAlgorithm]:
     if cls is None or not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
         raise ConfigError(f"unknown Stable-Baselines3 algorithm {name!r}; valid: {', '.join(sorted(valid + list(VARIANTS)))}")
     return cls
+
+
+# ranges of the SB3 keyword arguments the configs set (SB3 itself checks few of them, and only
+# deep inside training: torch's optimiser refuses a negative learning rate at the first update)
+RULES: dict[str, Rule] = {
+    "learning_rate": number(0.0, lo_open=True), "gamma": number(0.0, 1.0), "gae_lambda": number(0.0, 1.0),
+    "tau": number(0.0, 1.0, lo_open=True), "buffer_size": integer(1), "batch_size": integer(1),
+    "learning_starts": integer(0), "gradient_steps": integer(-1), "target_update_interval": integer(1),
+    "n_steps": integer(1), "n_epochs": integer(1), "exploration_fraction": number(0.0, 1.0),
+    "exploration_initial_eps": number(0.0, 1.0), "exploration_final_eps": number(0.0, 1.0),
+    "ent_coef": number(0.0), "vf_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True),
+    "clip_range": number(0.0, lo_open=True),
+}
+
+
+def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> None:
+    """Refuse, before anything runs, a key ``cls`` does not take and a value outside RULES,
+    naming ``agent.hyperparams.<key>``."""
+    taken: set[str] = set()
+    for klass in cls.__mro__:  # a variant's own keywords, then those it passes on (**kwargs)
+        params = inspect.signature(klass.__init__).parameters
+        taken |= {k for k, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            break
+    taken -= {"self", "args", "kwargs", "policy", "env", "seed", "device", "verbose"}
+    for key, value in hyperparams.items():
+        if key not in taken:
+            raise unknown_name(f"agent.hyperparams key for {cls.__name__}", key, taken)
+        rule = RULES.get(key)
+        if rule is not None and not isinstance(value, (list, tuple, str)) and not rule[0](value):
+            raise out_of_range(f"agent.hyperparams.{key}", value, rule[1])
 
 
 def _kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +98,7 @@ class SB3Agent(Agent):
     def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
         super().__init__(spec, n_features, n_actions, seed)
         self.cls = algorithm_class(spec.get("algorithm", "DQN"))
+        check_hyperparams(self.cls, spec.get("hyperparams") or {})
         self.model: BaseAlgorithm | None = None
 
     def _ensure(self, env) -> BaseAlgorithm:
@@ -71,8 +106,13 @@ class SB3Agent(Agent):
             try:
                 self.model = self.cls("MlpPolicy", env, seed=self.seed, verbose=0, device="cpu",
                                       **_kwargs(self.spec.get("hyperparams") or {}))
-            except TypeError as err:
+            except (TypeError, ValueError, AssertionError) as err:  # SB3's own checks of combinations
                 raise ConfigError(f"agent.hyperparams: {err}") from None
+        elif self.model.n_envs != env.num_envs:  # resumed with another train.n_envs: SB3 reloads for that
+            saved = io.BytesIO()
+            self.model.save(saved)
+            saved.seek(0)
+            self.model = self.cls.load(saved, env=env, device="cpu")
         else:
             self.model.set_env(env)
         return self.model

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ray import tune
 
 from envs import config
+from agents import tracking
 from envs.errors import ConfigError, out_of_range, unknown_name
 
 if TYPE_CHECKING:
@@ -235,14 +236,13 @@ def sweep(cfg: DictConfig) -> SweepResult:
         raise ConfigError(f"no search space for agent {cfg.agent.name!r}: add configs/tune/{cfg.agent.name}.yaml "
                           f"or give keys on the command line, e.g. tune.space.agent.params.lr='{{uniform:[0.01,0.5]}}'")
     check_paths(base_cfg, space)
+    from agents.training import prepare
+    prepare(base_cfg, Path.cwd())  # the training config itself (seed, agent hyperparameters, ...) before Ray starts
     if base_cfg.get("scenario_file"):
         base_cfg.scenario_file = str(Path(base_cfg.scenario_file).resolve())
     path = _sweep_path(t, str(cfg.agent.name))
 
-    if cfg.mlflow.get("tracking_uri"):
-        mlflow.set_tracking_uri(cfg.mlflow.tracking_uri)
-    uri = mlflow.get_tracking_uri()
-    mlflow.set_experiment(cfg.mlflow.get("experiment") or "mpsched")
+    uri = tracking.open_store(cfg.mlflow.get("tracking_uri"), cfg.mlflow.get("experiment") or "mpsched")
     state = json.loads((path / STATE_FILE).read_text()) if t.resume else {}
     with mlflow.start_run(run_id=state.get("parent_run_id"), run_name=f"sweep-{path.name}") as parent:
         if not t.resume:

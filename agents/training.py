@@ -5,7 +5,9 @@ the trained agent with minRTT at the end."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
+import shlex
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -21,18 +23,20 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from agents import checkpoint
+from agents import checkpoint, tracking
 from agents.base import Agent
 from agents.registry import make_agent
 from envs import config
-from envs.errors import ConfigError
+from envs.errors import ConfigError, Interrupted
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
-from envs.metrics import DASH_METRICS, ITEM_METRICS, mean_ci, metric_names
+from envs.metrics import DASH_METRICS, ITEM_METRICS, capped, mean_ci, metric_names
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig
 from envs.vector_env import SB3VecEnv
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -115,7 +119,8 @@ def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any
             results = {s.agent_spec.get("name", "agent"): evaluate_agent(agent, s, scen, cc, runs, seed),
                        "minrtt": evaluate_heuristic(scen, cc, "minrtt", runs, seed, s.sim, s.ccs.get(cc))}
             for name, r in results.items():
-                row: dict[str, Any] = {"scenario": scen.name, "cc": cc, "scheduler": name, "runs": runs}
+                row: dict[str, Any] = {"scenario": scen.name, "cc": cc, "scheduler": name, "runs": runs,
+                                       "capped": int(capped(scen.workload, r["completion_s"]).sum())}
                 for m in names:
                     row[m], row[m.rsplit("_", 1)[0] + "_ci95"] = mean_ci(r[m])
                 rows.append(row)
@@ -137,7 +142,15 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
             v, ci = r.get(m, math.nan), r.get(m.rsplit("_", 1)[0] + "_ci95", math.nan)
             cells.append("n/a" if math.isnan(v) else f"{v:.3f} ± {ci:.3f}")
         lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | " + " | ".join(cells) + " |")
+    lines += [f"\n{note}" for note in capped_notes(rows)]
     return "\n".join(lines)
+
+
+def capped_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per row whose runs ended at the episode cap before the workload completed."""
+    return [f"capped: {r['capped']} of {r['runs']} runs of {r['scheduler']} on {r['scenario']} under {r['cc']} "
+            f"ended at the episode cap (env.max_duration_s or the workload's duration_s) before completing; "
+            f"their completion time is n/a" for r in rows if r.get("capped")]
 
 
 # ---------------------------------------------------------------------------------- monitoring
@@ -219,32 +232,43 @@ EvalHook = Callable[[Progress, list[dict[str, Any]]], None]
 
 
 # ---------------------------------------------------------------------------------- the run
-def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict[str, Any]:
-    """Train (or resume) as configured; returns the evaluation rows and where things are.
-    ``on_eval`` sees every periodic evaluation and the final one (see ``Progress``);
-    ``mlflow.parent_run_id`` nests the run under another (a sweep's trials)."""
+def prepare(cfg: DictConfig, out_dir: Path) -> tuple[Setup, SB3VecEnv, Agent, dict[str, Any]]:
+    """The validated setup, environment and agent (new, or from ``train.resume``'s checkpoint
+    with its metadata): every bad value, hyperparameter or checkpoint is refused here, before
+    anything runs or is tracked."""
     s = setup(cfg, out_dir)
     apply_runtime(s)
     env = make_env(s, s.n_envs, s.seed)
     s.interface = interface(s, env.process, s.scenarios)
     resume = cfg.train.get("resume")
-    start = 0
-    if resume:
-        agent, meta = checkpoint.load(Path(resume), expect=s.interface)
-        start = int(meta["steps_done"])
-        if start >= s.steps:
-            raise ConfigError(f"checkpoint {resume} already finished its {start} steps (train.steps={s.steps}); "
-                              f"raise train.steps to train further")
-    else:
-        agent = make_agent(s.agent_spec, s.interface["n_features"], s.interface["n_actions"], s.seed)
+    if not resume:
+        return s, env, make_agent(s.agent_spec, s.interface["n_features"], s.interface["n_actions"], s.seed), {}
+    agent, meta = checkpoint.load(Path(resume), expect=s.interface)
+    if int(meta["steps_done"]) >= s.steps:
+        raise ConfigError(f"checkpoint {resume} already finished its {meta['steps_done']} steps "
+                          f"(train.steps={s.steps}); raise train.steps to train further")
+    return s, env, agent, meta
+
+
+def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict[str, Any]:
+    """Train (or resume) as configured; returns the evaluation rows and where things are.
+    ``on_eval`` sees every periodic evaluation and the final one (see ``Progress``);
+    ``mlflow.parent_run_id`` nests the run under another (a sweep's trials)."""
+    s, env, agent, meta = prepare(cfg, out_dir)
+    resume = cfg.train.get("resume")
+    start = int(meta["steps_done"]) if resume else 0
     ckpt_dir = out_dir / "checkpoint"
     mlflow_cfg = cfg.get("mlflow") or {}
-    if mlflow_cfg.get("tracking_uri"):
-        mlflow.set_tracking_uri(mlflow_cfg["tracking_uri"])
-    mlflow.set_experiment(mlflow_cfg.get("experiment") or "mpsched")
-    with mlflow.start_run(run_name=mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}",
-                          parent_run_id=mlflow_cfg.get("parent_run_id")) as active:
-        mlflow.log_params(_params(s, resume))
+    tracking.open_store(mlflow_cfg.get("tracking_uri"), mlflow_cfg.get("experiment") or "mpsched")
+    # a resumed run continues its own MLflow run (also one left RUNNING by kill -9) when this store has it
+    own_run = tracking.resumable(meta.get("mlflow_run_id")) if resume else None
+    name = mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}"
+    with mlflow.start_run(run_id=own_run, run_name=None if own_run else name,
+                          parent_run_id=None if own_run else mlflow_cfg.get("parent_run_id")) as active:
+        _log_params(_params(s, resume), active.info.run_id)
+        if resume:
+            mlflow.set_tags({"resumed_from": str(resume), "resumed_at_step": start,
+                             **({} if own_run else {"resumed_from_run": str(meta.get("mlflow_run_id"))})})
         tracker = Tracker()
 
         def save(finished: bool) -> None:
@@ -262,7 +286,8 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
             save(finished=False)
             mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
             mlflow.end_run(status="KILLED")
-            raise
+            raise Interrupted(f"checkpoint at {progress.steps} of {s.steps} steps in {ckpt_dir}; "
+                              f"resume with: {resume_command(ckpt_dir)}") from None
         except BaseException:
             progress.close()  # the last periodic checkpoint stays as it was
             if ckpt_dir.exists():
@@ -278,11 +303,28 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
         (out_dir / "eval.md").write_text(table + "\n")
         for r in rows:
             mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps", r["goodput_mbps"])
+            mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/capped_runs", r["capped"])
+        for note in capped_notes(rows):
+            log.warning(note)
         mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
         mlflow.log_artifact(str(out_dir / "eval.md"))
         mlflow.log_text(s.config_yaml, "config.yaml")
         return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": active.info.run_id,
                 "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes}
+
+
+def resume_command(ckpt_dir: Path) -> str:
+    """``python train.py`` with this run's command-line overrides and ``train.resume=ckpt_dir``."""
+    from hydra.core.hydra_config import HydraConfig
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    kept = [o for o in overrides if o.lstrip("+").split("=", 1)[0] != "train.resume"]
+    return " ".join(["python train.py", *map(shlex.quote, kept), shlex.quote(f"train.resume={ckpt_dir}")])
+
+
+def _log_params(params: dict[str, str], run_id: str) -> None:
+    """Log ``params``; a continued run keeps the values it has (MLflow refuses to change them)."""
+    have = mlflow.MlflowClient().get_run(run_id).data.params
+    mlflow.log_params({k: v for k, v in params.items() if k not in have})
 
 
 def _params(s: Setup, resume: str | None) -> dict[str, Any]:

@@ -24,8 +24,8 @@ from envs.plugins import scheduler_id, scheduler_params
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.sim import kernel
 from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,
-                             COBS_ELAPSED, SCHED_STATE, WL_BUFFER, WL_DASH, WL_TYPE)
-from envs.sim.simulator import Simulator
+                             CN_PAUSE, COBS_ELAPSED, PAUSE_UNREADY, SCHED_STATE, WL_BUFFER, WL_DASH, WL_TYPE)
+from envs.sim.simulator import Simulator, not_reset
 
 DECISION_MODES = ("blocked", "interval", "packet")
 DEFAULT_INTERVAL_MODES = ({"scheduler": "minrtt"}, {"scheduler": "rr"})
@@ -138,6 +138,8 @@ class DecisionProcess:
         if actions.shape[0] != s.B:
             raise ConfigError(f"expected {s.B} actions, got {actions.shape[0]}")
         n_done = _step(actions, *self._step_args)
+        if n_done == NOT_RESET:
+            raise not_reset(np.flatnonzero(s.cn[:, CN_PAUSE] == PAUSE_UNREADY))
         if n_done < 0:
             bad = actions[(actions < 0) | (actions >= self.n_actions)]
             raise ConfigError(f"action out of range [0, {self.n_actions - 1}]: {bad.tolist()}")
@@ -195,6 +197,7 @@ class Infos(Sequence):
 INFO_GOODPUT, INFO_ELAPSED, INFO_DECISIONS, INFO_DONE, INFO_BUFFER = range(5)  # buffer: -1 if not dash
 N_INFO = 5
 MAX_STEPS = 10**12  # no step budget: each connection runs to its next pause
+NOT_RESET = -2  # ``_step``'s answer when the core refused a connection that was never reset
 
 
 @njit(cache=True, _nrt=False)
@@ -206,7 +209,7 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
     ``mode_sid`` is empty: CN_ADVISE, the answer for the rest of the step; else run mode ``a`` for
     ``interval_steps``, as ``Simulator.set_mode``), advance it to its
     next pause, then rewards, features and info rows. Returns the number of finished connections,
-    or -1 (nothing applied) when an action is out of range.
+    -1 (nothing applied) when an action is out of range, or NOT_RESET.
 
     The simulator's ``kernel.State`` (obs ... rng) and ``kernel.Constants`` (mss ... spur_prob)
     arrive flat, field by field, and are rebuilt here: this is called once per env step, and
@@ -246,4 +249,6 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
         info[b, INFO_BUFFER] = wl[b, WL_BUFFER] * dt if wl[b, WL_TYPE] == WL_DASH else -1.0
         if cn[b, CN_DONE] > 0.0:
             n_done += 1
+        elif cn[b, CN_PAUSE] == PAUSE_UNREADY:
+            return NOT_RESET
     return n_done

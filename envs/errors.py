@@ -1,10 +1,22 @@
-"""Errors the workbench raises for bad input: always a sentence naming what is wrong."""
+"""Errors the workbench raises for bad input: always a sentence naming what is wrong; and how
+every command-line entry point ends (``ending``)."""
 
-from collections.abc import Iterable
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+DEBUG_FLAG = "--debug"
 
 
 class ConfigError(ValueError):
     """A name, value or combination in a config or on the command line that cannot be used."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, after the run kept what it had: the message says where it is and how to continue."""
 
 
 def unknown_name(kind: str, name: object, valid: Iterable[str]) -> ConfigError:
@@ -14,3 +26,39 @@ def unknown_name(kind: str, name: object, valid: Iterable[str]) -> ConfigError:
 
 def out_of_range(field: str, value: object, allowed: str) -> ConfigError:
     return ConfigError(f"{field} must be {allowed}, got {value!r}")
+
+
+def debug_argv(argv: list[str]) -> list[str]:
+    """``argv`` without ``--debug``, which asks for full tracebacks (as Hydra's HYDRA_FULL_ERROR=1)."""
+    if DEBUG_FLAG in argv:
+        os.environ["HYDRA_FULL_ERROR"] = "1"
+    return [a for a in argv if a != DEBUG_FLAG]
+
+
+def debugging() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+@contextmanager
+def ending(bad_input_code: int = 1) -> Iterator[None]:
+    """How an entry point ends when something goes wrong: bad input (ConfigError) prints one
+    ``error: ...`` line to stderr and exits ``bad_input_code``; Ctrl-C prints one ``interrupted: ...`` line (where the work
+    is and how to continue, when the run says so) and exits 130; any other exception prints its
+    type and message in one line and exits 1. With ``--debug`` or HYDRA_FULL_ERROR=1 the
+    exception propagates with its traceback."""
+    try:
+        yield
+    except ConfigError as err:
+        if debugging():
+            raise
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(bad_input_code)
+    except KeyboardInterrupt as err:
+        if debugging():
+            raise
+        print(f"interrupted: {err}" if str(err) else "interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)
+    except Exception as err:  # a fault outside our checks: one line, the traceback on request
+        if debugging():
+            raise
+        sys.exit(f"error: {type(err).__name__}: {err} (rerun with {DEBUG_FLAG} for the traceback)")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from envs.metrics import mean_ci
+from envs.metrics import capped, mean_ci
 from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig, Simulator
 
@@ -93,19 +93,42 @@ def summary(per_run: dict[str, np.ndarray], names: Sequence[str] = REPORTED) -> 
     return out
 
 
-def _num(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x
+def plain_json(obj: object) -> object:
+    """``obj`` with numpy scalars and arrays as Python numbers and lists, NaN and infinity as
+    None, tuples as lists: what strict JSON can hold."""
+    if isinstance(obj, dict):
+        return {str(k): plain_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [plain_json(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj: object) -> str:
+    """Strict JSON of results (``plain_json``); any other object as its string."""
+    return json.dumps(plain_json(obj), allow_nan=False, default=str)
 
 
 def to_json(header: dict, stats: dict[str, dict]) -> str:
-    clean = {k: {kk: (_num(vv) if not isinstance(vv, list) else
-                      [(_num(v) if not isinstance(v, list) else [_num(w) for w in v]) for v in vv])
-                  for kk, vv in d.items()} for k, d in stats.items()}
-    return json.dumps({**header, **clean})
+    return dumps({**header, **stats})
 
 
-def to_table(header: dict, stats: dict[str, dict]) -> str:
-    """One row per run and a mean ± 95% CI row, one column per metric in ``stats``."""
+def capped_note(scenario: Scenario, completion_s: np.ndarray, max_duration_s: float) -> str | None:
+    """One sentence when runs ended before their workload completed (``envs.metrics.capped``)."""
+    n = int(capped(scenario.workload, completion_s).sum())
+    if not n:
+        return None
+    cap = min(max_duration_s, scenario.workload.duration_s or math.inf)
+    return (f"capped: {n} of {len(completion_s)} runs ended at the episode cap ({cap:g} s, env.max_duration_s "
+            f"or the workload's duration_s) before the {scenario.workload.type} completed; completion_s is n/a")
+
+
+def to_table(header: dict, stats: dict[str, dict], note: str | None = None) -> str:
+    """One row per run and a mean ± 95% CI row, one column per metric in ``stats``, and the
+    ``note`` (e.g. ``capped_note``) last."""
     cols = [(k, *_COLUMNS[k]) for k in stats if k in _COLUMNS]
     title = ", ".join(f"{k}={v}" for k, v in header.items())
     lines = [title, "run | " + " | ".join(c[1] for c in cols)]
@@ -118,6 +141,8 @@ def to_table(header: dict, stats: dict[str, dict]) -> str:
     lines.append("mean ± 95% CI | " + " | ".join(cells))
     per_path = ", ".join(f"path {i + 1}: {m:.2f}" for i, m in enumerate(stats["per_path_goodput_mbps"]["mean"]))
     lines.append(f"per-path goodput Mbit/s (mean): {per_path}")
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -65,6 +65,14 @@ def metric_names(workload: WorkloadSpec) -> tuple[str, ...]:
     return names
 
 
+def capped(workload: WorkloadSpec, completion_s: np.ndarray) -> np.ndarray:
+    """Runs of a workload that completes (a file, messages, dash, web) that ended before
+    completing: at the episode cap (``env.max_duration_s`` or the workload's ``duration_s``), or
+    at the reorder limit with ``env.end_on_ooo``."""
+    completes = workload.type != "bulk" or bool(workload.messages)
+    return np.isnan(np.asarray(completion_s, dtype=float)) & completes
+
+
 def aggregation_benefit(goodput: np.ndarray, capacities: np.ndarray) -> np.ndarray:
     """Kaspar's aggregation benefit (D. Kaspar, "Multipath aggregation of heterogeneous access
     networks", PhD thesis, Univ. Oslo 2012; as MPTCP-TUT uses it, docs/scenarios.md): with g the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from envs.errors import ConfigError
+from envs.errors import ConfigError, debug_argv, ending
 
 KEYS = {"checkpoint": None, "out": "policy.h", "prefix": "mpsched_policy", "fixed_point": "false",
         "tracking_uri": None}
@@ -29,19 +29,16 @@ def parse(argv: list[str]) -> dict[str, str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = debug_argv(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help", "help") for a in argv):
         print(USAGE)
         return 0
-    try:
+    with ending(bad_input_code=2):
         args = parse(argv)
         from export.api import export_checkpoint
 
         fixed = str(args["fixed_point"]).lower() in ("true", "1", "yes")
         text = export_checkpoint(str(args["checkpoint"]), args["out"], str(args["prefix"]), fixed, args["tracking_uri"])
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     lines = text.count("\n")
     print(f"wrote {args['out']} ({lines} lines, {'int32 fixed point' if fixed else 'float32'})")
     return 0

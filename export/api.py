@@ -33,6 +33,8 @@ def resolve_checkpoint(ref: str | Path, tracking_uri: str | None = None, dst: st
     if RUN_ID.match(str(ref)):
         import mlflow
 
+        from agents.tracking import probe
+        probe(tracking_uri or mlflow.get_tracking_uri(), "tracking_uri")
         try:
             local = mlflow.artifacts.download_artifacts(run_id=str(ref), artifact_path="checkpoint",
                                                         dst_path=str(dst) if dst else tempfile.mkdtemp(prefix="mpsched-"),

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,6 +198,68 @@ def test_a_run_that_is_interrupted_or_killed_leaves_nothing(sig):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def _ours(prefix: str) -> tuple[list[int], set[int]]:
+    """Processes whose command line carries ``prefix`` (the testbed's hosts and helpers) and
+    their network namespaces."""
+    pids, spaces = [], set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if prefix.encode() in Path(entry.path, "cmdline").read_bytes() and pid_alive(int(entry.name)):
+                pids.append(int(entry.name))
+                spaces.add(os.stat(f"{entry.path}/ns/net").st_ino)
+        except OSError:
+            continue
+    return pids, spaces
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["INT", "KILL"])
+def test_an_interrupted_live_evaluate_leaves_nothing_and_ends_in_one_line(tmp_path, sig):
+    """``evaluate.py backend=live`` stopped mid-transfer by Ctrl-C or kill -9: no process,
+    namespace (and so no qdisc or interface in it) or root interface of its testbed is left, and
+    Ctrl-C ends in one line with exit code 130."""
+    path = tmp_path / "live_test.yaml"
+    path.write_text(yaml.safe_dump(dict(SPEC, workload={"type": "bulk", "duration_s": 30})))
+    proc = subprocess.Popen([sys.executable, "evaluate.py", "backend=live", f"scenario_file={path}", "cc=cubic",
+                             "runs=2", "live.verify=false", f"hydra.run.dir={tmp_path}/out"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    prefix = f"mps{proc.pid}"
+    try:
+        deadline, seen, spaces = time.monotonic() + 120, [], set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            pids, ns = _ours(prefix)
+            seen += pids
+            spaces |= ns
+            if len(set(seen)) >= 4:  # the hosts are up: let the transfer start
+                time.sleep(3)
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None and seen, proc.communicate()[1][-3000:]
+        seen_now, ns = _ours(prefix)
+        spaces |= ns
+        spaces.discard(os.stat("/proc/self/ns/net").st_ino)  # helpers in the root namespace: only their processes
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = ([f"process {p}" for p in _ours(prefix)[0]]
+                    + [f"namespace net:[{i}]" for i in spaces if namespace_alive(i)]
+                    + [f"interface {n}" for n in os.listdir("/sys/class/net") if n.startswith(prefix)])
+            if not left:
+                break
+            time.sleep(0.2)
+        assert not left, f"left behind after signal {sig}: {left}"
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+            assert [line for line in err.splitlines() if line.startswith("interrupted: ")] == [
+                "interrupted: 0 of 2 live runs finished; the testbed was torn down"], err[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_a_name_in_use_is_refused_before_anything_is_created():

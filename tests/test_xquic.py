@@ -306,3 +306,31 @@ def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
         assert set(np.unique(iv["mode"])) == {mpsched_xquic.MODES.index("minrtt"), mpsched_xquic.MODES.index("rr")}
     finally:
         env.close()
+
+
+@needs_live
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_evaluate_py_with_xquic_prints_every_format(tmp_path, fmt):
+    """``evaluate.py backend=live live.backend=xquic ... format=json`` used to run every transfer
+    and then die on numpy bools in the verification report; each run's numbers are also kept."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    spec = {"name": "xquic_cli", "paths": [{"bandwidth_mbps": 40, "delay_ms": 10}, {"bandwidth_mbps": 20, "delay_ms": 20}],
+            "workload": {"type": "file", "file_mb": 1}}
+    path = tmp_path / "xquic_cli.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = subprocess.run([sys.executable, "evaluate.py", "backend=live", "live.backend=xquic", f"scenario_file={path}",
+                          "cc=cubic", "runs=2", f"format={fmt}", f"hydra.run.dir={tmp_path}/out"],
+                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    if fmt == "json":
+        data = json.loads(out.stdout)
+        assert data["goodput_mbps"]["mean"] > 1 and all(c["ok"] in (True, False) for c in data["verification"][0])
+    else:
+        assert "backend=live/xquic" in out.stdout and "mean ± 95% CI" in out.stdout
+    assert len((tmp_path / "out" / "runs.jsonl").read_text().splitlines()) == 2

@@ -9,15 +9,16 @@ of live runs, kept here so that ``evaluate.py`` stays a thin dispatcher.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import sys
+from pathlib import Path
 
+import numpy as np
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs import config
-from envs.errors import ConfigError
-from envs.evaluation import summary, to_json, to_table
+from envs.errors import ConfigError, Interrupted
+from envs.evaluation import dumps, summary, to_table
 from envs.live.backends import get_backend
 from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_table, evaluate_live
 
@@ -30,9 +31,34 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+class RunLog:
+    """Each live run's metrics, one JSON line in ``runs.jsonl`` of the output directory as soon
+    as the run ends: measured runs survive a crash or Ctrl-C in what follows."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / "runs.jsonl"
+        self.done = 0
+
+    def __call__(self, run: int, metrics: dict[str, np.ndarray]) -> None:
+        with self.path.open("a") as f:
+            f.write(dumps({"run": run, **{k: v[0] for k, v in metrics.items()}}) + "\n")
+        self.done += 1
+
+
 def run(cfg: DictConfig) -> None:
     """Run ``backend=live`` or ``compare=...`` from a composed evaluate config; prints the result.
-    Bad input raises ConfigError (evaluate.py prints it)."""
+    Bad input raises ConfigError (evaluate.py prints it); Ctrl-C tears the testbed down and says
+    where the finished runs are."""
+    runs_log = RunLog(Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd())
+    try:
+        _run(cfg, runs_log)
+    except KeyboardInterrupt:
+        raise Interrupted(f"{runs_log.done} of {cfg.runs} live runs finished"
+                          + (f", their metrics are in {runs_log.path}" if runs_log.done else "")
+                          + "; the testbed was torn down") from None
+
+
+def _run(cfg: DictConfig, runs_log: RunLog) -> None:
     scen, cc, cc_params = config.evaluation_request(cfg)
     opts = LiveOptions.from_mapping(config.plain(cfg.get("live")))
     transport = cfg.get("transport")
@@ -53,18 +79,18 @@ def run(cfg: DictConfig) -> None:
         if wanted != ["live", "sim"]:
             raise ConfigError(f"compare takes sim,live, got {','.join(wanted)}")
         sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, config.sim_config(cfg.env), cc_params,
-                                  cfg.scheduler, opts, None if quiet else _progress)
+                                  cfg.scheduler, opts, None if quiet else _progress, runs_log)
         header |= {"sim_scheduler": cfg.scheduler, "live": f"{opts.backend} ({live_sched} scheduler)",
                    "emulation": info.emulation}
         if quiet:
             rows = [{"quantity": r[0], "sim": r[1], "live": r[3], "relative_error": r[5]}
                     for r in compare_rows(sim, live)]
-            print(json.dumps(_clean({**header, "sim": json.loads(to_json({}, sim)), "live": json.loads(to_json({}, live)),
-                                     "comparison": rows})))
+            print(dumps({**header, "sim": sim, "live": live, "comparison": rows}))
         else:
             print(compare_table(header, sim, live))
         return
-    per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress, cfg.scheduler)
+    per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress, cfg.scheduler,
+                                  runs_log)
     header |= {"backend": f"live/{opts.backend}", "scheduler": live_sched, "emulation": info.emulation}
     stats = summary(per_run)
     if quiet:
@@ -72,19 +98,9 @@ def run(cfg: DictConfig) -> None:
                  "timings": info.timings, "wall_s": info.wall_s}
         if own:
             extra["outcomes"] = [r.extra.get("outcome") for r in info.results]
-        print(json.dumps(_clean({**json.loads(to_json(header, stats)), **extra})))
+        print(dumps({**header, **stats, **extra}))
     else:
         print(to_table(header, stats))
         print(f"wall time {info.wall_s:.1f} s (" + "; ".join(
             ", ".join(f"{k} {v:.2f} s" for k, v in t.items()) for t in info.timings) + ")")
 
-
-def _clean(obj):
-    """NaN and infinity as null, so the output is strict JSON."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj

@@ -63,9 +63,12 @@ def live_scheduler(opts: LiveOptions, scheduler: str) -> str | None:
 
 def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options: LiveOptions | None = None,
                   progress: Callable[[str], None] | None = None,
-                  scheduler: str = "minrtt") -> tuple[dict[str, np.ndarray], LiveRun]:
+                  scheduler: str = "minrtt",
+                  on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None
+                  ) -> tuple[dict[str, np.ndarray], LiveRun]:
     """Per-run metrics (arrays of length ``runs``, as ``evaluate_heuristic``) of live transfers;
-    ``scheduler`` is used by backends that schedule themselves (xquic)."""
+    ``scheduler`` is used by backends that schedule themselves (xquic). ``on_run(run, metrics)``
+    sees each run's metrics as soon as it ends (to keep them whatever happens next)."""
     opts = options or LiveOptions()
     backend = get_backend(opts.backend)
     sched = live_scheduler(opts, scheduler)
@@ -121,6 +124,8 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
             info.results.append(result)
             info.transfer_wall_s.append(result.wall_s)
             per_run.append(result.metrics())
+            if on_run:
+                on_run(run, per_run[-1])
             if progress:
                 g = per_run[-1]["goodput_mbps"][0]
                 outcome = result.extra.get("outcome")
@@ -185,13 +190,15 @@ def compare_table(header: dict, sim_stats: dict, live_stats: dict) -> str:
 
 def compare(scenario: Scenario, cc: str, runs: int, seed: int = 0, sim_config: SimConfig | None = None,
             cc_params: dict | None = None, scheduler: str = "minrtt", options: LiveOptions | None = None,
-            progress: Callable[[str], None] | None = None) -> tuple[dict, dict, LiveRun]:
-    """Summaries (``envs.evaluation.summary``) of the simulator and of the live backend."""
+            progress: Callable[[str], None] | None = None,
+            on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None) -> tuple[dict, dict, LiveRun]:
+    """Summaries (``envs.evaluation.summary``) of the simulator and of the live backend
+    (``on_run`` as in ``evaluate_live``)."""
     opts = options or LiveOptions()
     live_scheduler(opts, scheduler)
     get_backend(opts.backend).check(cc)  # before spending time on the simulator
     sim = summary(evaluate_heuristic(scenario, cc, scheduler, runs, seed, sim_config, cc_params))
-    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress, scheduler)
+    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress, scheduler, on_run)
     return sim, summary(live_per_run), info
 
 

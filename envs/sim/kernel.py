@@ -1150,8 +1150,12 @@ def connection(s, b):
 def advance(s, m, active, max_steps):
     """Advance every active connection of the batch ``s`` (a ``State``; ``m``: its ``Constants``)
     until it pauses (decision, interval end, episode end) or has run ``max_steps`` steps. The
-    reason is left in ``s.cn[b, CN_PAUSE]``."""
+    reason is left in ``s.cn[b, CN_PAUSE]``; a connection that was never reset is refused
+    (PAUSE_UNREADY): its time would not advance."""
     for b in range(s.cn.shape[0]):
         if not active[b] or s.cn[b, CN_DONE] > 0.0:
+            continue
+        if s.cn[b, CN_N_SUB] < 1.0 or not s.wl[b, WL_BIN] >= 1.0:
+            s.cn[b, CN_PAUSE] = PAUSE_UNREADY
             continue
         _run(b, connection(s, b), m, max_steps)

@@ -127,6 +127,7 @@ PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has
 PAUSE_INTERVAL = 2  # interval/packet mode: the current action expired
 PAUSE_DONE = 3  # episode ended
 PAUSE_LIMIT = 4  # step budget of this call used up
+PAUSE_UNREADY = 5  # refused: never reset (no paths, no record bin), so no step could advance it
 
 # --- segments in flight, per flow: ``seg[B, F, Q, N_SEG]`` ------------------------------------------
 SEG_SEQ = 0  # lowest connection sequence carried (inf for spurious resends)

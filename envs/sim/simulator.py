@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from gymnasium.error import ResetNeeded
 
 from envs.errors import ConfigError, out_of_range
 from envs.plugins import cc_id, cc_params, scheduler_id, scheduler_params
@@ -46,6 +47,11 @@ class SimConfig:
             raise out_of_range("record_bin_ms", self.record_bin_ms, f">= dt_ms ({self.dt_ms})")
 
 
+def not_reset(connections: np.ndarray) -> ResetNeeded:
+    """The error for stepping connections that were never reset (the core refuses them)."""
+    return ResetNeeded(f"connection(s) {connections.tolist()} were never reset: call reset() before step()")
+
+
 def _as_list(x: object) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
@@ -70,6 +76,8 @@ class Simulator:
             raise ConfigError("cc: give at least one congestion control")
         if not isinstance(batch, int) or batch < 1:
             raise out_of_range("batch", batch, "an integer >= 1")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise out_of_range("seed", seed, "an integer >= 0")
         self.cfg = config or SimConfig()
         self.dt = self.cfg.dt_ms / 1000.0
         self.mss = float(self.cfg.mss)
@@ -283,7 +291,10 @@ class Simulator:
         returns the pause reason per connection (``PAUSE_*``)."""
         kernel.advance(self.kernel_state(), self.constants, self.active if active is None else active,
                        int(max_steps))
-        return self.cn[:, CN_PAUSE].astype(np.int64)
+        pause = self.cn[:, CN_PAUSE].astype(np.int64)
+        if (pause == PAUSE_UNREADY).any():
+            raise not_reset(np.flatnonzero(pause == PAUSE_UNREADY))
+        return pause
 
     def run(self) -> None:
         """Run every connection's current episode to its end (heuristic scheduling)."""
