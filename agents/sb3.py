@@ -58,7 +58,7 @@ def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> 
     naming ``agent.hyperparams.<key>``."""
     taken: set[str] = set()
     for klass in cls.__mro__:  # a variant's own keywords, then those it passes on (**kwargs)
-        params = inspect.signature(klass.__init__).parameters
+        params = inspect.signature(klass.__init__).parameters  # type: ignore[misc]  # each class's own constructor
         taken |= {k for k, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
             break

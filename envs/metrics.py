@@ -33,7 +33,10 @@ class Simulator(Protocol):
     rec: np.ndarray
     wl: np.ndarray
     item: np.ndarray
-    current: Sequence[Scenario | None]
+
+    @property
+    def current(self) -> Sequence[Scenario | None]: ...
+
 
 METRICS = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes",
            "reorder_mean_bytes", "ooo_exceeded")

@@ -68,7 +68,7 @@ class SslLibrary:
         if bool(inc) != bool(libs):
             raise XquicBuildError("set both XQUIC_SSL_INC (headers) and XQUIC_SSL_LIBS (libssl;libcrypto), or neither "
                                   "for Debian's android-libboringssl-dev")
-        if inc:
+        if inc and libs:
             return cls(inc, tuple(p for p in libs.split(";") if p))
         arch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
         lib_dir = f"/usr/lib/{arch}/android"
@@ -109,6 +109,7 @@ class XquicBuild:
 
     @property
     def build_dir(self) -> Path:
+        assert self.tree is not None  # __post_init__ sets it
         return self.tree / "build"  # where the extension's CMake file looks by default
 
     @property
@@ -180,6 +181,7 @@ def _logged(step: str, argv: list[str], log: Path, cwd: Path | None = None, env:
 def checkout(build: XquicBuild) -> str:
     """The tree at the pinned commit: cloned from the source, or an existing clone fetched or reused."""
     tree = build.tree
+    assert tree is not None  # XquicBuild.__post_init__ sets it
     if shutil.which("git") is None:
         raise XquicBuildError("git not found (Debian package git)")
     how = "reused"

@@ -80,8 +80,9 @@ def source(ccs: list[CCPlugin], schedulers: list[SchedulerPlugin]) -> str:
 
 def _user_sources(ccs: list[CCPlugin], schedulers: list[SchedulerPlugin]) -> str:
     """Hash of the source files of plug-ins outside the workbench ('' if there are none)."""
+    plugins: list[CCPlugin | SchedulerPlugin] = [*ccs, *schedulers]
     files = sorted({inspect.getfile(getattr(p, role).py_func)
-                    for p in [*ccs, *schedulers] if not p.builtin for role in p.functions})
+                    for p in plugins if not p.builtin for role in p.functions})
     if not files:
         return ""
     digest = hashlib.sha256()

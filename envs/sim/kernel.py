@@ -138,7 +138,7 @@ class State(NamedTuple):
     rng: np.ndarray
 
 
-Connection = namedtuple("Connection", State._fields)
+Connection = namedtuple("Connection", State._fields)  # type: ignore[misc]  # State's fields, one row each
 Connection.__doc__ = "One connection's rows of a ``State`` (views), the batch's ``rng`` whole."
 
 
