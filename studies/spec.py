@@ -65,8 +65,11 @@ class Study:
 
 
 def wanted(cfg: DictConfig) -> bool:
-    """Whether evaluate.py's request is a study: ``study=`` or a list in scheduler/scenario/cc."""
-    return (cfg.get("study") is not None or OmegaConf.is_list(cfg.get("scheduler"))
+    """Whether evaluate.py's request is a study: ``study=``, a list in scheduler/scenario/cc, or a
+    checkpoint as the scheduler (evaluated with its policy diagnostics)."""
+    scheduler = cfg.get("scheduler")
+    return (cfg.get("study") is not None or OmegaConf.is_list(scheduler)
+            or (isinstance(scheduler, str) and scheduler not in HEURISTICS and is_checkpoint_ref(scheduler))
             or len(cfg.get("scenario") or {}) > 1 or len(cfg.get("cc") or {}) > 1)
 
 
