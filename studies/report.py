@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from agents.diagnostics import format_table  # noqa: E402
 from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
-from studies import robustness  # noqa: E402
+from studies import headroom, robustness  # noqa: E402
 from studies.spec import HEURISTIC, Study  # noqa: E402
 
 
@@ -56,8 +56,9 @@ def _md(header: list[str], rows: list[list[str]], groups: list[str] | None = Non
     return "\n".join(lines)
 
 
-def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
-    """Write every output into ``out_dir``; returns name -> path."""
+def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | None = None) -> dict[str, Path]:
+    """Write every output into ``out_dir`` (with ``cells_headroom``, ``studies.headroom``'s
+    search per cell, also ``headroom.md``); returns name -> path."""
     out_dir = Path(out_dir)
     labels = [e.label for e in study.schedulers]
     scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
@@ -99,6 +100,18 @@ def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
     if degenerate:
         text += ("\nWARNING: degenerate learned policies (action shares and agreement in diagnostics.md):\n\n"
                  + "\n".join(degenerate) + "\n")
+    if cells_headroom:
+        learners = {e.label: {(sc, cc): means[i, k, c] for k, sc in enumerate(scen) for c, cc in enumerate(ccs)}
+                    for i, e in enumerate(study.schedulers) if e.kind != HEURISTIC}
+        lines = headroom.summary_lines(cells_headroom, learners)
+        text += "\nHeadroom (headroom.md):\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+        files["headroom.md"] = out_dir / "headroom.md"
+        files["headroom.md"].write_text(
+            f"# Headroom: study {study.name}\n\nThe best scheduler of a searched parametric family "
+            f"(studies/headroom.py) per cell, selected on search seeds, then scored with minRTT on the study's "
+            f"held-out seeds ({study.metric}, mean ± 95% CI over {study.runs} runs); a learner recovers the share "
+            "(learner - minRTT) / (best - minRTT) of the headroom.\n\n"
+            + headroom.format_table(cells_headroom, learners) + "\n")
     files["results.md"] = out_dir / "results.md"
     files["results.md"].write_text(text)
 

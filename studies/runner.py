@@ -41,8 +41,9 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     with _pool(study.workers) as pool:
         train_runs = train_agents(study, pool)
         results = evaluate_cells(study, pool)
+        cells_headroom = search_headroom(study, pool) if study.headroom else None
     elapsed = time.perf_counter() - start
-    files = report.write(study, results, out_dir)
+    files = report.write(study, results, out_dir, cells_headroom)
     with mlflow.start_run(run_name=f"study-{study.name}") as active:
         mlflow.log_params({"study": study.name, "metric": study.metric, "runs": study.runs, "seed": study.seed,
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
@@ -125,6 +126,18 @@ def evaluate_cells(study: Study, pool: Executor) -> dict[CellKey, dict[str, Any]
         _say(f"[study] {i}/{len(futures)} {' / '.join(key)}: "
              + (f"n/a ({err})" if err else f"{np.nanmean(results[key]['metrics'][study.metric]):.3f} {study.metric}"))
     return results
+
+
+def search_headroom(study: Study, pool: Executor) -> list[Any]:
+    """``studies.headroom.search`` in every scenario x CC cell (side by side in the pool)."""
+    from studies.headroom import search
+    futures = [pool.submit(search, scen, cc, runs=study.runs, seed=study.seed, metric=study.metric, sim=study.sim,
+                           cc_params=study.ccs.get(cc), **study.headroom)
+               for scen in study.scenarios for cc in study.ccs]
+    out = [f.result() for f in futures]
+    for h in out:
+        _say(f"[study] headroom {h.scenario} / {h.cc}: {100 * h.headroom:+.1f}% over minRTT ({h.best.label})")
+    return out
 
 
 def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]], runs: int,
