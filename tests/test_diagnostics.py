@@ -14,7 +14,7 @@ from agents.training import format_rows
 from envs.errors import ConfigError
 from envs.multipath_env import build_process
 from envs.scenario import load_scenario, resolve_scenarios
-from envs.sim.layout import OBS_AVAILABLE, OBS_NAMES, OBS_SRTT
+from envs.sim.layout import OBS_AVAILABLE, OBS_INFLIGHT, OBS_NAMES, OBS_SRTT
 from studies.headroom import Candidate, candidates, search, send_within
 
 DATA = Path(__file__).parent / "data"
@@ -138,19 +138,22 @@ def test_headroom_refuses_bad_input():
 
 # ---------------------------------------------------------------------------------- reward credit
 def test_ispras_credit_adds_the_change_of_bytes_in_flight():
-    """credit = 0 is the published reward; credit = c adds c x the change of the paths' bytes in
-    flight over the interval, normalised as the throughput term."""
+    """credit = 0 is the published reward; credit = c adds c x the change of the bytes in flight on
+    the paths other than the fast one (at the decision) over the interval, normalised as the
+    throughput term."""
     rewards = {}
     for credit in (0.0, 1.0):
         p = build_process(2, scenario=short_s1(), cc="bbr", seed=3, observation="ispras_dqn", reward="ispras",
                           reward_params={"alpha": 1.0, "beta": 0.1, "credit": credit})
         p.reset()
         out, moved = [], []
+        rows = np.arange(2)
         for i in range(40):
-            before = p.sim.obs[:, :2, 6].sum(axis=1).copy()
+            second = 1 - np.argmin(p.sim.obs[:, :2, OBS_SRTT], axis=1)  # the path other than the fast one
+            before = p.sim.obs[rows, second, OBS_INFLIGHT].copy()
             t0 = p.sim.cobs[:, 2].copy()
             r, *_ = p.step(np.full(2, i % 2))
-            moved.append((p.sim.obs[:, :2, 6].sum(axis=1) - before) / np.maximum(p.sim.cobs[:, 2] - t0, 1e-9)
+            moved.append((p.sim.obs[rows, second, OBS_INFLIGHT] - before) / np.maximum(p.sim.cobs[:, 2] - t0, 1e-9)
                          / (100 * 125_000.0))
             out.append(r)
         rewards[credit] = (np.array(out), np.array(moved))
