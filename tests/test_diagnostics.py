@@ -161,3 +161,18 @@ def test_ispras_credit_adds_the_change_of_bytes_in_flight():
     np.testing.assert_allclose(diff, rewards[1.0][1], rtol=1e-4, atol=1e-5)
     with pytest.raises(ConfigError, match="reward.credit"):
         build_process(1, reward="ispras", reward_params={"credit": -1.0})
+
+
+def test_study_headroom_key_and_checkpoint_as_scheduler(tmp_path):
+    from omegaconf import OmegaConf
+
+    from studies.spec import _headroom, wanted
+    assert _headroom(True) == {"search_runs": 5, "samples": 0} and _headroom(None) is None
+    assert _headroom({"samples": 8}) == {"search_runs": 5, "samples": 8}
+    with pytest.raises(ConfigError, match="headroom.search_runs"):
+        _headroom({"search_runs": 0})
+    with pytest.raises(ConfigError, match="search_runs, samples"):
+        _headroom({"runs": 3})
+    base = {"study": None, "scenario": {"ispras_s1": {}}, "cc": {"bbr": {}}}
+    assert wanted(OmegaConf.create({**base, "scheduler": str(tmp_path)}))  # a checkpoint: its diagnostics
+    assert not wanted(OmegaConf.create({**base, "scheduler": "minrtt"}))
