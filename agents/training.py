@@ -174,8 +174,8 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | " + " | ".join(cells) + " |")
     diag = [r for r in rows if "diagnostics" in r]
     if diag:
-        lines += ["", "Policy diagnostics (same episodes; agreement: the heuristic's answer on the same sender "
-                      "state at each decision):", "",
+        lines += ["", ("Policy diagnostics (same episodes; agreement: the heuristic's answer on the same sender "
+                       "state at each decision):"), "",
                   format_table([(r["scheduler"], r["scenario"], r["cc"]) for r in diag],
                                [r["diagnostics"] for r in diag])]
         warned = [f"WARNING {r['scenario']}/{r['cc']}: {w}" for r in diag for w in r["diagnostics"].warnings]

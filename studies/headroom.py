@@ -35,7 +35,14 @@ from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import LOWER_IS_BETTER, mean_ci
 from envs.multipath_env import build_process
 from envs.scenario import Scenario, resolve_scenarios
-from envs.sim.layout import CN_N_SUB, COBS_BACKLOG, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.sim.layout import (
+    CN_N_SUB,
+    COBS_BACKLOG,
+    OBS_AVAILABLE,
+    OBS_CWND,
+    OBS_INFLIGHT,
+    OBS_SRTT,
+)
 from envs.sim.simulator import SimConfig
 
 SEARCH_SEED_OFFSET = 2_000_000  # search episodes: neither training nor evaluation seeds
