@@ -161,13 +161,19 @@ class Headroom:
         sign = 1.0 if self.higher_is_better else -1.0
         return sign * (self.best_mean - self.minrtt_mean) / abs(self.minrtt_mean)
 
+    @property
+    def significant(self) -> bool:
+        """Whether the best found beats minRTT beyond their 95% confidence intervals."""
+        sign = 1.0 if self.higher_is_better else -1.0
+        return sign * (self.best_mean - self.minrtt_mean) > self.best_ci + self.minrtt_ci
+
     def recovered(self, learner_mean: float) -> float:
         """Share of the headroom a learner scoring ``learner_mean`` recovers (1 = all of it, 0 =
-        minRTT's score, negative = worse than minRTT); NaN when there is no headroom."""
-        gap = self.best_mean - self.minrtt_mean
-        if not (self.higher_is_better and gap > 0) and not (not self.higher_is_better and gap < 0):
+        minRTT's score, negative = worse than minRTT); NaN when there is no headroom beyond the
+        confidence intervals (a share of noise says nothing)."""
+        if not self.significant:
             return math.nan
-        return (learner_mean - self.minrtt_mean) / gap
+        return (learner_mean - self.minrtt_mean) / (self.best_mean - self.minrtt_mean)
 
 
 def search(scenario: Scenario, cc: str, *, runs: int = 10, search_runs: int = 5, samples: int = 0, seed: int = 0,
@@ -211,7 +217,8 @@ def format_table(cells: list[Headroom], learners: dict[str, dict[tuple[str, str]
         for scores in learners.values():
             v = scores.get((h.scenario, h.cc), math.nan)
             rec = h.recovered(v)
-            row += ["n/a" if math.isnan(v) else f"{v:.2f}", "n/a" if math.isnan(rec) else f"{100 * rec:.0f}%"]
+            row += ["n/a" if math.isnan(v) else f"{v:.2f}",
+                    f"{100 * rec:.0f}%" if math.isfinite(rec) else "n/a (no headroom beyond the CIs)"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -222,7 +229,8 @@ def summary_lines(cells: list[Headroom], learners: dict[str, dict[tuple[str, str
     for h in cells:
         parts = [f"{name} recovers {100 * h.recovered(s[(h.scenario, h.cc)]):.0f}%" for name, s in learners.items()
                  if (h.scenario, h.cc) in s and math.isfinite(h.recovered(s[(h.scenario, h.cc)]))]
-        out.append(f"{h.scenario} / {h.cc}: headroom over minRTT {100 * h.headroom:+.1f}% ({h.best.label})"
+        note = "" if h.significant else ", within the 95% CIs: no headroom to recover"
+        out.append(f"{h.scenario} / {h.cc}: headroom over minRTT {100 * h.headroom:+.1f}% ({h.best.label}){note}"
                    + (", " + ", ".join(parts) if parts else ""))
     return out
 
