@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from agents import checkpoint, tracking
 from agents.base import Agent
+from agents.diagnostics import DecisionLog, PolicyDiagnostics, format_table
 from agents.registry import make_agent
 from envs import config
 from envs.errors import ConfigError, Interrupted
@@ -99,32 +100,55 @@ def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> 
 # ---------------------------------------------------------------------------------- evaluation
 def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int) -> dict[str, np.ndarray]:
     """One episode per run with deterministic actions; per-run metrics."""
+    return evaluate_policy(agent, s, scenario, cc, runs, seed)[0]
+
+
+def evaluate_policy(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int,
+                    seed: int) -> tuple[dict[str, np.ndarray], PolicyDiagnostics]:
+    """``evaluate_agent`` plus the policy's diagnostics on the same episodes (action shares,
+    agreement with the reference heuristics, warnings: ``agents.diagnostics``)."""
     process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs, **s.env_kwargs)
     process.reset()
+    log = DecisionLog(process)
     while not process.sim.done.all():
-        process.step(agent.act(process.observe(), deterministic=True))
-    return process.sim.results()
+        actions = agent.act(process.observe(), deterministic=True)
+        log.record(actions)
+        process.step(actions)
+    return process.sim.results(), log.result()
 
 
 def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any]]:
     """Rows of (scenario, cc, scheduler, mean and 95% CI of goodput, completion and the
     workload's own metrics, e.g. chunk download time and rebuffering for dash) for the agent
-    and minRTT on every training scenario and CC, on the same evaluation seeds."""
+    and minRTT on every training scenario and CC, on the same evaluation seeds. The agent's rows
+    carry its ``diagnostics`` (``agents.diagnostics.PolicyDiagnostics``)."""
     rows = []
+    name = s.agent_spec.get("name", "agent")
     for scen in s.scenarios:
         names = ("goodput_mbps", "completion_s") + tuple(
             m for m in metric_names(scen.workload) if m in ITEM_METRICS + DASH_METRICS)
         for cc in s.ccs:
             seed = s.seed + EVAL_SEED_OFFSET
-            results = {s.agent_spec.get("name", "agent"): evaluate_agent(agent, s, scen, cc, runs, seed),
-                       "minrtt": evaluate_heuristic(scen, cc, "minrtt", runs, seed, s.sim, s.ccs.get(cc))}
-            for name, r in results.items():
-                row: dict[str, Any] = {"scenario": scen.name, "cc": cc, "scheduler": name, "runs": runs,
+            per_run, diagnostics = evaluate_policy(agent, s, scen, cc, runs, seed)
+            minrtt = evaluate_heuristic(scen, cc, "minrtt", runs, seed, s.sim, s.ccs.get(cc))
+            for label, r in ((name, per_run), ("minrtt", minrtt)):
+                row: dict[str, Any] = {"scenario": scen.name, "cc": cc, "scheduler": label, "runs": runs,
                                        "capped": int(capped(scen.workload, r["completion_s"]).sum())}
                 for m in names:
                     row[m], row[m.rsplit("_", 1)[0] + "_ci95"] = mean_ci(r[m])
+                if label == name:
+                    row["diagnostics"] = diagnostics
                 rows.append(row)
     return rows
+
+
+def diagnostic_metrics(rows: list[dict[str, Any]], prefix: str) -> dict[str, float]:
+    """The agent rows' diagnostics as MLflow metrics ``<prefix>/<scenario>/<cc>/<agent>/diag/...``."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if "diagnostics" in r:
+            out.update(r["diagnostics"].metrics(f"{prefix}/{r['scenario']}/{r['cc']}/{r['scheduler']}/diag"))
+    return out
 
 
 _COLUMNS = {"goodput_mbps": "goodput Mbit/s", "completion_s": "completion s", "items_done": "items",
@@ -143,6 +167,14 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
             cells.append("n/a" if math.isnan(v) else f"{v:.3f} ± {ci:.3f}")
         lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | " + " | ".join(cells) + " |")
     lines += [f"\n{note}" for note in capped_notes(rows)]
+    diag = [r for r in rows if "diagnostics" in r]
+    if diag:
+        lines += ["", ("Policy diagnostics (same episodes; agreement: the heuristic's answer on the same sender "
+                       "state at each decision):"), "",
+                  format_table([(r["scheduler"], r["scenario"], r["cc"]) for r in diag],
+                               [r["diagnostics"] for r in diag])]
+        warned = [f"WARNING {r['scenario']}/{r['cc']}: {w}" for r in diag for w in r["diagnostics"].warnings]
+        lines += [""] + warned if warned else []
     return "\n".join(lines)
 
 
@@ -215,6 +247,7 @@ class Progress:
             for r in rows:
                 self.tracker.log({f"eval/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"]},
                                  self.steps)
+            self.tracker.log(diagnostic_metrics(rows, "eval"), self.steps)
             if self.on_eval is not None:
                 self.save(finished=False)
                 self.on_eval(self, rows)
@@ -306,6 +339,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
             mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/capped_runs", r["capped"])
         for note in capped_notes(rows):
             log.warning(note)
+        mlflow.log_metrics(diagnostic_metrics(rows, "final"))
         mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
         mlflow.log_artifact(str(out_dir / "eval.md"))
         mlflow.log_text(s.config_yaml, "config.yaml")

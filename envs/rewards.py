@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit
 
 from envs.errors import out_of_range, unknown_name
-from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, COBS_ITEM_RATE, COBS_ITEMS_ACKED, OBS_ACKED, OBS_LATEST_RTT, OBS_LOSSES, OBS_SENT, OBS_SRTT
+from envs.sim.layout import (COBS_ACKED, COBS_ELAPSED, COBS_ITEM_RATE, COBS_ITEMS_ACKED, OBS_ACKED, OBS_INFLIGHT,
+                             OBS_LATEST_RTT, OBS_LOSSES, OBS_SENT, OBS_SRTT)
 
 MBIT_S = 125_000.0
 REWARDS = ("throughput", "ispras", "peekaboo", "completion", "chunk")
@@ -30,31 +31,34 @@ class RewardSpec:
     thr_norm_mbps: float = 100.0
     rtt_norm_ms: float = 100.0
     time_norm_s: float = 1.0  # completion: seconds that cost a reward of -1
+    credit: float = 0.0  # ispras: weight of the change of bytes in flight off the fast path (0: as published)
+    inorder: bool = False  # ispras: throughput as the connection's in-order delivery (False: per path, as published)
 
     def __post_init__(self) -> None:
         if self.name not in REWARDS:
             raise unknown_name("reward", self.name, REWARDS)
-        for k in ("alpha", "beta", "gamma"):
+        for k in ("alpha", "beta", "gamma", "credit"):
             if getattr(self, k) < 0:
                 raise out_of_range(f"reward.{k}", getattr(self, k), ">= 0")
         for k in ("thr_norm_mbps", "rtt_norm_ms", "time_norm_s"):
             if not getattr(self, k) > 0:
                 raise out_of_range(f"reward.{k}", getattr(self, k), "> 0")
 
-
     def vector(self) -> np.ndarray:
         """Parameters in the order the compiled evaluator reads them."""
         return np.array([REWARDS.index(self.name), self.alpha, self.beta, self.gamma,
-                         self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s])
+                         self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s, self.credit,
+                         float(self.inorder)])
 
 
 # A snapshot of the sender's counters at a decision:
-# [acked, elapsed, items acked, then per path: acked, sent, losses]
+# [acked, elapsed, items acked, then per path: acked, sent, losses, in flight, srtt]
 SNAP_ACKED, SNAP_ELAPSED, SNAP_ITEMS, SNAP_PATHS = 0, 1, 2, 3
+SNAP_PER_PATH = 5
 
 
 def snapshot_width(n_paths: int) -> int:
-    return SNAP_PATHS + 3 * n_paths
+    return SNAP_PATHS + SNAP_PER_PATH * n_paths
 
 
 @njit(cache=True)
@@ -65,7 +69,13 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
     - throughput: in-order goodput over the interval / thr_norm.
     - ispras: alpha * sum_i thr_i / thr_norm - beta * sum_i srtt_i / rtt_norm - gamma * sum_i loss_i
       (ISPRAS, docs/schedulers.md: each term normalised; loss_i = packets declared lost per packet
-      sent on path i during the interval).
+      sent on path i during the interval). Two options, off as published: ``credit`` adds
+      credit * the change of the bytes in flight on the paths other than the fast one (lowest
+      srtt at the decision) over the interval, normalised as the throughput term: the bytes a
+      blocked decision moves onto the second path count when it moves them (they leave the term
+      again when acknowledged or declared lost, when the throughput term counts them), not an RTT
+      later, after many decisions; ``inorder`` makes the throughput term the connection's in-order
+      delivery instead of the sum over paths.
     - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
     - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
     - chunk (LEEYOO, docs/schedulers.md): packets acknowledged in the interval (as goodput over
@@ -85,13 +95,19 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
             r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
             r += prm[2] * (cobs[b, COBS_ITEMS_ACKED] - prev[b, SNAP_ITEMS]) * cobs[b, COBS_ITEM_RATE] / prm[4]
         else:
+            if kind == 1 and prm[8] > 0.0:
+                r = prm[1] * (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
+            fast = _fastest(prev[b], int(nsub[b]))
             for i in range(int(nsub[b])):
-                base = SNAP_PATHS + 3 * i
+                base = SNAP_PATHS + SNAP_PER_PATH * i
                 acked = obs[b, i, OBS_ACKED] - prev[b, base]
                 if kind == 1:
                     sent = max(obs[b, i, OBS_SENT] - prev[b, base + 1], mss)
                     loss = min((obs[b, i, OBS_LOSSES] - prev[b, base + 2]) * mss / sent, 1.0)
-                    r += prm[1] * acked / dt / prm[4] - prm[2] * obs[b, i, OBS_SRTT] / prm[5] - prm[3] * loss
+                    moved = 0.0 if prm[8] > 0.0 else acked
+                    if i != fast:
+                        moved += prm[7] * (obs[b, i, OBS_INFLIGHT] - prev[b, base + 3])
+                    r += prm[1] * moved / dt / prm[4] - prm[2] * obs[b, i, OBS_SRTT] / prm[5] - prm[3] * loss
                 else:
                     r += acked / max(obs[b, i, OBS_LATEST_RTT], 1e-3) / prm[4]
         out[b] = r if live[b] else 0.0
@@ -99,7 +115,19 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
         prev[b, SNAP_ELAPSED] = cobs[b, COBS_ELAPSED]
         prev[b, SNAP_ITEMS] = cobs[b, COBS_ITEMS_ACKED]
         for i in range(int(nsub[b])):
-            base = SNAP_PATHS + 3 * i
+            base = SNAP_PATHS + SNAP_PER_PATH * i
             prev[b, base] = obs[b, i, OBS_ACKED]
             prev[b, base + 1] = obs[b, i, OBS_SENT]
             prev[b, base + 2] = obs[b, i, OBS_LOSSES]
+            prev[b, base + 3] = obs[b, i, OBS_INFLIGHT]
+            prev[b, base + 4] = obs[b, i, OBS_SRTT]
+
+
+@njit(cache=True, inline="always")
+def _fastest(snap, nsub):
+    """The path of lowest srtt at the snapshot (the fast path of the decision it was taken at)."""
+    fast = 0
+    for i in range(1, nsub):
+        if snap[SNAP_PATHS + SNAP_PER_PATH * i + 4] < snap[SNAP_PATHS + SNAP_PER_PATH * fast + 4]:
+            fast = i
+    return fast

@@ -89,6 +89,8 @@ class RewardConfig:
     thr_norm_mbps: float = RewardSpec.thr_norm_mbps
     rtt_norm_ms: float = RewardSpec.rtt_norm_ms
     time_norm_s: float = RewardSpec.time_norm_s
+    credit: float = RewardSpec.credit
+    inorder: bool = RewardSpec.inorder
 
 
 @dataclass
@@ -137,7 +139,7 @@ class EnvConfig:
     def reward_spec(self) -> RewardSpec:
         r = self.reward
         return RewardSpec(r.name, float(r.alpha), float(r.beta), float(r.gamma), float(r.thr_norm_mbps),
-                          float(r.rtt_norm_ms), float(r.time_norm_s))
+                          float(r.rtt_norm_ms), float(r.time_norm_s), float(r.credit), bool(r.inorder))
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
@@ -316,6 +318,7 @@ class EvaluateConfig(CommonConfig):
     metric: str = "goodput_mbps"  # the study's score (a study file may set its own)
     workers: int = setting(2, ge=1, integer=True)  # processes evaluating cells (and training agents) side by side
     agents_dir: str | None = None  # where a study trains and caches agents; None: <output dir>/agents
+    headroom: Any = None  # true or {search_runs, samples}: search a scheduler family per cell (studies/headroom.py)
     # live runs (README "Live runs")
     backend: str = setting("sim", one_of=EVAL_BACKENDS,  # live: run on the live testbed (live.backend's transport)
                            hint="(the live transport is live.backend: mptcp or xquic)")

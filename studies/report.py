@@ -17,8 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from agents.diagnostics import format_table  # noqa: E402
 from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
-from studies import robustness  # noqa: E402
+from studies import headroom, robustness  # noqa: E402
 from studies.spec import HEURISTIC, Study  # noqa: E402
 
 
@@ -55,8 +56,9 @@ def _md(header: list[str], rows: list[list[str]], groups: list[str] | None = Non
     return "\n".join(lines)
 
 
-def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
-    """Write every output into ``out_dir``; returns name -> path."""
+def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | None = None) -> dict[str, Path]:
+    """Write every output into ``out_dir`` (with ``cells_headroom``, ``studies.headroom``'s
+    search per cell, also ``headroom.md``); returns name -> path."""
     out_dir = Path(out_dir)
     labels = [e.label for e in study.schedulers]
     scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
@@ -93,6 +95,23 @@ def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
             + _md(header, body, groups) + "\n")
     if failed:
         text += "\nn/a: the scheduler could not run in that cell:\n\n" + "\n".join(failed) + "\n"
+    degenerate = [f"- {' / '.join(key)}: {'; '.join(r['diagnostics'].warnings)}" for key, r in results.items()
+                  if r.get("diagnostics") is not None and r["diagnostics"].warnings]
+    if degenerate:
+        text += ("\nWARNING: degenerate learned policies (action shares and agreement in diagnostics.md):\n\n"
+                 + "\n".join(degenerate) + "\n")
+    if cells_headroom:
+        learners = {e.label: {(sc, cc): means[i, k, c] for k, sc in enumerate(scen) for c, cc in enumerate(ccs)}
+                    for i, e in enumerate(study.schedulers) if e.kind != HEURISTIC}
+        lines = headroom.summary_lines(cells_headroom, learners)
+        text += "\nHeadroom (headroom.md):\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+        files["headroom.md"] = out_dir / "headroom.md"
+        files["headroom.md"].write_text(
+            f"# Headroom: study {study.name}\n\nThe best scheduler of a searched parametric family "
+            f"(studies/headroom.py) per cell, selected on search seeds, then scored with minRTT on the study's "
+            f"held-out seeds ({study.metric}, mean ± 95% CI over {study.runs} runs); a learner recovers the share "
+            "(learner - minRTT) / (best - minRTT) of the headroom.\n\n"
+            + headroom.format_table(cells_headroom, learners) + "\n")
     files["results.md"] = out_dir / "results.md"
     files["results.md"].write_text(text)
 
@@ -143,6 +162,23 @@ def write(study: Study, results: dict, out_dir: Path) -> dict[str, Path]:
             + "\n")
         files["transfer.png"] = _heatmap(matrix, names, ccs, "test CC", f"transfer: normalised {study.metric}",
                                          out_dir / "transfer.png")
+
+    diagnosed = [(key, r["diagnostics"]) for key, r in results.items() if r.get("diagnostics") is not None]
+    if diagnosed:
+        files["diagnostics.md"] = out_dir / "diagnostics.md"
+        warned = [f"- {' / '.join(key)}: {w}" for key, d in diagnosed for w in d.warnings]
+        files["diagnostics.md"].write_text(
+            f"# Policy diagnostics: study {study.name}\n\nPer learned scheduler and cell, over the cell's "
+            "episodes: the share of each action at its decisions, and how often each reference heuristic, "
+            "shown the same sender state, would have decided the same.\n\n"
+            + format_table([key for key, _ in diagnosed], [d for _, d in diagnosed]) + "\n"
+            + ("\n## Warnings\n\n" + "\n".join(warned) + "\n" if warned else ""))
+        rows_d = [{"scheduler": k[0], "scenario": k[1], "cc": k[2], "decisions": d.decisions,
+                   **{f"share_{a}": v for a, v in zip(d.action_names, d.action_shares)},
+                   **{f"agree_{h}": v for h, v in d.agreement.items()}, "warnings": "; ".join(d.warnings)}
+                  for k, d in diagnosed]
+        files["diagnostics.csv"] = out_dir / "diagnostics.csv"
+        pd.DataFrame(rows_d).to_csv(files["diagnostics.csv"], index=False)
 
     files["bars.png"] = _bars(study, means, cis, out_dir / "bars.png")
     files["heatmap.png"] = _heatmap(score.reshape(len(labels), -1), labels, [f"{s}\n{cc}" for s, cc in cells],
@@ -205,6 +241,9 @@ def mlflow_metrics(study: Study, results: dict) -> dict[str, float]:
         for k, s in enumerate(study.scenarios):
             for c, cc in enumerate(study.ccs):
                 out[f"cell/{s.name}/{cc}/{e.label}/{study.metric}"] = means[i, k, c]
+    for (label, s, cc), r in results.items():
+        if r.get("diagnostics") is not None:
+            out.update(r["diagnostics"].metrics(f"diag/{s}/{cc}/{label}"))
     return {mlflow_key(k): float(v) for k, v in out.items() if np.isfinite(v)}
 
 

@@ -41,8 +41,9 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     with _pool(study.workers) as pool:
         train_runs = train_agents(study, pool)
         results = evaluate_cells(study, pool)
+        cells_headroom = search_headroom(study, pool) if study.headroom else None
     elapsed = time.perf_counter() - start
-    files = report.write(study, results, out_dir)
+    files = report.write(study, results, out_dir, cells_headroom)
     with mlflow.start_run(run_name=f"study-{study.name}") as active:
         mlflow.log_params({"study": study.name, "metric": study.metric, "runs": study.runs, "seed": study.seed,
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
@@ -129,29 +130,43 @@ def evaluate_cells(study: Study, pool: Executor) -> dict[CellKey, dict[str, Any]
     return results
 
 
+def search_headroom(study: Study, pool: Executor) -> list[Any]:
+    """``studies.headroom.search`` in every scenario x CC cell (side by side in the pool)."""
+    from studies.headroom import search
+    futures = [pool.submit(search, scen, cc, runs=study.runs, seed=study.seed, metric=study.metric, sim=study.sim,
+                           cc_params=study.ccs.get(cc), **study.headroom)
+               for scen in study.scenarios for cc in study.ccs]
+    out = [f.result() for f in futures]
+    for h in out:
+        _say(f"[study] headroom {h.scenario} / {h.cc}: {100 * h.headroom:+.1f}% over minRTT ({h.best.label})")
+    return out
+
+
 def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]], runs: int,
                   seed: int, sim: SimConfig) -> dict[str, Any]:
-    """One cell, in a worker: per-run values of every reported metric, or the error that kept the
-    scheduler from acting here (a checkpoint made for another number of paths or feature set)."""
+    """One cell, in a worker: per-run values of every reported metric (and, for a learned policy,
+    its ``diagnostics``: ``agents.diagnostics``), or the error that kept the scheduler from acting
+    here (a checkpoint made for another number of paths or feature set)."""
     start = time.perf_counter()
     try:
         if entry.kind == HEURISTIC:
             per_run = evaluate_heuristic(scenario, cc, entry.scheduler, runs, seed, sim, ccs.get(cc),
                                          entry.params)
+            diagnostics = None
         else:
-            per_run = _evaluate_checkpoint(entry.checkpoint, scenario, cc, ccs, runs, seed)
+            per_run, diagnostics = _evaluate_checkpoint(entry.checkpoint, scenario, cc, ccs, runs, seed)
     except ConfigError as err:
         return {"metrics": {}, "error": str(err), "seconds": time.perf_counter() - start}
     metrics = {k: np.asarray(per_run[k], dtype=float) for k in metric_names(scenario.workload) if k in per_run}
-    return {"metrics": metrics, "error": None, "seconds": time.perf_counter() - start}
+    return {"metrics": metrics, "error": None, "seconds": time.perf_counter() - start, "diagnostics": diagnostics}
 
 
 _LOADED: dict[str, tuple] = {}  # checkpoint directory -> (agent, meta, setup), per worker process
 
 
 def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]],
-                         runs: int, seed: int) -> dict[str, np.ndarray]:
-    from agents.training import apply_runtime, evaluate_agent, interface, setup
+                         runs: int, seed: int) -> tuple[dict[str, np.ndarray], Any]:
+    from agents.training import apply_runtime, evaluate_policy, interface, setup
     from envs.multipath_env import build_process
 
     if directory not in _LOADED:
@@ -165,4 +180,4 @@ def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[
     s = replace(s, ccs=ccs)
     probe = build_process(1, scenario=scenario, cc=cc, seed=seed, cc_params=ccs, **s.env_kwargs)
     checkpoint.check_compatible(meta, interface(s, probe, [scenario]), directory)
-    return evaluate_agent(agent, s, scenario, cc, runs, seed)
+    return evaluate_policy(agent, s, scenario, cc, runs, seed)

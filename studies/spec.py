@@ -57,6 +57,7 @@ class Study:
     workers: int
     agents_dir: Path
     mlflow: dict[str, Any]
+    headroom: dict[str, int] | None = None  # search_runs, samples (studies.headroom); None: no search
 
     @property
     def learned(self) -> list[Entry]:
@@ -64,8 +65,11 @@ class Study:
 
 
 def wanted(cfg: DictConfig) -> bool:
-    """Whether evaluate.py's request is a study: ``study=`` or a list in scheduler/scenario/cc."""
-    return (cfg.get("study") is not None or OmegaConf.is_list(cfg.get("scheduler"))
+    """Whether evaluate.py's request is a study: ``study=``, a list in scheduler/scenario/cc, or a
+    checkpoint as the scheduler (evaluated with its policy diagnostics)."""
+    scheduler = cfg.get("scheduler")
+    return (cfg.get("study") is not None or OmegaConf.is_list(scheduler)
+            or (isinstance(scheduler, str) and scheduler not in scheduler_names() and is_checkpoint_ref(scheduler))
             or len(cfg.get("scenario") or {}) > 1 or len(cfg.get("cc") or {}) > 1)
 
 
@@ -77,10 +81,10 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     if not isinstance(given, dict):
         raise ConfigError(f"study must be a mapping (a file in configs/study), got {given!r}")
     unknown = sorted(set(given) - {"name", "metric", "higher_is_better", "runs", "scenarios", "ccs", "schedulers",
-                                   "train_overrides", "description"})
+                                   "train_overrides", "description", "headroom"})
     if unknown:
         raise ConfigError(f"study has unknown keys {', '.join(unknown)}; valid: name, metric, higher_is_better, "
-                          "runs, scenarios, ccs, schedulers, train_overrides, description")
+                          "runs, scenarios, ccs, schedulers, train_overrides, description, headroom")
     if node is not None:
         if config.plain(cfg.get("scheduler_params")):
             raise ConfigError("scheduler_params is for one scheduler; in a study give "
@@ -113,6 +117,7 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     study = Study(str(given.get("name") or "study"), [], scenarios, ccs, runs, int(cfg.seed), metric,
                   metric not in LOWER_IS_BETTER if higher is None else bool(higher), config.sim_config(cfg.env),
                   workers, agents_dir, mlflow_cfg)
+    study.headroom = _headroom(given.get("headroom", cfg.get("headroom")))
     common = [str(o) for o in given.get("train_overrides") or []]
     study.schedulers = [parse_entry(item, common, study) for item in items]
     labels = [e.label for e in study.schedulers]
@@ -120,6 +125,21 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     if repeated:
         raise ConfigError(f"schedulers: repeated label(s) {', '.join(repeated)}; give each entry its own label")
     return study
+
+
+def _headroom(value: Any) -> dict[str, int] | None:
+    """``headroom: true`` (search with the defaults), ``{search_runs: 5, samples: 0}``, or off."""
+    if value is None or value is False:
+        return None
+    out = {"search_runs": 5, "samples": 0}
+    if value is not True:
+        if not isinstance(value, dict) or set(value) - set(out):
+            raise ConfigError(f"headroom: give true or a mapping with search_runs, samples; got {value!r}")
+        out.update(value)
+    for key, v in out.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "search_runs" else 0):
+            raise out_of_range(f"headroom.{key}", v, f"an integer >= {1 if key == 'search_runs' else 0}")
+    return out
 
 
 def _names(given: dict, key: str) -> list:

@@ -98,7 +98,8 @@ def test_tiny_study_writes_every_output(tmp_path, two_path_agent):
     result = run_study(cfg, tmp_path / "out")
     files = result["files"]
     assert set(files) == {"cells.csv", "results.csv", "results.md", "robustness.csv", "robustness.md",
-                          "transfer.csv", "transfer.md", "transfer.png", "bars.png", "heatmap.png"}
+                          "transfer.csv", "transfer.md", "transfer.png", "bars.png", "heatmap.png",
+                          "diagnostics.md", "diagnostics.csv"}
     for path in files.values():
         assert path.parent == tmp_path / "out" and path.stat().st_size > 0, path
     cells = pd.read_csv(files["cells.csv"])
@@ -112,9 +113,14 @@ def test_tiny_study_writes_every_output(tmp_path, two_path_agent):
     assert ((rob["worst_score"] > 0) & (rob["worst_score"] <= rob["mean_score"]) & (rob["mean_score"] <= 1)).all()
     assert list(rob.columns[4:6]) == ["score_cubic", "score_bbr"]
     assert "linucb_bbr (trained bbr)" in files["transfer.md"].read_text()
+    diag = pd.read_csv(files["diagnostics.csv"])  # the learned policy's cells only
+    assert len(diag) == 2 * 2 and (diag["scheduler"] == "linucb_bbr").all() and (diag["decisions"] > 0).all()
+    assert ((diag["share_wait"] + diag["share_send_second"]).round(9) == 1.0).all()
+    assert ((diag["agree_minrtt"] - diag["share_send_second"]).abs() < 1e-9).all()  # blocked: minRTT always sends
     run = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result["run_id"])
     assert run.info.status == "FINISHED" and run.data.params["study"] == "study"
     assert any(k.startswith("robustness/minrtt/") for k in run.data.metrics)
+    assert any(k.startswith("diag/ispras_s1/bbr/linucb_bbr/agree/") for k in run.data.metrics)
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     artifacts = {a.path for a in client.list_artifacts(result["run_id"])}
     assert {"results.md", "robustness.md", "bars.png"} <= artifacts

@@ -1,0 +1,192 @@
+"""Policy diagnostics: what a learned scheduler actually does at its decisions.
+
+Wherever a policy is evaluated (train.py's final comparison, the study reports, evaluate.py on a
+checkpoint) the same episodes also yield, per scenario and CC:
+
+- the share of each action over all decisions (``wait`` / ``send_second`` in the blocked mode);
+- the agreement with each reference heuristic (minRTT, fast_only, ECF, BLEST): the share of the
+  policy's decisions at which that heuristic, shown the same sender state (the simulator's
+  sender-observable ``obs``/``cobs`` at the decision point, as the agent saw it), would have
+  answered the same. A heuristic's own state (ECF's waiting flag, BLEST's lambda) runs along the
+  policy's episode, updated at each decision point only;
+- warnings: a constant policy (one action at ``CONSTANT_SHARE`` of its decisions or more) and a
+  clone of a heuristic (agreement ``CLONE_AGREEMENT`` or more).
+
+In the blocked mode a decision point is a moment when the fast path has no window and another
+path has: minRTT would send on the second path there (action 1) and fast_only would wait (action
+0), so a constant policy is also a clone of one of them. The packet mode compares paths (action
+i = path i, the last action = wait); the interval mode reports action shares only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numba import njit
+
+from envs.plugins import scheduler_id, scheduler_params
+from envs.plugins.dispatch import pick
+from envs.sim.layout import CN_N_SUB, N_SCHED, SCHED_STATE
+
+if TYPE_CHECKING:
+    from envs.decision import DecisionProcess
+
+REFERENCES = ("minrtt", "fast_only", "ecf", "blest")
+"""The heuristics every policy is compared with."""
+CONSTANT_SHARE = 0.99  # a policy taking one action this often is reported as constant
+CLONE_AGREEMENT = 0.95  # ... and one agreeing this often with a heuristic as its clone
+NO_ANSWER = -1  # the heuristic's answer has no action (several paths at once)
+
+
+@njit(cache=True)
+def _answers(sid, prm, st, obs, cobs, nsub, mss, rng, live, blocked, n_actions, out):
+    """Each live connection's answer of heuristic ``sid`` at its decision point, as an action of
+    the decision mode: blocked (0 = wait, 1 = send on the second path) or packet (path index,
+    ``n_actions - 1`` = wait); ``NO_ANSWER`` for a mask of several paths."""
+    for b in range(obs.shape[0]):
+        out[b] = NO_ANSWER
+        if not live[b]:
+            continue
+        mask = pick(sid, prm, st[b], obs[b], cobs[b], int(nsub[b]), mss, rng, b)
+        if mask == 0:
+            out[b] = 0 if blocked else n_actions - 1
+        elif blocked:
+            out[b] = 1
+        elif (mask & (mask - 1)) == 0:
+            i = 0
+            while (mask >> i) != 1:
+                i += 1
+            out[b] = i
+
+
+@dataclass
+class PolicyDiagnostics:
+    """What a policy did over ``decisions`` decisions (see the module docstring)."""
+
+    decisions: int
+    action_names: tuple[str, ...]
+    action_counts: tuple[int, ...]
+    agree_counts: dict[str, int] = field(default_factory=dict)  # heuristic -> decisions answered alike
+    constant: str | None = None  # the action a constant policy takes
+    clone_of: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def action_shares(self) -> tuple[float, ...]:
+        return tuple(c / self.decisions if self.decisions else math.nan for c in self.action_counts)
+
+    @property
+    def agreement(self) -> dict[str, float]:
+        """Heuristic -> share of the decisions at which it would have answered alike."""
+        return {h: c / self.decisions if self.decisions else math.nan for h, c in self.agree_counts.items()}
+
+    def metrics(self, prefix: str) -> dict[str, float]:
+        """Flat numbers for MLflow: ``<prefix>/share/<action>``, ``<prefix>/agree/<heuristic>``,
+        ``<prefix>/decisions``, ``<prefix>/degenerate`` (1 when constant or a clone)."""
+        out = {f"{prefix}/decisions": float(self.decisions),
+               f"{prefix}/degenerate": float(bool(self.constant or self.clone_of))}
+        out.update({f"{prefix}/share/{a}": s for a, s in zip(self.action_names, self.action_shares)})
+        out.update({f"{prefix}/agree/{h}": v for h, v in self.agreement.items()})
+        return {k: v for k, v in out.items() if math.isfinite(v)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"decisions": self.decisions, "action_counts": dict(zip(self.action_names, self.action_counts)),
+                "action_shares": dict(zip(self.action_names, self.action_shares)),
+                "agreement": dict(self.agreement), "constant": self.constant, "clone_of": list(self.clone_of),
+                "warnings": list(self.warnings)}
+
+
+def action_names(process: DecisionProcess) -> tuple[str, ...]:
+    mode = process.decision.mode
+    if mode == "blocked":
+        return ("wait", "send_second")
+    if mode == "packet":
+        return (*[f"path{i + 1}" for i in range(process.n_actions - 1)], "wait")
+    return tuple(f"{i}:{m['scheduler'] if isinstance(m, dict) else m}" for i, m in enumerate(process.decision.modes))
+
+
+class DecisionLog:
+    """Collects a policy's decisions on ``process`` and, beside them, each reference heuristic's
+    answer on the same sender state. Call ``record(actions)`` before every ``process.step`` of
+    an evaluation whose episodes all start with ``process.reset()`` (one episode per connection)."""
+
+    def __init__(self, process: DecisionProcess, references: tuple[str, ...] = REFERENCES) -> None:
+        self.process = process
+        self.names = action_names(process)
+        self.counts = np.zeros(process.n_actions, dtype=np.int64)
+        mode = process.decision.mode
+        self.compared = references if mode in ("blocked", "packet") else ()
+        B = process.sim.B
+        self._sid = {h: scheduler_id(h) for h in self.compared}
+        self._prm = {h: scheduler_params(h, None, process.sim.n_paths) for h in self.compared}
+        self._state = {h: np.zeros((B, N_SCHED - SCHED_STATE)) for h in self.compared}
+        self._rng = np.random.default_rng(0).integers(1, 2**63, size=2 * B, dtype=np.uint64)  # never the sim's
+        self._same = dict.fromkeys(self.compared, 0)
+        self._answer = np.zeros(B, dtype=np.int64)
+
+    def record(self, actions: np.ndarray) -> None:
+        s = self.process.sim
+        live = ~s.done
+        acts = np.asarray(actions, dtype=np.int64).reshape(-1)
+        self.counts += np.bincount(acts[live], minlength=self.process.n_actions)[: self.process.n_actions]
+        blocked = self.process.decision.mode == "blocked"
+        for h in self.compared:
+            _answers(self._sid[h], self._prm[h], self._state[h], s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss,
+                     self._rng, live, blocked, self.process.n_actions, self._answer)
+            self._same[h] += int(np.count_nonzero(self._answer[live] == acts[live]))
+
+    def result(self) -> PolicyDiagnostics:
+        return summarise(self.names, self.counts, self._same)
+
+
+def summarise(names: tuple[str, ...], counts: np.ndarray, same: dict[str, int]) -> PolicyDiagnostics:
+    """Shares, agreement and warnings from action counts and per-heuristic agreeing decisions
+    (several logs of one policy add up: sum their counts first)."""
+    counts = tuple(int(c) for c in counts)
+    n = sum(counts)
+    if n == 0:
+        return PolicyDiagnostics(0, names, counts, dict(same),
+                                 warnings=("never asked: no decision point in these episodes",))
+    top = int(np.argmax(counts))
+    constant = names[top] if counts[top] >= CONSTANT_SHARE * n else None
+    clones = tuple(h for h, v in same.items() if v >= CLONE_AGREEMENT * n)
+    warnings = []
+    if constant:
+        warnings.append(f"constant policy: '{constant}' at {100 * counts[top] / n:.1f}% of {n} decisions")
+    if clones:
+        warnings.append("clone of " + ", ".join(f"{h} ({100 * same[h] / n:.1f}% same decisions)" for h in clones)
+                        + f" over {n} decisions")
+    return PolicyDiagnostics(n, names, counts, dict(same), constant, clones, tuple(warnings))
+
+
+def combine(parts: list[PolicyDiagnostics]) -> PolicyDiagnostics:
+    """One policy's diagnostics over several cells (decision-weighted)."""
+    names = parts[0].action_names
+    counts = np.sum([p.action_counts for p in parts], axis=0)
+    same = {h: sum(p.agree_counts[h] for p in parts) for h in parts[0].agree_counts}
+    return summarise(names, counts, same)
+
+
+def format_table(rows: list[tuple[str, ...]], diags: list[PolicyDiagnostics]) -> str:
+    """Markdown: one row per (labels..., diagnostics), the label columns being
+    ``scheduler | scenario | cc``; action shares, agreement with each heuristic, warnings."""
+    if not diags:
+        return ""
+    actions = max((d.action_names for d in diags), key=len)
+    refs = list(dict.fromkeys(h for d in diags for h in d.agreement))
+    head = ["scheduler", "scenario", "cc", "decisions", *[f"{a} %" for a in actions], *[f"= {h} %" for h in refs],
+            "warning"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for labels, d in zip(rows, diags):
+        shares = dict(zip(d.action_names, d.action_shares))
+        cells = [*labels, str(d.decisions), *[_pct(shares.get(a, math.nan)) for a in actions],
+                 *[_pct(d.agreement.get(h, math.nan)) for h in refs], "; ".join(d.warnings) or "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{100 * x:.1f}"

@@ -1,0 +1,150 @@
+"""What a reward tells a learner about the blocked decision (wait for the fast path / send on the
+second): why the published ISPRAS reward lets the DQN and the bandits collapse to one action.
+
+A policy that sends with probability 1/2 at every decision, independently of the state, runs one
+episode per connection; the decisions it meets and the rewards that follow are then split by the
+action taken. Because the action is drawn independently of the state, the difference of the
+means by action is the action's average effect on what the learner sees:
+
+- ``decisions/s``: how often the blocked decision occurs (per second of transfer);
+- ``dt wait / send ms``: how long until the next decision after each action;
+- ``r wait / r send``: the immediate reward after each action (what a bandit learns from), and
+  ``effect r (t)``: their difference over its standard error;
+- ``G wait / G send`` and ``effect G (t)``: the same for the discounted return over the following
+  decisions with the agent's ``gamma`` per decision (what the DQN's Q-values estimate under this
+  policy).
+
+``python benchmarks/reward_signal.py --reward ispras --reward ispras_credit --cc bbr bbr2``
+(``--preset dqn`` reads the reward and gamma of ``configs/agent/dqn.yaml``). With
+``--checkpoint <dir>`` of a trained DQN it prints instead, on the features of the same decisions,
+the network's Q-values per action and the gap ``Q(send) - Q(wait)``, beside the size of the
+action's effect on the return that the gap should reflect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from envs.multipath_env import build_process
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
+
+
+def preset(name: str) -> tuple[dict, float]:
+    """Reward and per-decision discount of an agent preset."""
+    cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / f"{name}.yaml"))
+    agent = cfg["agent"]
+    gamma = (agent.get("hyperparams") or {}).get("gamma", (agent.get("params") or {}).get("gamma", 0.0))
+    return cfg["env"]["reward"], float(gamma)
+
+
+def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: float = 0.5):
+    """Per connection: actions, rewards and the time to the next decision, one episode each."""
+    params = {k: v for k, v in reward.items() if k != "name"}
+    p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
+                      reward=reward["name"], reward_params=params)
+    rng = np.random.default_rng(seed)
+    p.reset()
+    acts, rews, dts = [[] for _ in range(runs)], [[] for _ in range(runs)], [[] for _ in range(runs)]
+    feats = []
+    while not p.sim.done.all():
+        live = ~p.sim.done
+        feats.append(p.last_obs[live].copy())
+        t0 = p.sim.cobs[:, 2].copy()
+        a = (rng.random(runs) < p_send).astype(np.int64)
+        r, _, _, _ = p.step(a)
+        for b in np.flatnonzero(live):
+            acts[b].append(a[b])
+            rews[b].append(r[b])
+            dts[b].append(p.sim.cobs[b, 2] - t0[b])
+    seconds = float(np.sum(p.sim.cobs[:, 2]))
+    collect.features = np.concatenate(feats)  # decision order, not connection order
+    return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
+
+
+def q_values(directory: str, features: np.ndarray) -> np.ndarray:
+    """Q-values [N, 2] of a Stable-Baselines3 DQN checkpoint."""
+    import torch
+
+    from agents import checkpoint
+    agent, _ = checkpoint.load(Path(directory))
+    with torch.no_grad():
+        return agent.model.q_net(torch.as_tensor(features, dtype=torch.float32)).numpy()
+
+
+def discounted(r: np.ndarray, gamma: float) -> np.ndarray:
+    g = np.zeros_like(r, dtype=float)
+    acc = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        acc = r[t] + gamma * acc
+        g[t] = acc
+    return g
+
+
+def effect(x: np.ndarray, a: np.ndarray) -> tuple[float, float, float]:
+    """Mean after wait, mean after send, and their difference over its standard error."""
+    w, s = x[a == 0], x[a == 1]
+    if len(w) < 2 or len(s) < 2:
+        return math.nan, math.nan, math.nan
+    se = math.sqrt(w.var(ddof=1) / len(w) + s.var(ddof=1) / len(s))
+    return float(w.mean()), float(s.mean()), float((s.mean() - w.mean()) / se) if se > 0 else math.nan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reward", action="append", help="a reward name (published ISPRAS weights) ...")
+    parser.add_argument("--preset", action="append", help="... or an agent preset (its reward and gamma)")
+    parser.add_argument("--scenario", nargs="+", default=["ispras_s1", "ispras_s2", "ispras_s3"])
+    parser.add_argument("--cc", nargs="+", default=["bbr", "bbr2"])
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="reward parameters for --reward (e.g. credit=1 beta=0)")
+    parser.add_argument("--gamma", type=float, default=0.9, help="discount per decision for --reward")
+    parser.add_argument("--checkpoint", help="a trained DQN's checkpoint: print its Q-values on these decisions")
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    given = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
+    rewards = [(" ".join([n, *args.set]), {**PUBLISHED, **given, "name": n}, args.gamma) for n in args.reward or []]
+    rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
+    if not rewards:
+        rewards = [("ispras", PUBLISHED, args.gamma)]
+    if args.checkpoint:
+        print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
+        print("|" + "---|" * 7)
+        for scen in args.scenario:
+            for cc in args.cc:
+                label, reward, gamma = rewards[0]
+                acts, rews, _, _ = collect(reward, scen, cc, args.runs, args.seed)
+                q = q_values(args.checkpoint, collect.features)
+                gap = q[:, 1] - q[:, 0]
+                a = np.concatenate(acts)
+                g = np.concatenate([discounted(x, gamma) for x in rews])
+                print(f"| {scen} | {cc} | {q[:, 0].mean():.3f} | {q[:, 1].mean():.3f} | {gap.mean():+.4f} ± "
+                      f"{gap.std():.4f} | {100 * (gap < 0).mean():.1f} | {g[a == 1].mean() - g[a == 0].mean():+.4f} |")
+        return
+    print("| reward | gamma | scenario | cc | decisions/s | dt wait / send ms | r wait | r send | effect r (t) "
+          "| G wait | G send | effect G (t) |")
+    print("|" + "---|" * 12)
+    for label, reward, gamma in rewards:
+        for scen in args.scenario:
+            for cc in args.cc:
+                acts, rews, dts, seconds = collect(reward, scen, cc, args.runs, args.seed)
+                a = np.concatenate(acts)
+                r = np.concatenate(rews)
+                dt = np.concatenate(dts)
+                g = np.concatenate([discounted(x, gamma) for x in rews])
+                rw, rs, rt = effect(r, a)
+                gw, gs, gt = effect(g, a)
+                print(f"| {label} | {gamma} | {scen} | {cc} | {len(a) / seconds:.0f} | "
+                      f"{1e3 * dt[a == 0].mean():.2f} / {1e3 * dt[a == 1].mean():.2f} | {rw:.4f} | {rs:.4f} | "
+                      f"{rt:+.1f} | {gw:.3f} | {gs:.3f} | {gt:+.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

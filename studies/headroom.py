@@ -1,0 +1,263 @@
+"""Headroom per cell: how much better than minRTT any scheduler of a parametric family does in a
+scenario x CC cell, so that a learner's score can be read against what was there to gain.
+
+The family (``candidates``) holds the heuristics with parameters worth searching and one rule of
+our own for the blocked decision (the one the ISPRAS learners and Peekaboo answer):
+
+- ``wait_rule(k)``: when the fast path F has no window and the second path S has, send on S only
+  if the next packet would reach the receiver over S within ``k`` times the time it would take over
+  F (one-way delay ``srtt / 2``; over F after the data ahead of it, what exceeds F's window and the
+  connection's backlog, has gone out at F's rate ``cwnd / srtt``: the earliest-arrival estimate of
+  OTIAS/ATLB). ``k = inf`` is minRTT, ``k = 0`` is fast_only, ``k = 1`` earliest arrival;
+- ECF with hysteresis ``beta``, BLEST with a fixed ``lambda`` (the ECF/BLEST thresholds: how
+  much waiting for the fast path is worth), WRR with per-path weights or by rate, and minRTT and
+  fast_only themselves.
+
+``search`` evaluates every candidate as one batch of ``search_runs`` connections per cell on
+search seeds (a grid, plus ``samples`` random draws of the continuous parameters from a seeded
+generator), then re-evaluates the best one and minRTT on held-out seeds (the evaluation seeds
+every study and train.py use), so that the reported headroom is not the noise the search
+selected. ``python -m studies.headroom --scenario ispras_s1 --cc bbr bbr2`` prints the table;
+a study with ``headroom: true`` adds it to its report beside its learners (``studies.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from envs.errors import ConfigError, out_of_range
+from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
+from envs.metrics import LOWER_IS_BETTER, mean_ci
+from envs.multipath_env import build_process
+from envs.scenario import Scenario, resolve_scenarios
+from envs.sim.layout import (
+    CN_N_SUB,
+    COBS_BACKLOG,
+    OBS_AVAILABLE,
+    OBS_CWND,
+    OBS_INFLIGHT,
+    OBS_SRTT,
+)
+from envs.sim.simulator import SimConfig
+
+SEARCH_SEED_OFFSET = 2_000_000  # search episodes: neither training nor evaluation seeds
+WAIT_RULE = "wait_rule"
+K_GRID = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, math.inf)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One member of the family: a registered heuristic (``scheduler``, ``params``) or the
+    blocked-mode ``wait_rule`` with ``params = {"k": ...}``."""
+
+    scheduler: str
+    params: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.scheduler
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in self.params)
+        return f"{self.scheduler}({shown})"
+
+    @property
+    def kwargs(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params}
+
+
+def _short(v: float | tuple[float, ...]) -> str:
+    if isinstance(v, tuple):
+        return ":".join(f"{x:g}" for x in v)
+    return "inf" if math.isinf(v) else f"{v:.3g}"
+
+
+def candidates(n_paths: int, samples: int = 0, seed: int = 0) -> list[Candidate]:
+    """The grid (and ``samples`` random draws: k log-uniform in [0.25, 8], ECF beta in [0, 2],
+    BLEST lambda in [0.25, 4]) for scenarios of ``n_paths`` paths."""
+    if samples < 0:
+        raise out_of_range("samples", samples, "an integer >= 0")
+    out = [Candidate("minrtt"), Candidate("fast_only")]
+    out += [Candidate(WAIT_RULE, (("k", k),)) for k in K_GRID if 0.0 < k < math.inf]
+    out += [Candidate("ecf", (("beta", b),)) for b in (0.0, 0.25, 0.5, 1.0, 2.0)]
+    out += [Candidate("blest", (("lambda", lam), ("step", 0.0), ("lambda_max", lam))) for lam in (0.5, 1.0, 1.5, 2.0, 3.0)]
+    out += [Candidate("wrr", (("by_rate", 1.0),))]
+    if n_paths == 2:
+        out += [Candidate("wrr", (("weights", w),)) for w in ((1.0, 3.0), (1.0, 1.0), (3.0, 1.0))]
+    rng = np.random.default_rng(seed)
+    for _ in range(samples):
+        kind = rng.integers(3)
+        if kind == 0:
+            out.append(Candidate(WAIT_RULE, (("k", float(np.exp(rng.uniform(np.log(0.25), np.log(8.0))))),)))
+        elif kind == 1:
+            out.append(Candidate("ecf", (("beta", float(rng.uniform(0.0, 2.0))),)))
+        else:
+            lam = float(rng.uniform(0.25, 4.0))
+            out.append(Candidate("blest", (("lambda", lam), ("step", 0.0), ("lambda_max", lam))))
+    return out
+
+
+def send_within(obs: np.ndarray, cobs: np.ndarray, nsub: np.ndarray, mss: float, k: float) -> np.ndarray:
+    """The wait rule's answer per connection at a blocked decision (1 = send on the second path,
+    0 = wait for the fast one), from sender-observable state ``obs[B, P, OBS_*]``, ``cobs``."""
+    B, P, _ = obs.shape
+    valid = np.arange(P)[None, :] < nsub[:, None]
+    srtt = np.where(valid, obs[:, :, OBS_SRTT], np.inf)
+    fast = np.argmin(srtt, axis=1)
+    rows = np.arange(B)
+    other = valid & (obs[:, :, OBS_AVAILABLE] > 0.0) & (np.arange(P)[None, :] != fast[:, None])
+    second = np.argmin(np.where(other, srtt, np.inf), axis=1)
+    srtt_f = srtt[rows, fast]
+    cwnd_f = np.maximum(obs[rows, fast, OBS_CWND], mss)
+    ahead = np.maximum(obs[rows, fast, OBS_INFLIGHT] - cwnd_f, 0.0) + np.maximum(cobs[:, COBS_BACKLOG], mss)
+    t_fast = 0.5 * srtt_f + srtt_f * ahead / cwnd_f
+    t_second = 0.5 * srtt[rows, second]
+    return (t_second <= k * t_fast).astype(np.int64)
+
+
+def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, seed: int, sim: SimConfig,
+                       cc_params: dict | None = None) -> dict[str, np.ndarray]:
+    """Per-run metrics of one candidate: ``runs`` connections in one batch."""
+    if cand.scheduler != WAIT_RULE:
+        return evaluate_heuristic(scenario, cc, cand.scheduler, runs, seed, sim, cc_params, cand.kwargs)
+    k = float(dict(cand.params)["k"])
+    if not k >= 0.0:
+        raise out_of_range("wait_rule k", k, ">= 0")
+    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
+                            dt_ms=sim.dt_ms, mss=sim.mss, max_duration_s=sim.max_duration_s,
+                            ooo_limit_bytes=sim.ooo_limit_bytes, end_on_ooo=sim.end_on_ooo,
+                            cc_params={cc: cc_params} if cc_params else None)
+    s = process.sim
+    process.reset()
+    while not s.done.all():
+        process.step(send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, k))
+    return s.results()
+
+
+@dataclass
+class Headroom:
+    """One cell: the search (every candidate's mean on the search seeds) and, on held-out
+    seeds, the best candidate and minRTT (mean and 95% CI of ``metric``)."""
+
+    scenario: str
+    cc: str
+    metric: str
+    best: Candidate
+    best_mean: float
+    best_ci: float
+    minrtt_mean: float
+    minrtt_ci: float
+    search: list[tuple[str, float]] = field(default_factory=list)
+    higher_is_better: bool = True
+
+    @property
+    def headroom(self) -> float:
+        """Relative gain of the best found over minRTT on the held-out seeds (0.1 = 10%);
+        negative when the search's winner does not hold up there."""
+        sign = 1.0 if self.higher_is_better else -1.0
+        return sign * (self.best_mean - self.minrtt_mean) / abs(self.minrtt_mean)
+
+    @property
+    def significant(self) -> bool:
+        """Whether the best found beats minRTT beyond their 95% confidence intervals."""
+        sign = 1.0 if self.higher_is_better else -1.0
+        return sign * (self.best_mean - self.minrtt_mean) > self.best_ci + self.minrtt_ci
+
+    def recovered(self, learner_mean: float) -> float:
+        """Share of the headroom a learner scoring ``learner_mean`` recovers (1 = all of it, 0 =
+        minRTT's score, negative = worse than minRTT); NaN when there is no headroom beyond the
+        confidence intervals (a share of noise says nothing)."""
+        if not self.significant:
+            return math.nan
+        return (learner_mean - self.minrtt_mean) / (self.best_mean - self.minrtt_mean)
+
+
+def search(scenario: Scenario, cc: str, *, runs: int = 10, search_runs: int = 5, samples: int = 0, seed: int = 0,
+           metric: str = "goodput_mbps", sim: SimConfig | None = None, cc_params: dict | None = None,
+           family: Sequence[Candidate] | None = None) -> Headroom:
+    """The best candidate of ``family`` (default ``candidates``) in one cell; see the module
+    docstring. Reproducible: ``seed`` fixes the random draws and every simulation."""
+    for name, value in (("runs", runs), ("search_runs", search_runs)):
+        if not isinstance(value, int) or value < 1:
+            raise out_of_range(name, value, "an integer >= 1")
+    sim = sim or SimConfig()
+    higher = metric not in LOWER_IS_BETTER
+    n_paths = len(scenario.paths) if scenario.n_paths is None else scenario.n_paths
+    family = list(family) if family is not None else candidates(n_paths, samples, seed)
+    if not family:
+        raise ConfigError("headroom: the family of candidates is empty")
+    scored = []
+    for cand in family:
+        r = evaluate_candidate(cand, scenario, cc, search_runs, seed + SEARCH_SEED_OFFSET, sim, cc_params)
+        scored.append((cand, float(np.nanmean(r[metric]))))
+    sign = 1.0 if higher else -1.0
+    best = max(scored, key=lambda x: -math.inf if math.isnan(x[1]) else sign * x[1])[0]
+    held = seed + EVAL_SEED_OFFSET
+    best_mean, best_ci = mean_ci(evaluate_candidate(best, scenario, cc, runs, held, sim, cc_params)[metric])
+    base_mean, base_ci = mean_ci(evaluate_heuristic(scenario, cc, "minrtt", runs, held, sim, cc_params)[metric])
+    return Headroom(scenario.name, cc, metric, best, best_mean, best_ci, base_mean, base_ci,
+                    [(c.label, v) for c, v in scored], higher)
+
+
+def format_table(cells: list[Headroom], learners: dict[str, dict[tuple[str, str], float]] | None = None) -> str:
+    """Markdown, one row per cell: minRTT and the best found (held-out mean ± 95% CI), the
+    headroom, and for each learner its score and the share of the headroom it recovers."""
+    learners = learners or {}
+    head = ["scenario", "cc", "minrtt", "best found", "best (held-out)", "headroom over minRTT"]
+    for name in learners:
+        head += [name, f"{name} recovers"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for h in cells:
+        row = [h.scenario, h.cc, f"{h.minrtt_mean:.2f} ± {h.minrtt_ci:.2f}", h.best.label,
+               f"{h.best_mean:.2f} ± {h.best_ci:.2f}", f"{100 * h.headroom:+.1f}%"]
+        for scores in learners.values():
+            v = scores.get((h.scenario, h.cc), math.nan)
+            rec = h.recovered(v)
+            row += ["n/a" if math.isnan(v) else f"{v:.2f}",
+                    f"{100 * rec:.0f}%" if math.isfinite(rec) else "n/a (no headroom beyond the CIs)"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def summary_lines(cells: list[Headroom], learners: dict[str, dict[tuple[str, str], float]]) -> list[str]:
+    """"headroom over minRTT X%, learner recovers Y%" per cell and learner."""
+    out = []
+    for h in cells:
+        parts = [f"{name} recovers {100 * h.recovered(s[(h.scenario, h.cc)]):.0f}%" for name, s in learners.items()
+                 if (h.scenario, h.cc) in s and math.isfinite(h.recovered(s[(h.scenario, h.cc)]))]
+        note = "" if h.significant else ", within the 95% CIs: no headroom to recover"
+        out.append(f"{h.scenario} / {h.cc}: headroom over minRTT {100 * h.headroom:+.1f}% ({h.best.label}){note}"
+                   + (", " + ", ".join(parts) if parts else ""))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m studies.headroom", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", nargs="+", default=["ispras_s1"], help="names or YAML files")
+    parser.add_argument("--cc", nargs="+", default=["bbr"])
+    parser.add_argument("--runs", type=int, default=10, help="held-out runs of the best and of minRTT")
+    parser.add_argument("--search-runs", type=int, default=5, help="runs per candidate in the search")
+    parser.add_argument("--samples", type=int, default=0, help="random candidates beside the grid")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--metric", default="goodput_mbps")
+    parser.add_argument("--verbose", action="store_true", help="print every candidate's search score")
+    args = parser.parse_args(argv)
+    try:
+        scenarios = resolve_scenarios(args.scenario)
+        cells = [search(sc, cc, runs=args.runs, search_runs=args.search_runs, samples=args.samples, seed=args.seed,
+                        metric=args.metric) for sc in scenarios for cc in args.cc]
+    except ConfigError as err:
+        raise SystemExit(f"error: {err}") from None
+    if args.verbose:
+        for h in cells:
+            print(f"{h.scenario} / {h.cc} search ({args.search_runs} runs): "
+                  + ", ".join(f"{label} {v:.2f}" for label, v in h.search))
+    print(format_table(cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Policy diagnostics (agents/diagnostics.py), the headroom search (studies/headroom.py) and the
+ISPRAS reward's in-flight credit (envs/rewards.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.diagnostics import CLONE_AGREEMENT, DecisionLog, summarise
+from agents.training import format_rows
+from envs.errors import ConfigError
+from envs.multipath_env import build_process
+from envs.scenario import load_scenario, resolve_scenarios
+from envs.sim.layout import OBS_AVAILABLE, OBS_INFLIGHT, OBS_NAMES, OBS_SRTT
+from studies.headroom import Candidate, candidates, search, send_within
+
+DATA = Path(__file__).parent / "data"
+
+
+def short_s1(file_mb: float = 1.0):
+    return resolve_scenarios("ispras_s1")[0].with_workload(type="file", file_mb=file_mb)
+
+
+def diagnose(policy, decision: str = "blocked", observation: str = "ispras_dqn", runs: int = 3, seed: int = 5):
+    """Run ``policy`` (features -> actions) for one episode per connection, logging decisions."""
+    p = build_process(runs, scenario=short_s1(), cc="cubic", seed=seed, decision=decision, observation=observation)
+    p.reset()
+    log = DecisionLog(p)
+    while not p.sim.done.all():
+        actions = policy(p.observe())
+        log.record(actions)
+        p.step(actions)
+    return log.result()
+
+
+def test_constant_wait_is_flagged_constant_and_a_fast_only_clone():
+    d = diagnose(lambda x: np.zeros(len(x), dtype=np.int64))
+    assert d.decisions > 100
+    assert d.constant == "wait" and d.action_shares == (1.0, 0.0)
+    assert d.clone_of == ("fast_only",)
+    assert d.agreement["fast_only"] == 1.0 and d.agreement["minrtt"] == 0.0
+    assert any(w.startswith("constant policy: 'wait'") for w in d.warnings)
+    assert any("clone of fast_only" in w for w in d.warnings)
+
+
+def test_constant_send_is_a_minrtt_clone_in_blocked_mode():
+    d = diagnose(lambda x: np.ones(len(x), dtype=np.int64))
+    assert d.constant == "send_second"
+    assert "minrtt" in d.clone_of and "fast_only" not in d.clone_of
+    assert d.agreement["minrtt"] == 1.0
+
+
+def test_minrtt_clone_that_is_not_constant_is_flagged():
+    """Packet mode: the lowest-srtt available path (else wait), from the full feature set, varies
+    between paths and waiting, yet agrees with minRTT at every decision."""
+    srtt = [f"srtt_{i + 1}" for i in range(2)]
+    avail = [f"available_{i + 1}" for i in range(2)]
+    from envs.features import feature_set
+    names = [f.name for f in feature_set("full", 2)]
+    cols_s, cols_a = [names.index(n) for n in srtt], [names.index(n) for n in avail]
+
+    def minrtt_clone(x):
+        s = np.where(x[:, cols_a] > 0, x[:, cols_s], np.inf)
+        return np.where(np.isfinite(s.min(axis=1)), np.argmin(s, axis=1), 2).astype(np.int64)
+
+    d = diagnose(minrtt_clone, decision="packet", observation="full")
+    assert d.constant is None
+    assert max(d.action_shares) < 0.99
+    assert d.agreement["minrtt"] >= CLONE_AGREEMENT and "minrtt" in d.clone_of
+    assert np.count_nonzero(d.action_counts) >= 2
+    assert OBS_NAMES[OBS_SRTT] == "srtt" and OBS_NAMES[OBS_AVAILABLE] == "available"
+
+
+def test_random_policy_raises_no_warning():
+    rng = np.random.default_rng(0)
+    d = diagnose(lambda x: rng.integers(0, 2, len(x)))
+    assert d.warnings == () and d.constant is None and d.clone_of == ()
+    assert 0.4 < d.action_shares[0] < 0.6
+
+
+def test_eval_table_prints_the_warning():
+    d = summarise(("wait", "send_second"), np.array([500, 0]), {"minrtt": 0, "fast_only": 500})
+    rows = [{"scenario": "s", "cc": "bbr", "scheduler": "dqn", "runs": 2, "goodput_mbps": 1.0, "goodput_ci95": 0.1,
+             "diagnostics": d},
+            {"scenario": "s", "cc": "bbr", "scheduler": "minrtt", "runs": 2, "goodput_mbps": 2.0, "goodput_ci95": 0.1}]
+    text = format_rows(rows)
+    assert "| dqn | s | bbr | 500 | 100.0 | 0.0 | 0.0 | 100.0 |" in text
+    assert "WARNING s/bbr: constant policy: 'wait'" in text
+    assert d.metrics("final/s/bbr/dqn/diag")["final/s/bbr/dqn/diag/degenerate"] == 1.0
+    assert summarise(("wait", "send_second"), np.zeros(2), {"minrtt": 0}).warnings[0].startswith("never asked")
+
+
+# ---------------------------------------------------------------------------------- headroom
+def test_headroom_finds_the_better_policy_where_waiting_matters_and_is_reproducible():
+    """On wait_matters, minRTT's data on the slow, long path blocks a small file; waiting for the
+    fast path (fast_only, or the wait rule with a small k) is much better."""
+    scen = load_scenario(str(DATA / "wait_matters.yaml"))
+    a = search(scen, "cubic", runs=4, search_runs=3, samples=4, seed=7)
+    b = search(scen, "cubic", runs=4, search_runs=3, samples=4, seed=7)
+    assert a.search == b.search and a.best == b.best and a.best_mean == b.best_mean
+    assert a.best.scheduler in ("fast_only", "wait_rule", "ecf", "blest")
+    assert a.headroom > 0.10, a
+    assert a.best_mean > a.minrtt_mean + a.best_ci + a.minrtt_ci
+    assert a.recovered(a.minrtt_mean) == 0.0 and a.recovered(a.best_mean) == pytest.approx(1.0)
+    labels = [label for label, _ in a.search]
+    assert "minrtt" in labels and "fast_only" in labels and len(labels) == len(candidates(2, 4, 7))
+
+
+def test_wait_rule_limits_are_minrtt_and_fast_only():
+    scen = short_s1(0.5)
+    for k, same in ((math.inf, "minrtt"), (0.0, "fast_only")):
+        rule = search(scen, "bbr", runs=2, search_runs=2, family=[Candidate("wait_rule", (("k", k),))])
+        ref = search(scen, "bbr", runs=2, search_runs=2, family=[Candidate(same)])
+        assert rule.best_mean == pytest.approx(ref.best_mean, rel=0.02), (k, rule.best_mean, ref.best_mean)
+
+
+def test_wait_rule_answer_from_sender_state():
+    obs = np.zeros((2, 2, len(OBS_NAMES)))
+    obs[:, 0, OBS_SRTT], obs[:, 1, OBS_SRTT] = 0.02, 0.2  # path 0 is the fast one
+    obs[:, 1, OBS_AVAILABLE] = 1.0
+    obs[:, 0, 0] = 14480.0  # cwnd of 10 packets, full
+    obs[:, 0, 6] = 14480.0
+    cobs = np.zeros((2, 10))
+    cobs[0, 0], cobs[1, 0] = 1448.0, 1448.0 * 1000  # backlog: one packet, or a thousand
+    acts = send_within(obs, cobs, np.array([2, 2]), 1448.0, 1.0)
+    assert acts.tolist() == [0, 1]  # one packet: F delivers sooner; a thousand: S's delay is worth it
+
+
+def test_headroom_refuses_bad_input():
+    with pytest.raises(ConfigError, match="search_runs"):
+        search(short_s1(), "bbr", search_runs=0)
+    with pytest.raises(ConfigError, match="samples"):
+        candidates(2, samples=-1)
+
+
+# ---------------------------------------------------------------------------------- reward credit
+def test_ispras_credit_adds_the_change_of_bytes_in_flight():
+    """credit = 0 is the published reward; credit = c adds c x the change of the bytes in flight on
+    the paths other than the fast one (at the decision) over the interval, normalised as the
+    throughput term."""
+    rewards = {}
+    for credit in (0.0, 1.0):
+        p = build_process(2, scenario=short_s1(), cc="bbr", seed=3, observation="ispras_dqn", reward="ispras",
+                          reward_params={"alpha": 1.0, "beta": 0.1, "credit": credit})
+        p.reset()
+        out, moved = [], []
+        rows = np.arange(2)
+        for i in range(40):
+            second = 1 - np.argmin(p.sim.obs[:, :2, OBS_SRTT], axis=1)  # the path other than the fast one
+            before = p.sim.obs[rows, second, OBS_INFLIGHT].copy()
+            t0 = p.sim.cobs[:, 2].copy()
+            r, *_ = p.step(np.full(2, i % 2))
+            moved.append((p.sim.obs[rows, second, OBS_INFLIGHT] - before) / np.maximum(p.sim.cobs[:, 2] - t0, 1e-9)
+                         / (100 * 125_000.0))
+            out.append(r)
+        rewards[credit] = (np.array(out), np.array(moved))
+    diff = rewards[1.0][0] - rewards[0.0][0]
+    np.testing.assert_allclose(diff, rewards[1.0][1], rtol=1e-4, atol=1e-5)
+    with pytest.raises(ConfigError, match="reward.credit"):
+        build_process(1, reward="ispras", reward_params={"credit": -1.0})
+
+
+def test_study_headroom_key_and_checkpoint_as_scheduler(tmp_path):
+    from omegaconf import OmegaConf
+
+    from studies.spec import _headroom, wanted
+    assert _headroom(True) == {"search_runs": 5, "samples": 0} and _headroom(None) is None
+    assert _headroom({"samples": 8}) == {"search_runs": 5, "samples": 8}
+    with pytest.raises(ConfigError, match="headroom.search_runs"):
+        _headroom({"search_runs": 0})
+    with pytest.raises(ConfigError, match="search_runs, samples"):
+        _headroom({"runs": 3})
+    base = {"study": None, "scenario": {"ispras_s1": {}}, "cc": {"bbr": {}}}
+    assert wanted(OmegaConf.create({**base, "scheduler": str(tmp_path)}))  # a checkpoint: its diagnostics
+    assert not wanted(OmegaConf.create({**base, "scheduler": "minrtt"}))
