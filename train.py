@@ -1,5 +1,9 @@
 """Train a scheduler: ``python train.py agent=dqn cc=bbr2`` (configs/train.yaml; README: Training)."""
 
+import time
+
+STARTED = time.perf_counter()  # the run's time split counts its start-up from here, before the imports
+
 import sys
 from pathlib import Path
 
@@ -16,7 +20,7 @@ def main(cfg: DictConfig) -> None:
 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        result = run(cfg, out_dir)
+        result = run(cfg, out_dir, started=STARTED)
     except ConfigError as err:
         sys.exit(f"error: {err}")
     print(f"\n{result['steps']} steps, {result['episodes']} episodes. "
@@ -24,6 +28,7 @@ def main(cfg: DictConfig) -> None:
     print(result["table"])
     print(f"\ncheckpoint:  {result['checkpoint']}")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}  (browse: mlflow ui)")
+    print(result["time"])
 
 
 if __name__ == "__main__":
