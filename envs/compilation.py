@@ -46,3 +46,16 @@ def prepare(build: Callable[[], DecisionProcess], say: Callable[[str], None] | N
     if cold:
         say(f"compiled the simulator core in {seconds:.1f} s")
     return seconds
+
+
+def main() -> None:
+    """``python -m envs.compilation``: compile the core ahead of the first run (after installing,
+    in a container image); every scenario, CC and scheduler then runs from the cache."""
+    from envs.multipath_env import build_process
+    seconds = prepare(lambda: build_process(1, scenario="ispras_s1", cc="bbr2", seed=0),
+                      say=lambda msg: print(msg, flush=True))
+    print(f"the simulator core is ready ({seconds:.1f} s); cache: {_entry_points()[0].stats.cache_path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,9 +18,11 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
+from envs import compilation
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import metric_names
+from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.simulator import SimConfig
 from studies import report, spec, tasks
@@ -40,6 +42,9 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         mlflow.set_tracking_uri(study.mlflow["tracking_uri"])
     mlflow.set_experiment(study.mlflow.get("experiment") or "mpsched")  # create the store before the workers
     start = time.perf_counter()
+    if not compilation.cached():  # once here, not in every worker at the same time
+        compilation.prepare(lambda: build_process(1, scenario=study.scenarios[0], cc=next(iter(study.ccs)),
+                                                  seed=study.seed, cc_params=study.ccs))
     with tasks.backend(study.workers, study.ray) as backend:
         train_runs = train_agents(study, backend)
         results = evaluate_cells(study, backend)
@@ -195,7 +200,6 @@ _LOADED: dict[str, tuple] = {}  # checkpoint directory -> (agent, meta, setup), 
 def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]],
                          runs: int, seed: int) -> dict[str, np.ndarray]:
     from agents.training import apply_runtime, evaluate_agent, interface, setup
-    from envs.multipath_env import build_process
 
     if directory not in _LOADED:
         agent, meta = checkpoint.load(Path(directory))
