@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import ray
-
 from envs.errors import out_of_range
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +25,7 @@ def connect(r: Any, env_vars: dict[str, str] | None = None) -> bool:
     ``env_vars`` are set in every worker. Returns whether this call started the connection (the
     caller then ends it with ``ray.shutdown()``); a session already open (a notebook, a test)
     is used as it is."""
+    import ray  # slow to import: only where Ray is used
     if ray.is_initialized():
         return False
     env_vars = dict(env_vars or {})

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envs.metrics import mean_ci  # noqa: E402
-from studies import runner, spec, tasks  # noqa: E402
+from studies import runner, spec  # noqa: E402
 
 
 def run(name: str, runs: int, out: Path) -> tuple[dict, float]:
@@ -31,7 +31,7 @@ def run(name: str, runs: int, out: Path) -> tuple[dict, float]:
         cfg = compose(config_name="evaluate", overrides=[f"study={name}", f"study.runs={runs}"])
     study = spec.from_config(cfg, out / name)
     start = time.perf_counter()
-    with tasks.backend(study.workers, study.ray) as backend:
+    with runner.backend(study) as backend:
         cells = runner.evaluate_cells(study, backend)
     return {k: v["metrics"] for k, v in cells.items()}, time.perf_counter() - start
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,15 +46,15 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     if not compilation.cached():  # once here, not in every worker at the same time
         compilation.prepare(lambda: build_process(1, scenario=study.scenarios[0], cc=next(iter(study.ccs)),
                                                   seed=study.seed, cc_params=study.ccs))
-    with tasks.backend(study.workers, study.ray) as backend:
-        train_runs = train_agents(study, backend)
-        results = evaluate_cells(study, backend)
+    with backend(study) as tasks_backend:
+        train_runs = train_agents(study, tasks_backend)
+        results = evaluate_cells(study, tasks_backend)
     elapsed = time.perf_counter() - start
     failed = {key: r["error"] for key, r in results.items() if r.get("failed")}
     files = report.write(study, results, out_dir)
     with mlflow.start_run(run_name=f"study-{study.name}") as active:
         mlflow.log_params({"study": study.name, "metric": study.metric, "runs": study.runs, "seed": study.seed,
-                           "seeds": study.seeds, "workers": study.workers, "backend": backend.name,
+                           "seeds": study.seeds, "workers": study.workers, "backend": tasks_backend.name,
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
                            "scenarios": ",".join(s.name for s in study.scenarios)[:500],
                            "ccs": ",".join(study.ccs)[:500]})
@@ -65,6 +66,11 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         run_id = active.info.run_id
     return {"study": study, "results": results, "files": files, "run_id": run_id, "wall_s": elapsed,
             "tracking_uri": mlflow.get_tracking_uri(), "failed": failed}
+
+
+def backend(study: Study) -> AbstractContextManager[Backend]:
+    """Where the study's tasks run (``studies.tasks.backend``): learned agents make it heavy work."""
+    return tasks.backend(study.workers, study.ray, heavy=bool(study.learned))
 
 
 # ---------------------------------------------------------------------------------- training

@@ -19,6 +19,7 @@ from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.metrics import ALL_METRICS, LOWER_IS_BETTER
 from envs.scenario import Scenario, load_scenario
 from envs.sim.simulator import SimConfig
+from studies import tasks
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 HEURISTIC, CHECKPOINT, TRAIN = "heuristic", "checkpoint", "train"
@@ -124,6 +125,7 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     if not isinstance(workers, int) or workers < 1:
         raise out_of_range("workers", workers, "an integer >= 1")
     ray_cfg = config.plain(cfg.get("ray")) or {}
+    tasks.use_ray(workers, ray_cfg, heavy=False)  # an unknown ray.tasks is refused before any work
     retries = ray_cfg.get("max_retries", 2)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise out_of_range("ray.max_retries", retries, "an integer >= 0")

@@ -1,6 +1,6 @@
 """How a study's training jobs and cells run: as Ray tasks, ``workers`` at a time, on this machine
-or on the cluster that ``agents.cluster`` joins, or one after another in this process
-(``workers=1`` without a cluster: no Ray start-up). Either way every task's outcome comes back,
+or on the cluster that ``agents.cluster`` joins, or one after another in this process (no Ray
+start-up, which costs more than a heuristics-only study's batched cells take: see ``backend``). Either way every task's outcome comes back,
 its value or its error: a task that raised, or whose worker died more than ``ray.max_retries``
 times (Ray retries a task whose worker process died, not one that raised: with the same seeds
 it would raise again), is an error of its own and the other tasks go on."""
@@ -17,6 +17,9 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from agents import cluster
+from envs.errors import unknown_name
+
+MODES = ("auto", "always", "never")  # ray.tasks
 
 
 @dataclass
@@ -112,11 +115,24 @@ class RayTasks:
             ray.shutdown()
 
 
+def use_ray(workers: int, ray_cfg: dict[str, Any], heavy: bool) -> bool:
+    """Whether tasks go to Ray: ``ray.tasks=always``, or ``auto`` (the default) with a cluster
+    named, or with ``workers`` > 1 and ``heavy`` work (training, or cells of learned agents, which
+    act in Python at every decision); ``never``, ``workers=1`` or light work on this machine run
+    in this process."""
+    mode = ray_cfg.get("tasks", "auto")
+    if mode not in MODES:
+        raise unknown_name("ray.tasks", mode, MODES)
+    if mode != "auto":
+        return mode == "always"
+    return bool(cluster.address(ray_cfg)) or (workers > 1 and heavy)
+
+
 @contextmanager
-def backend(workers: int, ray_cfg: dict[str, Any]) -> Iterator[Backend]:
-    """Ray (local, or the cluster of ``ray.address`` / ``$RAY_ADDRESS``) unless ``workers`` is 1
-    and no cluster is named: then this process. Ray is shut down afterwards if started here."""
-    if workers == 1 and not cluster.address(ray_cfg):
+def backend(workers: int, ray_cfg: dict[str, Any], heavy: bool = True) -> Iterator[Backend]:
+    """Ray (local, or the cluster of ``ray.address`` / ``$RAY_ADDRESS``) when ``use_ray``, else
+    this process. Ray is shut down afterwards if started here."""
+    if not use_ray(workers, ray_cfg, heavy):
         yield Serial()
         return
     ray_tasks = RayTasks(workers, ray_cfg)

@@ -233,7 +233,7 @@ def test_a_cell_whose_worker_dies_is_retried_or_reported_failed(tmp_path, monkey
 
     monkeypatch.setattr(runner, "evaluate_cell", dying)
     cfg = evaluate_cfg(tmp_path, "scheduler=[minrtt,rr]", "scenario=[ispras_s1,ispras_s3]", "cc=[cubic,bbr]",
-                       "runs=2", "duration_s=1", "workers=2", "ray.max_retries=1")
+                       "runs=2", "duration_s=1", "workers=2", "ray.max_retries=1", "ray.tasks=always")
     result = run_study(cfg, tmp_path / "out")
     res = result["results"]
     assert marker.exists()
@@ -259,6 +259,11 @@ def test_a_cell_whose_worker_dies_is_retried_or_reported_failed(tmp_path, monkey
 
 # ---------------------------------------------------------------------------------- bad input
 BASE = {"name": "bad", "scenarios": ["ispras_s1"], "ccs": ["bbr"], "schedulers": ["minrtt"]}
+
+
+def test_unknown_ray_tasks_mode_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="unknown ray.tasks 'sometimes'; valid: always, auto, never"):
+        spec.from_config(evaluate_cfg(tmp_path, "ray.tasks=sometimes", study=BASE), tmp_path / "out")
 
 
 @pytest.mark.parametrize("change, message", [
