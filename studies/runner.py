@@ -1,10 +1,10 @@
 """Run a study: train the agents it asks for (``agents.training.run``, the code of train.py,
 once per training seed), then evaluate every scheduler x scenario x CC cell as one batch of
-``runs`` connections. Training jobs and cells are Ray tasks (``studies.tasks``), ``workers`` at a
-time, on this machine or on a cluster (``agents.cluster``); ``workers=1`` runs them in this
-process. A cell whose scheduler cannot act in its scenario (number of paths, feature set) is
-reported as n/a, one whose task failed (an exception, or its worker died ``ray.max_retries + 1``
-times) as failed, and the others still run."""
+``runs`` connections. Training jobs and cells are tasks (``studies.tasks``): on Ray, ``workers``
+at a time, on this machine or on a cluster (``agents.cluster``), or in this process (``workers=1``,
+or a heuristics-only study on this machine). A cell whose scheduler cannot act in its scenario
+(number of paths, feature set) is reported as n/a, one whose task failed (an exception, or its
+worker died ``ray.max_retries + 1`` times) as failed, and the others still run."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def backend(study: Study) -> AbstractContextManager[Backend]:
 def train_agents(study: Study, backend: Backend) -> dict[str, str | None]:
     """Train every seed of every TRAIN entry whose checkpoint is not there yet (as tasks side by
     side); returns the MLflow run id of each trained agent (``label``, or ``label/seed<k>`` with
-    several seeds). A learner with a seed that failed to train is n/a in all its cells."""
+    several seeds). A learner with a seed that failed to train is reported failed in all its cells."""
     import mlflow
 
     todo = []
@@ -91,8 +91,9 @@ def train_agents(study: Study, backend: Backend) -> dict[str, str | None]:
                 tasks.say(f"[study] {name}: reusing {ckpt}")
             else:
                 tasks.say(f"[study] training {name}: train.py {' '.join(entry.train)}"
-                     + (f" seed={seed}" if len(entry.seeds) > 1 else ""))
-                todo.append(Task((entry.label, seed), train_one, (yaml, str(Path(ckpt).parent), mlflow.get_tracking_uri())))
+                          + (f" seed={seed}" if len(entry.seeds) > 1 else ""))
+                todo.append(Task((entry.label, seed), train_one,
+                                 (yaml, str(Path(ckpt).parent), mlflow.get_tracking_uri())))
     by_label = {e.label: e for e in study.schedulers}
     for outcome in tasks.run(backend, todo, "training"):
         if outcome.error is not None:  # reported in the entry's cells; the rest of the study goes on
@@ -145,13 +146,14 @@ def evaluate_cells(study: Study, backend: Backend) -> dict[CellKey, dict[str, An
                 for i in range(max(1, len(entry.checkpoints))):
                     todo.append(Task((key, i), evaluate_cell,
                                      (entry, scen, cc, study.ccs, study.runs, seed, study.sim, i)))
-    n_seeds = {e.label: max(1, len(e.checkpoints)) for e in study.schedulers}
+    entries = {e.label: e for e in study.schedulers}
     for outcome in tasks.run(backend, todo, "cells"):
         key, i = outcome.key
         parts[key][i] = outcome.value if outcome.error is None else {"metrics": {}, "error": outcome.error,
                                                                      "failed": True}
-        if len(parts[key]) == n_seeds[key[0]]:
-            parts[key] = {0: merge_seeds(parts[key])}
+        seeds = entries[key[0]].seeds
+        if len(parts[key]) == max(1, len(seeds)):
+            parts[key] = {0: merge_seeds(parts[key], seeds)}
             tasks.say(f"[study] {' / '.join(key)}: {_outcome(parts[key][0], study.metric)}")
     return {key: parts[key][0] for key in keys}
 
@@ -163,14 +165,14 @@ def _outcome(r: dict[str, Any], metric: str) -> str:
     return ("failed" if r.get("failed") else "n/a") + note
 
 
-def merge_seeds(per_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """One cell from its training seeds' cells: every seed's runs side by side in ``metrics``, each
-    seed's mean in ``seed_means`` (the spread a report's CI is taken over) and the errors of the
-    seeds that have none, by seed index."""
+def merge_seeds(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    """One cell from its cells per training seed (keyed by the index into ``seeds``): the runs of
+    the seeds that ran side by side in ``metrics``, each one's mean in ``seed_means`` (what a
+    report's CI is taken over) and the errors of the others, naming their seed."""
     if len(per_seed) == 1:
         return next(iter(per_seed.values()))
     ok = [per_seed[i] for i in sorted(per_seed) if not per_seed[i]["error"]]
-    errors = [f"seed {i}: {per_seed[i]['error']}" for i in sorted(per_seed) if per_seed[i]["error"]]
+    errors = [f"seed {seeds[i]}: {per_seed[i]['error']}" for i in sorted(per_seed) if per_seed[i]["error"]]
     names = [m for m in (ok[0]["metrics"] if ok else {}) if all(m in r["metrics"] for r in ok)]
     with warnings.catch_warnings():  # a metric a seed has no value of (NaN runs) stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -1,9 +1,10 @@
 """How a study's training jobs and cells run: as Ray tasks, ``workers`` at a time, on this machine
 or on the cluster that ``agents.cluster`` joins, or one after another in this process (no Ray
-start-up, which costs more than a heuristics-only study's batched cells take: see ``backend``). Either way every task's outcome comes back,
-its value or its error: a task that raised, or whose worker died more than ``ray.max_retries``
-times (Ray retries a task whose worker process died, not one that raised: with the same seeds
-it would raise again), is an error of its own and the other tasks go on."""
+start-up, which costs more than a heuristics-only study's batched cells take: see ``use_ray``).
+Either way every task's outcome comes back, its value or its error: a task that raised, or whose
+worker died more than ``ray.max_retries`` times (Ray retries a task whose worker process died,
+not one that raised: with the same seeds it would raise again), is an error of its own and the
+other tasks go on."""
 
 from __future__ import annotations
 

@@ -57,7 +57,8 @@ def test_compile_stage_comes_before_the_bar_and_the_time_split_is_logged(tmp_pat
     assert split.simulator > 0 and split.evaluation > 0  # the env stepped; two evaluations ran
     assert split.total == pytest.approx(sum(parts)) and split.total <= wall
     metrics = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result["run_id"]).data.metrics
-    assert {f"time/{k}_s" for k in ("startup", "compile", "simulator", "agent", "evaluation", "other", "total")} <= set(metrics)
+    names = ("startup", "compile", "simulator", "agent", "evaluation", "other", "total")
+    assert {f"time/{k}_s" for k in names} <= set(metrics)
     assert metrics["time/total_s"] == pytest.approx(split.total)
 
 
