@@ -261,6 +261,18 @@ def test_a_cell_whose_worker_dies_is_retried_or_reported_failed(tmp_path, monkey
 BASE = {"name": "bad", "scenarios": ["ispras_s1"], "ccs": ["bbr"], "schedulers": ["minrtt"]}
 
 
+def test_study_seeds_on_the_command_line_trains_each_learner_that_many_times(tmp_path):
+    study = spec.from_config(evaluate_cfg(tmp_path, "study=ispras", "study.seeds=3"), tmp_path / "out")
+    assert study.seeds == 3
+    trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
+    assert len(trained) == 3
+    for e in trained:
+        assert e.seeds == [0, 1, 2] and len(set(e.checkpoints)) == 3
+        assert [yaml.safe_load(y)["seed"] for y in e.train_yamls] == [0, 1, 2]
+    one = spec.from_config(evaluate_cfg(tmp_path, "study=ispras"), tmp_path / "out")
+    assert [e.checkpoints for e in one.schedulers if e.kind == spec.TRAIN] == [e.checkpoints[:1] for e in trained]
+
+
 def test_unknown_ray_tasks_mode_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="unknown ray.tasks 'sometimes'; valid: always, auto, never"):
         spec.from_config(evaluate_cfg(tmp_path, "ray.tasks=sometimes", study=BASE), tmp_path / "out")
