@@ -49,7 +49,10 @@ def run_study(cfg: DictConfig) -> None:
     print(files["robustness.md"].read_text())
     if "transfer.md" in files:
         print(files["transfer.md"].read_text())
-    print(f"{len(result['results'])} cells in {result['wall_s']:.1f} s; outputs in {files['results.md'].parent}")
+    for key, error in result["failed"].items():
+        print(f"failed cell {' / '.join(key)}: {error}")
+    print(f"{len(result['results'])} cells ({len(result['failed'])} failed) in {result['wall_s']:.1f} s; "
+          f"outputs in {files['results.md'].parent}")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}")
 
 

@@ -1,5 +1,9 @@
 """Train a scheduler: ``python train.py agent=dqn cc=bbr2`` (configs/train.yaml; README: Training)."""
 
+import time
+
+STARTED = time.perf_counter()  # the run's time split counts its start-up from here, before the imports
+
 import sys
 from pathlib import Path
 
@@ -18,12 +22,13 @@ def main(cfg: DictConfig) -> None:
     with ending():  # bad input: one line naming it; Ctrl-C: where the checkpoint is and how to resume
         from agents.training import run  # after Hydra parsed the command line (torch loads slowly)
 
-        result = run(cfg, Path(HydraConfig.get().runtime.output_dir))
+        result = run(cfg, Path(HydraConfig.get().runtime.output_dir), started=STARTED)
     print(f"\n{result['steps']} steps, {result['episodes']} episodes. "
           f"Evaluation on the training scenarios and CCs ({cfg.train.eval_runs} runs each, unseen seeds):")
     print(result["table"])
     print(f"\ncheckpoint:  {result['checkpoint']}")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}  (browse: mlflow ui)")
+    print(result["time"])
 
 
 if __name__ == "__main__":

@@ -23,13 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 from ray import tune
 
 from envs import config
-from agents import tracking
+from agents import cluster, tracking
 from envs.errors import ConfigError, out_of_range, unknown_name
 
 if TYPE_CHECKING:
     from agents.training import Progress
 
-ROOT = Path(__file__).resolve().parents[1]
 STATE_FILE = "sweep.json"  # the sweep's MLflow parent run, kept for resuming
 BEST_FILE = "best.yaml"
 METRIC = "objective"
@@ -209,22 +208,6 @@ def _sweep_path(t: DictConfig, agent: str) -> Path:
     return path
 
 
-def _ray_init(r: DictConfig) -> None:
-    """Join the cluster at ``ray.address`` (or $RAY_ADDRESS), shipping this checkout to its
-    workers; else start Ray on this machine with ``ray.num_cpus`` (all cores by default)."""
-    address = r.address or os.environ.get("RAY_ADDRESS")
-    env_vars = {"RAY_CHDIR_TO_TRIAL_DIR": "0"}
-    if address:
-        ray.init(address=address, runtime_env={"working_dir": str(ROOT), "env_vars": env_vars, "excludes": [
-            ".git/", "outputs/", "multirun/", "ray_results/", "mlruns/", "mlflow.db", "*.so"]})
-        return
-    num_cpus = r.num_cpus or os.cpu_count()  # ray.num_cpus's range: envs.schema.RaySettings
-    # workers import this checkout (ahead of any installed copy) and keep its numba cache
-    ray.init(num_cpus=num_cpus, include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": {**env_vars, "PYTHONPATH": os.pathsep.join(
-                 [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}})
-
-
 def sweep(cfg: DictConfig) -> SweepResult:
     """Run (or resume) the sweep configured by ``configs/tune.yaml``."""
     t = cfg.tune
@@ -259,7 +242,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
 
         # trials checkpoint at every evaluation on purpose; Ray would warn about each snapshot
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-        _ray_init(cfg.ray)
+        cluster.connect(cfg.ray, env_vars={"RAY_CHDIR_TO_TRIAL_DIR": "0"})
         try:
             trainable = tune.with_resources(tune.with_parameters(trial, base=base, spec=spec),
                                             {"cpu": float(t.cpus_per_trial)})

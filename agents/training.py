@@ -27,7 +27,7 @@ from agents import checkpoint, tracking
 from agents.base import Agent
 from agents.diagnostics import DecisionLog, PolicyDiagnostics, format_table
 from agents.registry import make_agent
-from envs import config
+from envs import compilation, config
 from envs.errors import ConfigError, Interrupted
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
@@ -81,10 +81,31 @@ def apply_runtime(s: Setup) -> None:
     torch.set_num_threads(s.torch_threads)
 
 
+class TimedVecEnv(SB3VecEnv):
+    """The training environment, adding up the wall time of its resets and steps (the
+    simulator's share of a run, the env's Python around the compiled core included)."""
+
+    seconds = 0.0
+
+    def reset(self) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return super().reset()
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def step_wait(self):
+        start = time.perf_counter()
+        try:
+            return super().step_wait()
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
 def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None = None,
-             ccs: list[str] | None = None) -> SB3VecEnv:
-    return SB3VecEnv(batch, scenario=scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
-                     cc_params=s.ccs, **s.env_kwargs)
+             ccs: list[str] | None = None) -> TimedVecEnv:
+    return TimedVecEnv(batch, scenario=scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
+                       cc_params=s.ccs, **s.env_kwargs)
 
 
 def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> dict[str, Any]:
@@ -218,15 +239,18 @@ class Progress:
     def __init__(self, s: Setup, agent: Agent, tracker: Tracker, start_step: int, save,
                  on_eval: EvalHook | None = None) -> None:
         self.s, self.agent, self.tracker, self.save, self.on_eval = s, agent, tracker, save, on_eval
-        self.steps = start_step
+        self.steps = self.start_step = start_step
         self.episodes = 0
         self.returns = np.zeros(s.n_envs)
         self.recent: deque[float] = deque(maxlen=50)
         self.next_eval = start_step + s.eval_every if s.eval_every else math.inf
         self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
+        self.eval_seconds = 0.0  # periodic evaluations
         self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)
 
     def on_step(self, n: int, rewards: np.ndarray, infos: list[dict]) -> bool:
+        if self.steps == self.start_step:  # the bar's clock starts at the first step, not at the
+            self.bar.unpause()              # agent's set-up (SB3 builds its networks in learn)
         self.steps += n
         self.returns += np.asarray(rewards, dtype=float)
         for b, info in enumerate(infos):
@@ -243,7 +267,9 @@ class Progress:
         self.bar.set_postfix(episodes=self.episodes, goodput=f"{goodput:.1f}Mb/s", refresh=False)
         if self.steps >= self.next_eval:
             self.next_eval += self.s.eval_every
+            start = time.perf_counter()
             rows = compare_with_minrtt(self.agent, self.s, min(self.s.eval_runs, 5))
+            self.eval_seconds += time.perf_counter() - start
             for r in rows:
                 self.tracker.log({f"eval/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"]},
                                  self.steps)
@@ -264,14 +290,49 @@ class Progress:
 EvalHook = Callable[[Progress, list[dict[str, Any]]], None]
 
 
+@dataclass
+class TimeSplit:
+    """Where a run's wall time went, in seconds: ``startup`` from the start (train.py's first
+    line, else ``run``'s) to training, ``compile`` of it the simulator core's compilation or cache
+    load, ``simulator`` the training env's resets and steps, ``agent`` the rest of training
+    (acting, updates, monitoring, checkpoints), ``evaluation`` the comparisons with minRTT
+    (periodic and final), ``other`` the rest (saving and logging at the end)."""
+
+    startup: float = 0.0
+    compile: float = 0.0
+    simulator: float = 0.0
+    agent: float = 0.0
+    evaluation: float = 0.0
+    other: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.startup + self.simulator + self.agent + self.evaluation + self.other
+
+    def metrics(self) -> dict[str, float]:
+        """As MLflow metrics (``time/<part>_s``)."""
+        return {f"time/{k}_s": v for k, v in {**vars(self), "total": self.total}.items()}
+
+    def __str__(self) -> str:
+        return (f"time: start-up {self.startup:.1f} s (of which the simulator core {self.compile:.1f} s), "
+                f"simulator {self.simulator:.1f} s, agent updates {self.agent:.1f} s, evaluation "
+                f"{self.evaluation:.1f} s, other {self.other:.1f} s; total {self.total:.1f} s")
+
+
 # ---------------------------------------------------------------------------------- the run
-def prepare(cfg: DictConfig, out_dir: Path) -> tuple[Setup, SB3VecEnv, Agent, dict[str, Any]]:
+def prepare(cfg: DictConfig, out_dir: Path,
+            split: TimeSplit | None = None) -> tuple[Setup, SB3VecEnv, Agent, dict[str, Any]]:
     """The validated setup, environment and agent (new, or from ``train.resume``'s checkpoint
     with its metadata): every bad value, hyperparameter or checkpoint is refused here, before
-    anything runs or is tracked."""
+    anything runs or is tracked. The simulator core compiles here, as its own announced stage
+    (its time in ``split.compile``)."""
     s = setup(cfg, out_dir)
     apply_runtime(s)
     env = make_env(s, s.n_envs, s.seed)
+    compile_s = compilation.prepare(lambda: build_process(
+        1, scenario=s.scenarios[0], cc=next(iter(s.ccs)), seed=s.seed, cc_params=s.ccs, **s.env_kwargs))
+    if split is not None:
+        split.compile = compile_s
     s.interface = interface(s, env.process, s.scenarios)
     resume = cfg.train.get("resume")
     if not resume:
@@ -283,11 +344,15 @@ def prepare(cfg: DictConfig, out_dir: Path) -> tuple[Setup, SB3VecEnv, Agent, di
     return s, env, agent, meta
 
 
-def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict[str, Any]:
-    """Train (or resume) as configured; returns the evaluation rows and where things are.
+def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
+        started: float | None = None) -> dict[str, Any]:
+    """Train (or resume) as configured; returns the evaluation rows, where things are and the
+    time split (``TimeSplit``; ``started``: the ``time.perf_counter()`` its start-up counts from).
     ``on_eval`` sees every periodic evaluation and the final one (see ``Progress``);
     ``mlflow.parent_run_id`` nests the run under another (a sweep's trials)."""
-    s, env, agent, meta = prepare(cfg, out_dir)
+    split = TimeSplit()
+    started = time.perf_counter() if started is None else started
+    s, env, agent, meta = prepare(cfg, out_dir, split)
     resume = cfg.train.get("resume")
     start = int(meta["steps_done"]) if resume else 0
     ckpt_dir = out_dir / "checkpoint"
@@ -312,6 +377,8 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
             checkpoint.save(ckpt_dir, agent, meta, s.config_yaml)
 
         progress = Progress(s, agent, tracker, start, save, on_eval)
+        learning = time.perf_counter()
+        split.startup = learning - started
         try:
             agent.learn(env, s.steps - start, progress)
         except KeyboardInterrupt:
@@ -328,8 +395,14 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
             mlflow.end_run(status="FAILED")
             raise
         progress.close()
+        evaluating = time.perf_counter()
+        split.simulator, split.evaluation = env.seconds, progress.eval_seconds
+        split.agent = evaluating - learning - env.seconds - progress.eval_seconds
         save(finished=True)
+        final = time.perf_counter()
         rows = compare_with_minrtt(agent, s, s.eval_runs)
+        final = time.perf_counter() - final
+        split.evaluation += final
         if on_eval is not None:
             on_eval(progress, rows)
         table = format_rows(rows)
@@ -343,8 +416,11 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None) -> dict
         mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
         mlflow.log_artifact(str(out_dir / "eval.md"))
         mlflow.log_text(s.config_yaml, "config.yaml")
+        split.other = time.perf_counter() - evaluating - final
+        mlflow.log_metrics(split.metrics())
         return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": active.info.run_id,
-                "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes}
+                "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes,
+                "time": split}
 
 
 def resume_command(ckpt_dir: Path) -> str:

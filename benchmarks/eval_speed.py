@@ -1,6 +1,7 @@
 """Wall time of a heuristics-only study: 6 schedulers x ispras_s1-s3 x cubic, bbr, bbr2 x 10 runs
-(10 MB files), cells spread over ``workers`` processes: ``python benchmarks/eval_speed.py
-[workers]`` (issue target: under 60 s on 2 cores). The 6 schedulers: minRTT, ECF, BLEST, RR, LTS
+(10 MB files), cells run as a study runs them (``studies.runner.backend``: heuristics only, so in this
+process unless ``ray.tasks=always`` or a cluster):
+``python benchmarks/eval_speed.py [workers]`` (issue target: under 60 s on 2 cores). The 6 schedulers: minRTT, ECF, BLEST, RR, LTS
 and HSR (the ISPRAS baselines and three per-packet rules). Prints the time to validate, evaluate and write the report
 (MLflow logging excluded), and the summed per-cell time (the serial cost)."""
 
@@ -30,8 +31,8 @@ def main(workers: int) -> None:
     out = Path(tempfile.mkdtemp(prefix="eval_speed-"))
     start = time.perf_counter()
     study = spec.from_config(cfg, out)
-    with runner._pool(study.workers) as pool:
-        results = runner.evaluate_cells(study, pool)
+    with runner.backend(study) as backend:
+        results = runner.evaluate_cells(study, backend)
     evaluated = time.perf_counter()
     report.write(study, results, out)
     done = time.perf_counter()
@@ -40,7 +41,8 @@ def main(workers: int) -> None:
     print(f"\nstudy: {len(study.schedulers)} schedulers ({labels}) x {len(study.scenarios)} scenarios x "
           f"{len(study.ccs)} CCs x {study.runs} runs = {len(results)} cells, {workers} workers, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"evaluate (incl. worker start): {evaluated - start:.1f} s   report: {done - evaluated:.1f} s   "
+    where = "incl. Ray's start" if backend.name == "ray" else "in this process"
+    print(f"evaluate ({where}): {evaluated - start:.1f} s   report: {done - evaluated:.1f} s   "
           f"total: {done - start:.1f} s   (summed cell time {serial:.1f} s)   outputs: {out}")
 
 

@@ -31,8 +31,8 @@ def run(name: str, runs: int, out: Path) -> tuple[dict, float]:
         cfg = compose(config_name="evaluate", overrides=[f"study={name}", f"study.runs={runs}"])
     study = spec.from_config(cfg, out / name)
     start = time.perf_counter()
-    with runner._pool(study.workers) as pool:
-        cells = runner.evaluate_cells(study, pool)
+    with runner.backend(study) as backend:
+        cells = runner.evaluate_cells(study, backend)
     return {k: v["metrics"] for k, v in cells.items()}, time.perf_counter() - start
 
 

@@ -78,6 +78,7 @@ class DecisionProcess:
         self._mode_prm = np.array([m[1] for m in self.modes]).reshape(len(self.modes), SCHED_STATE)
         self._live = np.zeros(sim.B, dtype=np.bool_)
         self._info = np.zeros((sim.B, N_INFO))
+        self._done_metrics: tuple[bytes, dict[str, np.ndarray]] | None = None  # see step()
         self.last_obs = np.zeros((sim.B, len(self.features)), dtype=np.float32)  # features now
         # ``_step``'s arguments after the actions, gathered once (the simulator allocates its arrays
         # once): building them from attributes took about 1 us of a ~11 us packet-mode env step.
@@ -119,6 +120,7 @@ class DecisionProcess:
             s.reset(b)
             mask[b] = True
         self.decisions[mask] = 0
+        self._done_metrics = None
         self._run(mask)
         reward_and_snapshot(self._reward_prm, self._prev, s.obs, s.cobs, s.cn[:, CN_N_SUB], s.mss,
                             np.zeros(s.B, dtype=np.bool_), self._rewards)
@@ -147,7 +149,12 @@ class DecisionProcess:
         metrics = None
         if n_done:
             done = s.done
-            metrics = s.results()
+            # a finished connection stays as it is until reset: its metrics are computed once, not
+            # again at every later step of the others (an evaluation's batch ends one by one)
+            key = done.tobytes() + s.episode.tobytes()
+            if self._done_metrics is None or self._done_metrics[0] != key:
+                self._done_metrics = (key, s.results())
+            metrics = self._done_metrics[1]
             bulk = np.array([sc is not None and sc.workload.type == "bulk" for sc in s.current])
             terminated = done & (~np.isnan(metrics["completion_s"]) | bulk)
             truncated = done & ~terminated

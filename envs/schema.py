@@ -263,6 +263,19 @@ class RaySettings:
     num_cpus: int | None = setting(None, ge=1, integer=True)  # local Ray: CPUs to use (None: all)
 
 
+STUDY_TASKS = ("auto", "always", "never")
+
+
+@dataclass
+class StudyRaySettings(RaySettings):
+    """``ray.*`` of ``evaluate.py study=...``: where a study's tasks run (``studies/tasks.py``)."""
+
+    max_retries: int = setting(2, ge=0, integer=True)  # re-runs of a task whose worker died (not of one that raised)
+    # auto: Ray where a study trains or evaluates learned agents (or on a cluster), a heuristics-only study in
+    # this process (its batched cells take less than Ray's start); always | never
+    tasks: str = setting("auto", one_of=STUDY_TASKS)
+
+
 # ------------------------------------------------------------------------- top-level configs
 @dataclass
 class CommonConfig:
@@ -319,6 +332,7 @@ class EvaluateConfig(CommonConfig):
     workers: int = setting(2, ge=1, integer=True)  # processes evaluating cells (and training agents) side by side
     agents_dir: str | None = None  # where a study trains and caches agents; None: <output dir>/agents
     headroom: Any = None  # true or {search_runs, samples}: search a scheduler family per cell (studies/headroom.py)
+    ray: StudyRaySettings = field(default_factory=StudyRaySettings)  # where a study's tasks run
     # live runs (README "Live runs")
     backend: str = setting("sim", one_of=EVAL_BACKENDS,  # live: run on the live testbed (live.backend's transport)
                            hint="(the live transport is live.backend: mptcp or xquic)")
@@ -329,7 +343,7 @@ class EvaluateConfig(CommonConfig):
 
 _SCHEMAS: dict[str, type] = {c.__name__: c for c in (
     RewardConfig, EnvConfig, TrainSettings, MlflowSettings, LiveOptions, ObjectiveSettings, TuneSchedulerSettings,
-    TuneSettings, RaySettings)}
+    TuneSettings, RaySettings, StudyRaySettings)}
 
 
 def register() -> None:

@@ -20,7 +20,13 @@ import pandas as pd  # noqa: E402
 from agents.diagnostics import format_table  # noqa: E402
 from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
 from studies import headroom, robustness  # noqa: E402
-from studies.spec import HEURISTIC, Study  # noqa: E402
+from studies.spec import HEURISTIC, TRAIN, Study  # noqa: E402
+
+
+def spread(result: dict[str, Any], metric: str) -> np.ndarray | None:
+    """The values a cell's mean and CI are taken over: the runs, or for a learner trained with
+    several seeds its seeds' means (the CI then covers the training seed too)."""
+    return result.get("seed_means", result["metrics"]).get(metric)
 
 
 def cube(study: Study, results: dict, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +36,7 @@ def cube(study: Study, results: dict, metric: str) -> tuple[np.ndarray, np.ndarr
     for i, e in enumerate(study.schedulers):
         for k, s in enumerate(study.scenarios):
             for c, cc in enumerate(study.ccs):
-                values = results[(e.label, s.name, cc)]["metrics"].get(metric)
+                values = spread(results[(e.label, s.name, cc)], metric)
                 if values is not None:
                     means[i, k, c], cis[i, k, c] = mean_ci(values)
     return means, cis
@@ -72,9 +78,10 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
     present = {m for r in results.values() for m in r["metrics"]}
     for (label, s, cc), r in results.items():
         row: dict[str, Any] = {"scheduler": label, "scenario": s, "cc": cc, "runs": study.runs,
-                               "error": r["error"] or ""}
+                               "seeds": r.get("seeds", 1),
+                               "failed": bool(r.get("failed")), "error": r["error"] or ""}
         for m in (m for m in ALL_METRICS if m in present):
-            mean, half = mean_ci(r["metrics"][m]) if m in r["metrics"] else (math.nan, math.nan)
+            mean, half = mean_ci(spread(r, m)) if m in r["metrics"] else (math.nan, math.nan)
             row[m], row[f"{m}_ci95"] = mean, half
         rows.append(row)
     files["cells.csv"] = out_dir / "cells.csv"
@@ -90,11 +97,17 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
     header = [""] + [cc for _ in scen for cc in ccs]
     body = [[label] + [f"{_fmt(means[i, k, c])} ± {_fmt(cis[i, k, c])}" if np.isfinite(means[i, k, c]) else "n/a"
                        for k in range(len(scen)) for c in range(len(ccs))] for i, label in enumerate(labels)]
-    failed = [f"- {' / '.join(key)}: {r['error']}" for key, r in results.items() if r["error"]]
-    text = (f"# Study {study.name}: {study.metric}, mean ± 95% CI over {study.runs} runs\n\n"
+    na = [f"- {' / '.join(key)}: {r['error']}" for key, r in results.items() if r["error"] and not r.get("failed")]
+    failed = [f"- {' / '.join(key)}: {r['error']}" for key, r in results.items() if r.get("failed")]
+    over = f"{study.runs} runs" + (f" (learners trained here: over their {study.seeds} training seeds' means)"
+                                   if study.seeds > 1 and any(e.kind == TRAIN for e in study.schedulers) else "")
+    text = (f"# Study {study.name}: {study.metric}, mean ± 95% CI over {over}\n\n"
             + _md(header, body, groups) + "\n")
+    if na:
+        text += "\nn/a: the scheduler could not run in that cell:\n\n" + "\n".join(na) + "\n"
     if failed:
-        text += "\nn/a: the scheduler could not run in that cell:\n\n" + "\n".join(failed) + "\n"
+        text += ("\nFailed cells (the task raised, or its worker died on every attempt; a cell with a value "
+                 "lost some training seeds):\n\n" + "\n".join(failed) + "\n")
     degenerate = [f"- {' / '.join(key)}: {'; '.join(r['diagnostics'].warnings)}" for key, r in results.items()
                   if r.get("diagnostics") is not None and r["diagnostics"].warnings]
     if degenerate:

@@ -29,7 +29,8 @@ CHECKPOINT_FORMS = "a checkpoint directory, runs:/<run_id>/checkpoint or mlflow:
 class Entry:
     """One scheduler of a study: a heuristic (``scheduler`` + ``params``), a checkpoint
     (``source``: a directory or an MLflow reference) or an agent the study trains (``train``:
-    train.py overrides). ``checkpoint`` is the local checkpoint directory once known."""
+    train.py overrides), once per training seed (``study.seeds``). ``checkpoints`` are the local
+    checkpoint directories once known, one per seed of ``seeds``."""
 
     label: str
     kind: str
@@ -37,10 +38,21 @@ class Entry:
     params: dict[str, float] = field(default_factory=dict)
     source: str = ""
     train: list[str] = field(default_factory=list)
-    checkpoint: str = ""
-    train_yaml: str = ""  # the composed training config of a TRAIN entry
+    checkpoints: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # the training seed of each checkpoint
+    train_yamls: list[str] = field(default_factory=list)  # a TRAIN entry's composed config per seed
     meta: dict[str, Any] = field(default_factory=dict)
     error: str = ""  # why the entry has no checkpoint (its training failed): reported in its cells
+
+    @property
+    def checkpoint(self) -> str:
+        """The first seed's checkpoint directory ("" while unknown)."""
+        return self.checkpoints[0] if self.checkpoints else ""
+
+    @property
+    def train_yaml(self) -> str:
+        """The first seed's training config ("" unless trained here)."""
+        return self.train_yamls[0] if self.train_yamls else ""
 
 
 @dataclass
@@ -51,12 +63,14 @@ class Study:
     ccs: dict[str, dict[str, float]]
     runs: int
     seed: int
+    seeds: int  # training seeds per learner the study trains
     metric: str
     higher_is_better: bool
     sim: SimConfig
     workers: int
     agents_dir: Path
     mlflow: dict[str, Any]
+    ray: dict[str, Any]  # where the tasks run (agents.cluster) and max_retries of a task whose worker died
     headroom: dict[str, int] | None = None  # search_runs, samples (studies.headroom); None: no search
 
     @property
@@ -80,11 +94,11 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     given = config.plain(node) if node is not None else {}
     if not isinstance(given, dict):
         raise ConfigError(f"study must be a mapping (a file in configs/study), got {given!r}")
-    unknown = sorted(set(given) - {"name", "metric", "higher_is_better", "runs", "scenarios", "ccs", "schedulers",
-                                   "train_overrides", "description", "headroom"})
+    unknown = sorted(set(given) - {"name", "metric", "higher_is_better", "runs", "seeds", "scenarios", "ccs",
+                                   "schedulers", "train_overrides", "description", "headroom"})
     if unknown:
         raise ConfigError(f"study has unknown keys {', '.join(unknown)}; valid: name, metric, higher_is_better, "
-                          "runs, scenarios, ccs, schedulers, train_overrides, description, headroom")
+                          "runs, seeds, scenarios, ccs, schedulers, train_overrides, description, headroom")
     if node is not None:
         if config.plain(cfg.get("scheduler_params")):
             raise ConfigError("scheduler_params is for one scheduler; in a study give "
@@ -106,17 +120,21 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     runs = given.get("runs", cfg.runs)
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise out_of_range("runs", runs, "an integer >= 1")
-    config.validate(cfg)  # evaluate.yaml's ranges (workers, ...): envs/schema.py EvaluateConfig
+    config.validate(cfg)  # evaluate.yaml's ranges (workers, ray, ...): envs/schema.py EvaluateConfig
+    seeds = given.get("seeds", 1)
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise out_of_range("study.seeds", seeds, "an integer >= 1")
     workers = int(cfg.workers)
+    ray_cfg = config.plain(cfg.get("ray")) or {}
     metric = given.get("metric") or cfg.metric
     if metric not in ALL_METRICS:
         raise unknown_name("metric", metric, ALL_METRICS)
     higher = given.get("higher_is_better")
-    agents_dir = Path(cfg.get("agents_dir") or out_dir / "agents")
+    agents_dir = Path(cfg.get("agents_dir") or out_dir / "agents").absolute()  # the same for every task
     mlflow_cfg = config.plain(cfg.get("mlflow")) or {}
-    study = Study(str(given.get("name") or "study"), [], scenarios, ccs, runs, int(cfg.seed), metric,
+    study = Study(str(given.get("name") or "study"), [], scenarios, ccs, runs, int(cfg.seed), seeds, metric,
                   metric not in LOWER_IS_BETTER if higher is None else bool(higher), config.sim_config(cfg.env),
-                  workers, agents_dir, mlflow_cfg)
+                  workers, agents_dir, mlflow_cfg, ray_cfg)
     study.headroom = _headroom(given.get("headroom", cfg.get("headroom")))
     common = [str(o) for o in given.get("train_overrides") or []]
     study.schedulers = [parse_entry(item, common, study) for item in items]
@@ -214,14 +232,15 @@ def resolve_checkpoint(entry: Entry, study: Study) -> Entry:
     else:
         local = source
     entry.meta = checkpoint.read_meta(Path(local))
-    entry.checkpoint = str(local)
+    entry.checkpoints, entry.seeds = [str(local)], [entry.meta.get("seed")]
     entry.label = entry.label or f"{entry.meta.get('agent')}_{'+'.join(entry.meta.get('ccs', []))}"
     return entry
 
 
 def prepare_training(entry: Entry, study: Study) -> Entry:
-    """Compose train.py's config for ``entry`` and validate it (agents.training.setup), fixing
-    where its checkpoint will be: ``agents_dir/<label>-<config hash>`` (reused when finished)."""
+    """Compose train.py's config for ``entry`` and validate it (agents.training.setup), once per
+    training seed (the config's ``seed`` and the ``study.seeds - 1`` after it), fixing where each
+    checkpoint will be: ``agents_dir/<label>-<config hash>`` (reused when finished)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -230,13 +249,17 @@ def prepare_training(entry: Entry, study: Study) -> Entry:
         cfg = compose_train(entry.train)
         if study.mlflow:
             cfg.mlflow.merge_with(study.mlflow)  # the study's tracking store, into the typed section
-        s = setup(cfg, study.agents_dir)
+        first = int(cfg.seed)
+        for seed in range(first, first + study.seeds):
+            cfg.seed = seed
+            s = setup(cfg, study.agents_dir)
+            entry.seeds.append(seed)
+            entry.train_yamls.append(OmegaConf.to_yaml(cfg, resolve=True))
+            entry.checkpoints.append(str(study.agents_dir / f"{entry.label}-{s.config_hash}" / "checkpoint"))
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(f"scheduler {entry.label}: bad train overrides {entry.train}: {err}") from None
     except ConfigError as err:
         raise ConfigError(f"scheduler {entry.label}: {err}") from None
-    entry.train_yaml = OmegaConf.to_yaml(cfg, resolve=True)
-    entry.checkpoint = str(study.agents_dir / f"{entry.label}-{s.config_hash}" / "checkpoint")
     entry.meta = {"agent": s.agent_spec.get("name"), "ccs": list(s.ccs), "scenarios": [x.name for x in s.scenarios]}
     return entry
 

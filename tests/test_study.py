@@ -1,7 +1,9 @@
 """Studies (evaluate.py study=... or lists): statistics on known data, every output of a tiny
-study, training through agents.training with a cache, per-cell errors and bad input."""
+study, training through agents.training with a cache, per-cell errors and bad input, Ray tasks
+against a serial run, training seeds, and cells whose worker dies."""
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from omegaconf import OmegaConf, open_dict
 
@@ -18,7 +21,8 @@ from envs.errors import ConfigError
 from envs.metrics import mean_ci
 from envs.plugins import cc_names, scheduler_names
 from envs.scenario import list_scenarios
-from studies import robustness, spec
+from agents import cluster
+from studies import robustness, runner, spec
 from studies.runner import run_study
 from conftest import ROOT, compose_config
 
@@ -83,6 +87,17 @@ def test_summary_worst_case_and_mean_across_cells():
 
 # ---------------------------------------------------------------------------------- end to end
 @pytest.fixture(scope="module")
+def ray_session():
+    """One local Ray instance (2 CPUs) for the module's studies with workers > 1: a study uses a
+    session already open and leaves it open."""
+    import ray
+    started = cluster.connect({"num_cpus": 2})
+    yield
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
 def two_path_agent(tmp_path_factory) -> Path:
     """A small LinUCB agent trained on two paths (agents.training, the code of train.py)."""
     tmp = tmp_path_factory.mktemp("agent")
@@ -92,7 +107,7 @@ def two_path_agent(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_tiny_study_writes_every_output(tmp_path, two_path_agent):
+def test_tiny_study_writes_every_output(tmp_path, two_path_agent, ray_session):
     cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,rr,{two_path_agent}]", "scenario=[ispras_s1,ispras_s3]",
                        "cc=[cubic,bbr]", "runs=3", "duration_s=1")
     result = run_study(cfg, tmp_path / "out")
@@ -153,7 +168,7 @@ def test_checkpoint_by_mlflow_run_id(tmp_path, two_path_agent):
                          tmp_path / "out")
 
 
-def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, capfd):
+def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, capfd, ray_session):
     study = {"name": "tiny", "scenarios": ["ispras_s3"], "ccs": ["bbr"], "runs": 2,
              "train_overrides": ["scenario=ispras_s3", "file_mb=1", "train.steps=300", "train.eval_every=0",
                                  "train.eval_runs=2"],
@@ -174,8 +189,97 @@ def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, c
                                first["results"][("lin", "ispras_s3", "bbr")]["metrics"]["goodput_mbps"])
 
 
+SEEDED = {"name": "seeded", "scenarios": ["ispras_s1", "ispras_s3"], "ccs": ["cubic", "bbr"], "runs": 2, "seeds": 2,
+          "train_overrides": ["scenario=ispras_s3", "file_mb=1", "train.steps=300", "train.eval_every=0",
+                              "train.eval_runs=2"],
+          "schedulers": ["minrtt", "rr", {"label": "dqn", "train": ["agent=dqn", "cc=bbr"]}]}
+
+
+def test_ray_study_with_two_workers_gives_the_serial_numbers(tmp_path, ray_session):
+    """Training jobs (two seeds of a learner) and cells as Ray tasks on 2 workers: every number of
+    the report as in a serial run in this process; the learner's CI is taken over its seeds."""
+    out = {}
+    for workers in (1, 2):
+        cfg = evaluate_cfg(tmp_path, "duration_s=1", f"workers={workers}", f"agents_dir={tmp_path}/agents{workers}",
+                           study=SEEDED)
+        out[workers] = run_study(cfg, tmp_path / f"w{workers}")
+    serial, ray_run = (pd.read_csv(out[w]["files"]["cells.csv"]) for w in (1, 2))
+    pd.testing.assert_frame_equal(serial, ray_run)
+    assert len(serial) == 3 * 2 * 2 and not serial["failed"].any() and serial["error"].isna().all()
+    (entry,) = [e for e in out[2]["study"].schedulers if e.label == "dqn"]
+    assert entry.seeds == [0, 1] and len(set(entry.checkpoints)) == 2
+    assert [spec.checkpoint.read_meta(Path(c))["seed"] for c in entry.checkpoints] == [0, 1]
+    cell = out[2]["results"][("dqn", "ispras_s3", "bbr")]
+    assert cell["metrics"]["goodput_mbps"].shape == (2 * 2,)  # both seeds' runs
+    means = cell["seed_means"]["goodput_mbps"]
+    assert means.shape == (2,)
+    nets = [spec.checkpoint.load(Path(c))[0].model.policy.state_dict() for c in entry.checkpoints]
+    assert any(not torch.equal(nets[0][k], nets[1][k]) for k in nets[0])  # two differently trained agents
+    row = serial[(serial.scheduler == "dqn") & (serial.scenario == "ispras_s3") & (serial.cc == "bbr")].iloc[0]
+    assert row["seeds"] == 2
+    assert (row["goodput_mbps"], row["goodput_mbps_ci95"]) == pytest.approx(mean_ci(means))
+    assert "over their 2 training seeds' means" in out[2]["files"]["results.md"].read_text()
+
+
+def test_a_cell_whose_worker_dies_is_retried_or_reported_failed(tmp_path, monkeypatch, ray_session):
+    """The worker of one cell exits once (its retry succeeds with the same numbers); the worker of
+    another exits on every attempt: that cell is reported failed and every other cell completes."""
+    marker = tmp_path / "died-once"
+    evaluate = runner.evaluate_cell
+
+    def dying(entry, scenario, cc, *args):
+        if (entry.label, scenario.name, cc) == ("rr", "ispras_s1", "bbr") and not marker.exists():
+            marker.touch()
+            os._exit(1)
+        if (entry.label, scenario.name, cc) == ("rr", "ispras_s3", "bbr"):
+            os._exit(1)
+        return evaluate(entry, scenario, cc, *args)
+
+    monkeypatch.setattr(runner, "evaluate_cell", dying)
+    cfg = evaluate_cfg(tmp_path, "scheduler=[minrtt,rr]", "scenario=[ispras_s1,ispras_s3]", "cc=[cubic,bbr]",
+                       "runs=2", "duration_s=1", "workers=2", "ray.max_retries=1", "ray.tasks=always")
+    result = run_study(cfg, tmp_path / "out")
+    res = result["results"]
+    assert marker.exists()
+    assert list(result["failed"]) == [("rr", "ispras_s3", "bbr")]
+    assert "WorkerCrashedError" in result["failed"][("rr", "ispras_s3", "bbr")]
+    assert res[("rr", "ispras_s3", "bbr")]["failed"] and not res[("rr", "ispras_s3", "bbr")]["metrics"]
+    for key, cell in res.items():
+        if key != ("rr", "ispras_s3", "bbr"):
+            assert cell["error"] is None and (cell["metrics"]["goodput_mbps"] > 0).all(), key
+    study = result["study"]
+    rr = study.schedulers[1]
+    again = evaluate(rr, study.scenarios[0], "bbr", study.ccs, study.runs, study.seed + runner.EVAL_SEED_OFFSET,
+                     study.sim)
+    np.testing.assert_array_equal(res[("rr", "ispras_s1", "bbr")]["metrics"]["goodput_mbps"],
+                                  again["metrics"]["goodput_mbps"])
+    text = result["files"]["results.md"].read_text()
+    assert "Failed cells" in text and "- rr / ispras_s3 / bbr: WorkerCrashedError" in text
+    cells = pd.read_csv(result["files"]["cells.csv"])
+    assert cells["failed"].sum() == 1
+    run = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result["run_id"])
+    assert run.data.metrics["failed_cells"] == 1
+
+
 # ---------------------------------------------------------------------------------- bad input
 BASE = {"name": "bad", "scenarios": ["ispras_s1"], "ccs": ["bbr"], "schedulers": ["minrtt"]}
+
+
+def test_study_seeds_on_the_command_line_trains_each_learner_that_many_times(tmp_path):
+    study = spec.from_config(evaluate_cfg(tmp_path, "study=ispras", "study.seeds=3"), tmp_path / "out")
+    assert study.seeds == 3
+    trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
+    assert len(trained) == 3
+    for e in trained:
+        assert e.seeds == [0, 1, 2] and len(set(e.checkpoints)) == 3
+        assert [yaml.safe_load(y)["seed"] for y in e.train_yamls] == [0, 1, 2]
+    one = spec.from_config(evaluate_cfg(tmp_path, "study=ispras"), tmp_path / "out")
+    assert [e.checkpoints for e in one.schedulers if e.kind == spec.TRAIN] == [e.checkpoints[:1] for e in trained]
+
+
+def test_unknown_ray_tasks_mode_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="unknown ray.tasks 'sometimes'; valid: always, auto, never"):
+        spec.from_config(evaluate_cfg(tmp_path, "ray.tasks=sometimes", study=BASE), tmp_path / "out")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -191,6 +295,7 @@ BASE = {"name": "bad", "scenarios": ["ispras_s1"], "ccs": ["bbr"], "schedulers":
     ({"schedulers": [{"label": "d", "train": ["agent=dqn", "train.steps=0"]}]}, "train.steps must be"),
     ({"schedulers": ["no/such/checkpoint"]}, "not a checkpoint: no/such/checkpoint"),
     ({"runs": 0}, "runs must be an integer >= 1"),
+    ({"seeds": 0}, "study.seeds must be an integer >= 1"),
     ({"typo": 1}, "study has unknown keys typo"),
 ])
 def test_bad_study_fails_before_any_work_naming_the_problem(tmp_path, change, message):

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mlflow
@@ -32,6 +33,32 @@ def test_main_job_runs_and_prints_the_comparison(tmp_path):
     meta = json.loads((tmp_path / "run" / "checkpoint" / "meta.json").read_text())
     assert meta["finished"] and meta["steps_done"] >= 3000
     assert "%" in out.stderr  # the progress bar
+    assert "time: start-up" in out.stdout  # the time split
+
+
+def test_compile_stage_comes_before_the_bar_and_the_time_split_is_logged(tmp_path, monkeypatch, capfd):
+    """A cold cache (as compilation.cached reports it) is announced, with its time, before the
+    progress bar starts; the run's time split adds up and is logged to MLflow."""
+    from envs import compilation
+
+    monkeypatch.setattr(compilation, "cached", lambda: False)
+    cfg = compose_cfg(tmp_path, "agent=dqn", "cc=bbr", "train.steps=800", "train.eval_every=400")
+    start = time.perf_counter()
+    result = run(cfg, tmp_path / "run", started=start)
+    wall = time.perf_counter() - start
+    err = capfd.readouterr().err
+    first_bar = err.index("/800")
+    assert 0 <= err.index("compiling the simulator core (first run only") < err.index("compiled the simulator core in")
+    assert err.index("compiled the simulator core in") < first_bar
+    split = result["time"]
+    parts = [split.startup, split.simulator, split.agent, split.evaluation, split.other]
+    assert all(p >= 0 for p in parts) and 0 < split.compile <= split.startup
+    assert split.simulator > 0 and split.evaluation > 0  # the env stepped; two evaluations ran
+    assert split.total == pytest.approx(sum(parts)) and split.total <= wall
+    metrics = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result["run_id"]).data.metrics
+    names = ("startup", "compile", "simulator", "agent", "evaluation", "other", "total")
+    assert {f"time/{k}_s" for k in names} <= set(metrics)
+    assert metrics["time/total_s"] == pytest.approx(split.total)
 
 
 @pytest.mark.parametrize("agent", ["dqn", "ppo", "a2c"])
