@@ -145,21 +145,21 @@ class DecisionLog:
 def summarise(names: tuple[str, ...], counts: np.ndarray, same: dict[str, int]) -> PolicyDiagnostics:
     """Shares, agreement and warnings from action counts and per-heuristic agreeing decisions
     (several logs of one policy add up: sum their counts first)."""
-    counts = tuple(int(c) for c in counts)
-    n = sum(counts)
+    per_action = tuple(int(c) for c in counts)
+    n = sum(per_action)
     if n == 0:
-        return PolicyDiagnostics(0, names, counts, dict(same),
+        return PolicyDiagnostics(0, names, per_action, dict(same),
                                  warnings=("never asked: no decision point in these episodes",))
-    top = int(np.argmax(counts))
-    constant = names[top] if counts[top] >= CONSTANT_SHARE * n else None
+    top = int(np.argmax(per_action))
+    constant = names[top] if per_action[top] >= CONSTANT_SHARE * n else None
     clones = tuple(h for h, v in same.items() if v >= CLONE_AGREEMENT * n)
     warnings = []
     if constant:
-        warnings.append(f"constant policy: '{constant}' at {100 * counts[top] / n:.1f}% of {n} decisions")
+        warnings.append(f"constant policy: '{constant}' at {100 * per_action[top] / n:.1f}% of {n} decisions")
     if clones:
         warnings.append("clone of " + ", ".join(f"{h} ({100 * same[h] / n:.1f}% same decisions)" for h in clones)
                         + f" over {n} decisions")
-    return PolicyDiagnostics(n, names, counts, dict(same), constant, clones, tuple(warnings))
+    return PolicyDiagnostics(n, names, per_action, dict(same), constant, clones, tuple(warnings))
 
 
 def combine(parts: list[PolicyDiagnostics]) -> PolicyDiagnostics:

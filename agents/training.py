@@ -321,7 +321,7 @@ class TimeSplit:
 
 # ---------------------------------------------------------------------------------- the run
 def prepare(cfg: DictConfig, out_dir: Path,
-            split: TimeSplit | None = None) -> tuple[Setup, SB3VecEnv, Agent, dict[str, Any]]:
+            split: TimeSplit | None = None) -> tuple[Setup, TimedVecEnv, Agent, dict[str, Any]]:
     """The validated setup, environment and agent (new, or from ``train.resume``'s checkpoint
     with its metadata): every bad value, hyperparameter or checkpoint is refused here, before
     anything runs or is tracked. The simulator core compiles here, as its own announced stage

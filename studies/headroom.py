@@ -124,7 +124,8 @@ def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, 
     """Per-run metrics of one candidate: ``runs`` connections in one batch."""
     if cand.scheduler != WAIT_RULE:
         return evaluate_heuristic(scenario, cc, cand.scheduler, runs, seed, sim, cc_params, cand.kwargs)
-    k = float(dict(cand.params)["k"])
+    k = dict(cand.params)["k"]
+    assert isinstance(k, float)  # the wait rule's one parameter (candidates)
     if not k >= 0.0:
         raise out_of_range("wait_rule k", k, ">= 0")
     process = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
@@ -187,7 +188,7 @@ def search(scenario: Scenario, cc: str, *, runs: int = 10, search_runs: int = 5,
     sim = sim or SimConfig()
     higher = metric not in LOWER_IS_BETTER
     n_paths = len(scenario.paths) if scenario.n_paths is None else scenario.n_paths
-    family = list(family) if family is not None else candidates(n_paths, samples, seed)
+    family = list(family) if family is not None else candidates(n_paths, samples, seed)  # type: ignore[arg-type]
     if not family:
         raise ConfigError("headroom: the family of candidates is empty")
     scored = []

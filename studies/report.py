@@ -81,7 +81,8 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
                                "seeds": r.get("seeds", 1),
                                "failed": bool(r.get("failed")), "error": r["error"] or ""}
         for m in (m for m in ALL_METRICS if m in present):
-            mean, half = mean_ci(spread(r, m)) if m in r["metrics"] else (math.nan, math.nan)
+            values = spread(r, m) if m in r["metrics"] else None
+            mean, half = mean_ci(values) if values is not None else (math.nan, math.nan)
             row[m], row[f"{m}_ci95"] = mean, half
         rows.append(row)
     files["cells.csv"] = out_dir / "cells.csv"

@@ -209,7 +209,8 @@ def _search_cell(scen: Scenario, cc: str, runs: int, seed: int, metric: str, sim
                  cc_params: dict[str, float] | None, options: dict[str, int]) -> Any:
     """One cell's headroom search, as a task (``studies.headroom.search``)."""
     from studies.headroom import search
-    return search(scen, cc, runs=runs, seed=seed, metric=metric, sim=sim, cc_params=cc_params, **options)
+    return search(scen, cc, runs=runs, seed=seed, metric=metric, sim=sim, cc_params=cc_params,
+                  search_runs=options["search_runs"], samples=options["samples"])
 
 
 def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]], runs: int,

@@ -232,7 +232,7 @@ def resolve_checkpoint(entry: Entry, study: Study) -> Entry:
     else:
         local = source
     entry.meta = checkpoint.read_meta(Path(local))
-    entry.checkpoints, entry.seeds = [str(local)], [entry.meta.get("seed")]
+    entry.checkpoints, entry.seeds = [str(local)], [int(entry.meta.get("seed", 0))]
     entry.label = entry.label or f"{entry.meta.get('agent')}_{'+'.join(entry.meta.get('ccs', []))}"
     return entry
 

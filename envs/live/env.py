@@ -44,7 +44,7 @@ class LiveEnv(gym.Env):
     def __init__(self, scenario: ScenarioLike = "ispras_s1", cc: str = "cubic", backend: str = LiveOptions.backend,
                  decision: str = "interval", interval_ms: float = DecisionSpec.interval_ms,
                  modes: Sequence[Mapping | str] | None = None, observation: str = "leeyoo",
-                 reward: str = RewardSpec.name, reward_params: Mapping[str, float] | None = None, seed: int = 0,
+                 reward: str = RewardSpec.name, reward_params: Mapping[str, Any] | None = None, seed: int = 0,
                  emulation: str = LiveOptions.emulation, telemetry_ms: float = LiveOptions.telemetry_ms,
                  verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss) -> None:
         found = resolve_scenarios(scenario)
@@ -72,7 +72,7 @@ class LiveEnv(gym.Env):
         self.P = len(self.scenario.paths)
         self.features = feature_set(observation, self.P)
         self._table = table(self.features)
-        self.reward_spec = RewardSpec(reward, **dict(reward_params or {}))
+        self.reward_spec = RewardSpec(reward, **dict(reward_params or {}))  # type: ignore[arg-type]  # checked by RewardSpec
         self._reward_prm = self.reward_spec.vector()
         self.observation_space = gym.spaces.Box(0.0, CLIP, shape=(len(self.features),), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(len(self.modes))
