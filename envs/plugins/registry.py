@@ -131,15 +131,7 @@ def register_cc(name: str, *, init: Any, on_ack: Any, on_loss: Any, on_rto: Any,
     if len(defaults) > N_CCP:
         raise PluginError(f"cc {name!r} has {len(defaults)} parameters; the core holds at most {N_CCP} (N_CCP)")
     plugin = CCPlugin(name, init, on_ack, on_loss, on_rto, dict(defaults), state_slots, _builtin(init, "cc"))
-    if not plugin.builtin:
-        discover()  # a clash with a built-in name shows now, not when the built-in registers
-    old = _REG.cc.get(name)
-    if old is not None and not _same(old, plugin):
-        raise PluginError(f"cc {name!r} is already registered (by {old.init.py_func.__module__})")
-    if old is None:
-        _check_open("cc", name)
-        _REG.cc[name] = plugin
-    return _REG.cc[name]
+    return _store("cc", _REG.cc, plugin)
 
 
 def register_scheduler(name: str, *, pick: Any, params: Mapping[str, object], state_slots: int = 0,
@@ -161,15 +153,22 @@ def register_scheduler(name: str, *, pick: Any, params: Mapping[str, object], st
                           f"{N_PARAMS} (N_PARAMS)")
     plugin = SchedulerPlugin(name, pick, dict(params), state_slots, bool(burst), validate, c_source,
                              _builtin(pick, "scheduler"))
+    return _store("scheduler", _REG.scheduler, plugin)
+
+
+def _store(kind: str, table: dict[str, Any], plugin: Any) -> Any:
+    """Add ``plugin`` to ``table`` (the registry of its ``kind``) unless the very same one is there;
+    another plug-in of that name, or a registration after the core was built, is refused."""
     if not plugin.builtin:
-        discover()
-    old = _REG.scheduler.get(name)
+        discover()  # a clash with a built-in name shows now, not when the built-in registers
+    old = table.get(plugin.name)
     if old is not None and not _same(old, plugin):
-        raise PluginError(f"scheduler {name!r} is already registered (by {old.pick.py_func.__module__})")
+        module = getattr(old, old.functions[0]).py_func.__module__
+        raise PluginError(f"{kind} {plugin.name!r} is already registered (by {module})")
     if old is None:
-        _check_open("scheduler", name)
-        _REG.scheduler[name] = plugin
-    return _REG.scheduler[name]
+        _check_open(kind, plugin.name)
+        table[plugin.name] = plugin
+    return table[plugin.name]
 
 
 def discover() -> None:
