@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from envs.errors import out_of_range
-
 ROOT = Path(__file__).resolve().parents[1]
 # what a cluster's workers do not need of this checkout (Ray also skips what .gitignore lists)
 EXCLUDES = [".git/", "outputs/", "multirun/", "ray_results/", "mlruns/", "mlflow.db", "*.so"]
@@ -33,9 +31,7 @@ def connect(r: Any, env_vars: dict[str, str] | None = None) -> bool:
     if where:
         ray.init(address=where, runtime_env={"working_dir": str(ROOT), "env_vars": env_vars, "excludes": EXCLUDES})
         return True
-    num_cpus = (r.get("num_cpus") if r is not None else None) or os.cpu_count()
-    if not isinstance(num_cpus, int) or num_cpus < 1:
-        raise out_of_range("ray.num_cpus", num_cpus, "an integer >= 1 (or null: all cores)")
+    num_cpus = (r.get("num_cpus") if r is not None else None) or os.cpu_count()  # range: envs.schema.RaySettings
     # workers import this checkout (ahead of any installed copy) and keep its numba cache
     ray.init(num_cpus=num_cpus, include_dashboard=False, configure_logging=False,
              runtime_env={"env_vars": {**env_vars, "PYTHONPATH": os.pathsep.join(

@@ -19,9 +19,7 @@ from tqdm import tqdm
 
 from agents import cluster
 from envs.errors import unknown_name
-
-MODES = ("auto", "always", "never")  # ray.tasks
-
+from envs.schema import STUDY_TASKS, StudyRaySettings
 
 @dataclass
 class Task:
@@ -80,7 +78,7 @@ class RayTasks:
 
     def __init__(self, workers: int, ray_cfg: dict[str, Any]) -> None:
         self.workers = workers
-        self.max_retries = int(ray_cfg.get("max_retries", 2))
+        self.max_retries = int(ray_cfg.get("max_retries", StudyRaySettings.max_retries))
         self.started = cluster.connect(ray_cfg)
 
     def map(self, todo: list[Task]) -> Iterator[Outcome]:
@@ -121,9 +119,9 @@ def use_ray(workers: int, ray_cfg: dict[str, Any], heavy: bool) -> bool:
     named, or with ``workers`` > 1 and ``heavy`` work (training, or cells of learned agents, which
     act in Python at every decision); ``never``, ``workers=1`` or light work on this machine run
     in this process."""
-    mode = ray_cfg.get("tasks", "auto")
-    if mode not in MODES:
-        raise unknown_name("ray.tasks", mode, MODES)
+    mode = ray_cfg.get("tasks", StudyRaySettings.tasks)
+    if mode not in STUDY_TASKS:
+        raise unknown_name("ray.tasks", mode, STUDY_TASKS)
     if mode != "auto":
         return mode == "always"
     return bool(cluster.address(ray_cfg)) or (workers > 1 and heavy)
