@@ -225,7 +225,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
         base_cfg.scenario_file = str(Path(base_cfg.scenario_file).resolve())
     path = _sweep_path(t, str(cfg.agent.name))
 
-    uri = tracking.open_store(cfg.mlflow.get("tracking_uri"), cfg.mlflow.get("experiment") or "mpsched")
+    uri = tracking.open_store(cfg.mlflow.get("tracking_uri"), cfg.mlflow.experiment)
     state = json.loads((path / STATE_FILE).read_text()) if t.resume else {}
     with mlflow.start_run(run_id=state.get("parent_run_id"), run_name=f"sweep-{path.name}") as parent:
         if not t.resume:

@@ -356,8 +356,8 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
     resume = cfg.train.get("resume")
     start = int(meta["steps_done"]) if resume else 0
     ckpt_dir = out_dir / "checkpoint"
-    mlflow_cfg = cfg.get("mlflow") or {}
-    tracking.open_store(mlflow_cfg.get("tracking_uri"), mlflow_cfg.get("experiment") or "mpsched")
+    mlflow_cfg = cfg.mlflow  # envs.schema.MlflowSettings
+    tracking.open_store(mlflow_cfg.tracking_uri, mlflow_cfg.experiment)
     # a resumed run continues its own MLflow run (also one left RUNNING by kill -9) when this store has it
     own_run = tracking.resumable(meta.get("mlflow_run_id")) if resume else None
     name = mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}"

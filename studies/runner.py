@@ -39,9 +39,10 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     study = spec.from_config(cfg, out_dir)  # every name and checkpoint checked before any work
     out_dir.mkdir(parents=True, exist_ok=True)
     import mlflow
-    if study.mlflow.get("tracking_uri"):
-        mlflow.set_tracking_uri(study.mlflow["tracking_uri"])
-    mlflow.set_experiment(study.mlflow.get("experiment") or "mpsched")  # create the store before the workers
+
+    from agents import tracking
+    # the store is created (under its lock) before the workers; a server that does not answer fails fast
+    tracking.open_store(study.mlflow.get("tracking_uri"), study.mlflow["experiment"])
     start = time.perf_counter()
     if not compilation.cached():  # once here, not in every worker at the same time
         compilation.prepare(lambda: build_process(1, scenario=study.scenarios[0], cc=next(iter(study.ccs)),
