@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
@@ -92,12 +92,6 @@ class PolicyDiagnostics:
         out.update({f"{prefix}/agree/{h}": v for h, v in self.agreement.items()})
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"decisions": self.decisions, "action_counts": dict(zip(self.action_names, self.action_counts)),
-                "action_shares": dict(zip(self.action_names, self.action_shares)),
-                "agreement": dict(self.agreement), "constant": self.constant, "clone_of": list(self.clone_of),
-                "warnings": list(self.warnings)}
-
 
 def action_names(process: DecisionProcess) -> tuple[str, ...]:
     mode = process.decision.mode
@@ -163,7 +157,7 @@ def summarise(names: tuple[str, ...], counts: np.ndarray, same: dict[str, int]) 
 
 
 def combine(parts: list[PolicyDiagnostics]) -> PolicyDiagnostics:
-    """One policy's diagnostics over several cells (decision-weighted)."""
+    """One learner's diagnostics over several logs (cells, or its training seeds' policies), decision-weighted."""
     names = parts[0].action_names
     counts = np.sum([p.action_counts for p in parts], axis=0)
     same = {h: sum(p.agree_counts[h] for p in parts) for h in parts[0].agree_counts}

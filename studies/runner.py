@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
+from agents.diagnostics import combine
 from envs import compilation
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
@@ -178,6 +179,7 @@ def merge_seeds(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> dict[s
     ok = [per_seed[i] for i in sorted(per_seed) if not per_seed[i]["error"]]
     errors = [f"seed {seeds[i]}: {per_seed[i]['error']}" for i in sorted(per_seed) if per_seed[i]["error"]]
     names = [m for m in (ok[0]["metrics"] if ok else {}) if all(m in r["metrics"] for r in ok)]
+    diags = [r["diagnostics"] for r in ok if r.get("diagnostics") is not None]
     with warnings.catch_warnings():  # a metric a seed has no value of (NaN runs) stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)
         return {"metrics": {m: np.concatenate([r["metrics"][m] for r in ok]) for m in names},
@@ -186,8 +188,7 @@ def merge_seeds(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> dict[s
                 "error": "; ".join(errors) or None,
                 "failed": any(r.get("failed") for r in per_seed.values()),
                 "seconds": sum(r.get("seconds", 0.0) for r in per_seed.values()),
-                # the first training seed's policy stands for the learner in the diagnostics report
-                "diagnostics": ok[0].get("diagnostics") if ok else None}
+                "diagnostics": combine(diags) if diags else None}  # the seeds' policies pooled
 
 
 def search_headroom(study: Study, backend: Backend) -> list[Any]:
