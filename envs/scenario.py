@@ -25,6 +25,7 @@ from typing import Annotated, Any, TypeVar
 import numpy as np
 import yaml
 from envs.errors import ConfigError
+from envs.network import Network, NetworkError, resolve, short_form
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -218,6 +219,23 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+class ArrivalSpec(_Model):
+    """Competing flows that come and go (docs/transport.md, "Network"): Poisson arrivals of
+    flows with Pareto (heavy-tailed) sizes, as web traffic's flow sizes are (Crovella and
+    Bestavros, "Self-similarity in World Wide Web traffic", IEEE/ACM ToN 5(6), 1997). Each flow
+    runs the competing ``cc``, sends its size once and leaves; at most ``slots`` run at once (a
+    flow arriving while all are busy starts when one frees)."""
+
+    rate_per_s: Annotated[float, _range(gt=0, le=1000)]
+    """Mean arrivals per second."""
+    mean_kb: Annotated[float, _range(gt=0, le=1e7)]
+    """Mean flow size, kB (10^3 bytes)."""
+    shape: Annotated[float, _range(gt=1, le=10)] = 1.5
+    """Pareto shape (tail index); below 2 the sizes' variance is infinite."""
+    slots: Annotated[int, _range(ge=1, le=64)] = 16
+    """Most flows at once."""
+
+
 class CompetingSpec(_Model):
     """Cross traffic on the path's bottleneck (docs/transport.md, "Paths")."""
 
@@ -229,6 +247,8 @@ class CompetingSpec(_Model):
     """Constant-rate UDP cross traffic, Mbit/s."""
     flows_schedule: list[tuple[float, int]] | None = None
     """``[[t_s, n_active], ...]``: from t_s on, n_active of the ``flows`` run (a step function)."""
+    arrivals: ArrivalSpec | None = None
+    """Flows arriving and leaving besides the long-lived ``flows``."""
 
     @field_validator("cc")
     @classmethod
@@ -258,14 +278,16 @@ def _outage(interval: tuple[float, float]) -> tuple[float, float]:
     return interval
 
 
-class PathSpec(_Model):
-    """One path of a connection (docs/transport.md, "Paths"). Delays are one-way (docs/scenarios.md)."""
+class _LinkFields(_Model):
+    """What a link carries and does to packets (docs/transport.md, "Paths" and "Network"): the
+    fields a link of ``links`` has, and a path of the short form (one link per path) inline.
+    Delays are one-way (docs/scenarios.md)."""
 
-    bandwidth_mbps: Annotated[Dist, _range(gt=0, le=100_000)]
-    """Bottleneck capacity, Mbit/s; the nominal value used for the BDP even with a trace."""
+    bandwidth_mbps: Annotated[Dist, _range(gt=0, le=100_000)] | None = None
+    """Capacity, Mbit/s; the nominal value used for the BDP even with a trace."""
     bandwidth_trace: list[tuple[float, float]] | None = None
     """Piecewise-constant capacity ``[[t_s, mbps], ...]`` (0 = outage); overrides bandwidth_mbps over time."""
-    delay_ms: Annotated[Dist, _range(ge=0, le=5000)]
+    delay_ms: Annotated[Dist, _range(ge=0, le=5000)] | None = None
     """One-way propagation delay, forward (data) direction."""
     reverse_delay_ms: Annotated[Dist, _range(ge=0, le=5000)] | None = None
     """One-way delay of the reverse (ACK) direction; None = same as delay_ms."""
@@ -274,12 +296,13 @@ class PathSpec(_Model):
     loss_pct: Annotated[Dist, _range(ge=0, lt=100)] = 0.0
     """Random (non-congestive) loss probability, percent."""
     queue_packets: Annotated[Dist, _range(gt=0)] | None = None
-    """Drop-tail bottleneck buffer in packets (of one MSS)."""
+    """Drop-tail buffer in packets (of one MSS)."""
     queue_bdp: Annotated[Dist, _range(gt=0)] | None = None
-    """Drop-tail bottleneck buffer as a multiple of the BDP (bandwidth_mbps x base RTT); default 1.0."""
+    """Drop-tail buffer as a multiple of the BDP (bandwidth_mbps x base RTT of the longest path over
+    it); default 1.0."""
     competing: CompetingSpec = Field(default_factory=CompetingSpec)
     outages: list[Annotated[tuple[float, float], AfterValidator(_outage)]] = []
-    """``[[start_s, end_s], ...]``: intervals with zero capacity (the path fails and comes back)."""
+    """``[[start_s, end_s], ...]``: intervals with zero capacity (the link fails and comes back)."""
 
     @field_validator("bandwidth_trace")
     @classmethod
@@ -296,39 +319,105 @@ class PathSpec(_Model):
                 raise ValueError(f"entry [{i}]: mbps must be >= 0, got {_fmt(mbps)}")
         return trace
 
-    @model_validator(mode="after")
-    def _one_queue(self) -> PathSpec:
+    def _check_queue(self) -> None:
         if self.queue_packets is not None and self.queue_bdp is not None:
             raise ValueError("set at most one of queue_packets and queue_bdp, not both")
         if self.queue_packets is None and self.queue_bdp is None:
             self.queue_bdp = 1.0
+
+    def nominal_mbps(self) -> float:
+        """The capacity the BDP and the bottleneck choice use: bandwidth_mbps, else the trace's
+        largest value (concrete links only)."""
+        if self.bandwidth_mbps is not None:
+            return _concrete(self.bandwidth_mbps, "bandwidth_mbps")
+        return max(mbps for _, mbps in self.bandwidth_trace or [(0.0, 0.0)])
+
+    def link_queue_bytes(self, mss: int, base_rtt_ms: float) -> float:
+        """Drop-tail buffer in bytes for paths of base RTT ``base_rtt_ms`` (queue_bdp), never less
+        than 2 MSS (concrete links only)."""
+        if self.queue_packets is not None:
+            size = _concrete(self.queue_packets, "queue_packets") * mss
+        else:
+            assert self.queue_bdp is not None  # _check_queue sets one of queue_packets, queue_bdp
+            bdp = self.nominal_mbps() * 125_000 * base_rtt_ms / 1000
+            size = _concrete(self.queue_bdp, "queue_bdp") * bdp
+        return max(size, 2.0 * mss)
+
+    def max_bandwidth_mbps(self) -> float:
+        """Largest capacity the link can have at any time (nominal or trace)."""
+        nominal = [] if self.bandwidth_mbps is None else [max_value(self.bandwidth_mbps)]
+        return max(nominal + [mbps for _, mbps in self.bandwidth_trace or []])
+
+    def max_one_way_ms(self) -> float:
+        """Upper bound of one-way delay + 4 jitter standard deviations, either direction."""
+        forward = 0.0 if self.delay_ms is None else self.delay_ms
+        reverse = forward if self.reverse_delay_ms is None else self.reverse_delay_ms
+        return max(max_value(forward), max_value(reverse)) + 4 * max_value(self.jitter_ms)
+
+
+class LinkSpec(_LinkFields):
+    """One link of a scenario's ``links`` (docs/transport.md, "Network"): a capacity or a trace,
+    delays (default 0), jitter, random loss, a drop-tail buffer, failures and competing traffic."""
+
+    @model_validator(mode="after")
+    def _capacity(self) -> LinkSpec:
+        if self.bandwidth_mbps is None and self.bandwidth_trace is None:
+            raise ValueError("a link needs bandwidth_mbps or bandwidth_trace (it has neither)")
+        if self.bandwidth_mbps is None and self.nominal_mbps() <= 0:
+            raise ValueError("bandwidth_trace: a link without bandwidth_mbps needs a trace value > 0")
+        self._check_queue()
         return self
 
+    def forward_ms(self) -> float:
+        return 0.0 if self.delay_ms is None else _concrete(self.delay_ms, "delay_ms")
+
+    def reverse_ms(self) -> float:
+        return self.forward_ms() if self.reverse_delay_ms is None else _concrete(self.reverse_delay_ms,
+                                                                                 "reverse_delay_ms")
+
+
+class PathSpec(_LinkFields):
+    """One path of a connection (docs/transport.md, "Paths"): either its one link inline (the short
+    form: bandwidth_mbps and delay_ms required) or ``links``, the names of the scenario's links it
+    crosses in order (the network form: nothing else)."""
+
+    links: list[str] | None = None
+    """Network form: the names of the links of the scenario's ``links`` this path crosses, in order."""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> PathSpec:
+        if self.links is not None:
+            fields = type(self).model_fields
+            inline = sorted(name for name in fields if name != "links"
+                            and getattr(self, name) != fields[name].get_default(call_default_factory=True))
+            if inline:
+                raise ValueError(f"a path given as links takes no fields of its own, got {', '.join(inline)}")
+            if not self.links:
+                raise ValueError("links: must name at least one link")
+            return self
+        missing = [name for name in ("bandwidth_mbps", "delay_ms") if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"{', '.join(missing)}: required field is missing (or give the path as links)")
+        self._check_queue()
+        return self
+
+    def forward_ms(self) -> float:
+        return _concrete(self.delay_ms, "delay_ms")  # type: ignore[arg-type]  # the short form has one
+
+    def reverse_ms(self) -> float:
+        return self.forward_ms() if self.reverse_delay_ms is None else _concrete(self.reverse_delay_ms,
+                                                                                 "reverse_delay_ms")
+
     def base_rtt_ms(self) -> float:
-        """Propagation RTT: forward plus reverse one-way delay (concrete paths only)."""
-        forward = _concrete(self.delay_ms, "delay_ms")
+        """Propagation RTT: forward plus reverse one-way delay (concrete short-form paths only)."""
+        forward = _concrete(self.delay_ms, "delay_ms")  # type: ignore[arg-type]
         if self.reverse_delay_ms is None:
             return 2 * forward
         return forward + _concrete(self.reverse_delay_ms, "reverse_delay_ms")
 
     def queue_bytes(self, mss: int) -> float:
-        """Bottleneck buffer in bytes, never less than 2 MSS (concrete paths only)."""
-        if self.queue_packets is not None:
-            size = _concrete(self.queue_packets, "queue_packets") * mss
-        else:
-            assert self.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
-            bdp = _concrete(self.bandwidth_mbps, "bandwidth_mbps") * 125_000 * self.base_rtt_ms() / 1000
-            size = _concrete(self.queue_bdp, "queue_bdp") * bdp
-        return max(size, 2.0 * mss)
-
-    def max_bandwidth_mbps(self) -> float:
-        """Largest capacity the path can have at any time (nominal or trace)."""
-        return max([max_value(self.bandwidth_mbps)] + [mbps for _, mbps in self.bandwidth_trace or []])
-
-    def max_one_way_ms(self) -> float:
-        """Upper bound of one-way delay + 4 jitter standard deviations, either direction."""
-        reverse = self.delay_ms if self.reverse_delay_ms is None else self.reverse_delay_ms
-        return max(max_value(self.delay_ms), max_value(reverse)) + 4 * max_value(self.jitter_ms)
+        """Bottleneck buffer in bytes, never less than 2 MSS (concrete short-form paths only)."""
+        return self.link_queue_bytes(mss, self.base_rtt_ms())
 
 
 # Fields each workload type needs and accepts (docs/transport.md, "Workloads"), and the defaults of the
@@ -468,6 +557,8 @@ class Scenario(_Model):
     """Short name of the study (ISPRAS, SOD, LEEYOO, MPTCP-TUT, KATO, M-PEEKABOO, MPQUIC-SPACE, ...)."""
     notes: str = ""
     """Where the study leaves a value open: which value was chosen and why (docs/scenarios.md)."""
+    links: dict[str, LinkSpec] | None = None
+    """The network's links by name (docs/transport.md, "Network"); then every path is ``links: [...]``."""
     paths: list[PathSpec]
     """1..8 paths (XQUIC's limit is 8, docs/transport.md); with n_paths: exactly one template path."""
     n_paths: Annotated[Dist, _range(ge=1, le=8), AfterValidator(_integer_count)] | None = None
@@ -493,6 +584,37 @@ class Scenario(_Model):
             raise ValueError(f"is set, so paths must hold exactly one template path, got {len(paths)} paths")
         return n_paths
 
+    @model_validator(mode="after")
+    def _network(self) -> Scenario:
+        """Either every path inline (the short form) or every path as links of ``links``; a
+        network is resolved here, so a bad one is refused before any work (envs/network.py)."""
+        as_links = [i for i, path in enumerate(self.paths) if path.links is not None]
+        if self.links is None:
+            if as_links:
+                raise ValueError(f"paths[{as_links[0]}].links: names links, but the scenario has no links")
+            return self
+        inline = [i for i in range(len(self.paths)) if i not in as_links]
+        if inline:
+            raise ValueError(f"paths[{inline[0]}]: with links, give every path as links: [...]")
+        if self.n_paths is not None:
+            raise ValueError("n_paths: draws copies of one inline path; it does not combine with links")
+        if not self.links:
+            raise ValueError("links: must name at least one link")
+        for name, link in self.links.items():
+            if _has_dist(link):
+                raise ValueError(f"links.{name}: a link takes constant values, not distributions")
+        try:
+            self.network()
+        except NetworkError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def network(self) -> Network:
+        """The links and the paths' routes (concrete scenarios; envs/network.py)."""
+        if self.links is None:
+            return short_form(self.paths)
+        return resolve(self.links, [list(path.links or []) for path in self.paths])
+
     @property
     def is_distribution(self) -> bool:
         """True if any number is a distribution or n_paths is set: sample() before use."""
@@ -517,10 +639,14 @@ class Scenario(_Model):
 
     def max_one_way_ms(self) -> float:
         """Upper bound over all paths (and the distribution) of one-way delay + 4 jitter std."""
+        if self.links is not None:
+            return self.network().max_one_way_ms()
         return max(path.max_one_way_ms() for path in self.paths)
 
     def max_bandwidth_mbps(self) -> float:
         """Upper bound over all paths (and the distribution) of one path's capacity."""
+        if self.links is not None:
+            return max(link.max_bandwidth_mbps() for link in self.links.values())
         return max(path.max_bandwidth_mbps() for path in self.paths)
 
     def receive_buffer(self, mss: int) -> float:
@@ -535,6 +661,12 @@ class Scenario(_Model):
             return self.receive_buffer_bytes
         if self.is_distribution:
             raise ScenarioError("receive_buffer() needs a concrete scenario: sample it first (Scenario.sample(rng))")
+        if self.links is not None:  # the paths' bottlenecks, each counted once
+            net = self.network()
+            max_rtt_s = max((r.base_rtt_ms + net.queue_bytes(r.bottleneck, mss)
+                             / (net.links[r.bottleneck].nominal_mbps() * 125)) / 1000 for r in net.routes)
+            peaks = {r.bottleneck: net.links[r.bottleneck].max_bandwidth_mbps() for r in net.routes}
+            return max(2 * max_rtt_s * sum(peaks.values()) * 125_000, float(MIN_RECEIVE_BUFFER_BYTES))
         max_rtt_s = max(
             (path.base_rtt_ms() + path.queue_bytes(mss) / (_concrete(path.bandwidth_mbps, "bandwidth_mbps") * 125)) / 1000
             for path in self.paths
@@ -644,6 +776,8 @@ def _problem(err: Mapping[str, Any]) -> str:
     kind = err["type"]
     if kind == "value_error":
         message = str(err["ctx"]["error"])
+        if not err["loc"] and message.startswith(("paths", "links", "n_paths")):
+            return message  # the scenario's own checks name the field themselves
     elif kind == "missing":
         message = "required field is missing"
     elif kind == "extra_forbidden":
@@ -678,10 +812,12 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
 
 
 __all__ = [
+    "ArrivalSpec",
     "SCENARIO_DIR",
     "Choice",
     "CompetingSpec",
     "Dist",
+    "LinkSpec",
     "LogUniform",
     "PathSpec",
     "Scenario",

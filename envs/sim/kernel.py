@@ -166,14 +166,13 @@ def reset_connection(b, state, mss, dt):
             obs[b, f, k] = 0.0
         rtt0 = INITIAL_RTT
         if f < nflows:
-            p = int(fl[b, f, FL_PATH])
-            rtt0 = (max(math.floor(bn[b, p, BN_DFWD] + 0.5), 1.0) + bn[b, p, BN_DREV]) * dt  # as _depart rounds
+            rtt0 = (max(math.floor(fl[b, f, FL_DFWD] + 0.5), 1.0) + fl[b, f, FL_DREV]) * dt  # as _depart rounds
         obs[b, f, OBS_SRTT] = rtt0
         obs[b, f, OBS_RTTVAR] = rtt0 / 2.0
         obs[b, f, OBS_MIN_RTT] = rtt0
         obs[b, f, OBS_LATEST_RTT] = rtt0
         for k in range(N_FL):
-            if k != FL_PATH and k != FL_IS_SUB and k != FL_CC:
+            if k != FL_PATH and k != FL_IS_SUB and k != FL_CC and k != FL_DFWD and k != FL_DREV and k != FL_JITTER:
                 fl[b, f, k] = 0.0
         fl[b, f, FL_RTO_BACKOFF] = 1.0
         fl[b, f, FL_ACTIVE] = 1.0 if f < nflows else 0.0
@@ -212,21 +211,31 @@ def reset_connection(b, state, mss, dt):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _apply_schedules(t, conn, mss, now, nsub, nflows):
-    """Capacity trace per path; activity schedule per competing flow (0/1 steps)."""
+    """Capacity trace per link; per flow, its schedule: a subflow's transit-link loss (1 while a
+    transit link is down, envs/network.py), a competing flow's activity (0: off; > 0: on, with
+    that many bytes to send, inf for a long-lived flow). An arriving flow whose slot is still
+    busy with the previous one waits for it to finish."""
     fb, C, Pc, bnb, ct, at = conn.fl, conn.cc, conn.ccp, conn.bn, conn.ctrace, conn.atrace
-    for p in range(nsub):
+    for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
             bnb[p, BN_CAP] = ct[p, idx, 1]
             idx += 1
         bnb[p, BN_TRACE_IDX] = idx
-    for f in range(nsub, nflows):
+    for f in range(nflows):
         idx = int(fb[f, FL_SCHED_IDX])
         while idx < at.shape[1] and at[f, idx, 0] <= t:
             on = at[f, idx, 1]
-            if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
-                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)
-            fb[f, FL_ACTIVE] = on
+            if f < nsub:
+                fb[f, FL_XLOSS] = on
+                fb[f, FL_XLOSS_NEXT] = 0.0
+            else:
+                if on > 0.0 and fb[f, FL_ACTIVE] > 0.0 and fb[f, FL_BUDGET] < math.inf:
+                    break  # the slot's previous flow has not finished
+                if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
+                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)
+                fb[f, FL_ACTIVE] = 1.0 if on > 0.0 else 0.0
+                fb[f, FL_BUDGET] = on
             idx += 1
         fb[f, FL_SCHED_IDX] = idx
 
@@ -254,7 +263,7 @@ def _receive(t, conn, mss, nsub, nflows):
         if sg[f, s, SEG_ARRIVE] > t:
             continue
         p = int(fb[f, FL_PATH])
-        drev = int(bnb[p, BN_DREV])
+        drev = int(fb[f, FL_DREV])
         slot_ack = (t + drev) & Lm
         det = -1
         while h < d:
@@ -313,7 +322,7 @@ def _receive(t, conn, mss, nsub, nflows):
         c[CN_OOO_EXCEEDED] = 1.0
     # the receiver's window travels back with each path's ACKs
     for f in range(nsub):
-        sl = (t + int(bnb[int(fb[f, FL_PATH]), BN_DREV])) & Lm
+        sl = (t + int(fb[f, FL_DREV])) & Lm
         if rg[f, sl, RING_ACKED] > 0.0:
             rg[f, sl, RING_RCV_NXT] = max(rg[f, sl, RING_RCV_NXT], c[CN_RCV_NXT])
 
@@ -429,6 +438,8 @@ def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
                        snd if f < nsub else b)
         for j in range(N_RING):
             rg[f, slot, j] = 0.0
+        if fb[f, FL_ACTIVE] > 0.0 and f >= nsub and fb[f, FL_BUDGET] <= EPS and o[f, OBS_INFLIGHT] <= EPS:
+            fb[f, FL_ACTIVE] = 0.0  # an arriving flow sent its size and all of it was answered: it leaves
         # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
         if o[f, OBS_INFLIGHT] > 0.0:
             rto = max(o[f, OBS_SRTT] + 4.0 * o[f, OBS_RTTVAR], MIN_RTO)
@@ -770,6 +781,9 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     if bnb[p, BN_LOSS] > 0.0:
         lost, left = _random_loss(bnb[p, BN_LOSS], bnb[p, BN_LOSS_NEXT], rng, b)
         bnb[p, BN_LOSS_NEXT] = left
+    if not lost and fb[f, FL_XLOSS] > 0.0:  # the route's transit links (envs/network.py)
+        lost, left = _random_loss(fb[f, FL_XLOSS], fb[f, FL_XLOSS_NEXT], rng, b)
+        fb[f, FL_XLOSS_NEXT] = left
     if not lost and q + size > bnb[p, BN_QCAP] + EPS:
         lost = True
         bnb[p, BN_DROPPED] += size
@@ -830,6 +844,8 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
     qcap_eps = bnb[p, BN_QCAP] + EPS
     loss = bnb[p, BN_LOSS]
     loss_next = bnb[p, BN_LOSS_NEXT]
+    xloss = fb[f, FL_XLOSS]
+    xloss_next = fb[f, FL_XLOSS_NEXT]
     room_lim = max(bnb[p, BN_CAP], mss) - EPS
     dropped = bnb[p, BN_DROPPED]
     snd_nxt = c[CN_SND_NXT]
@@ -884,6 +900,8 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
         lost = False
         if loss > 0.0:
             lost, loss_next = _random_loss(loss, loss_next, rng, b)
+        if not lost and xloss > 0.0:
+            lost, xloss_next = _random_loss(xloss, xloss_next, rng, b)
         if not lost and q + size > qcap_eps:
             lost = True
             dropped += size
@@ -921,6 +939,7 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
         bnb[p, BN_ENQ] = enq
         bnb[p, BN_DROPPED] = dropped
         bnb[p, BN_LOSS_NEXT] = loss_next
+        fb[f, FL_XLOSS_NEXT] = xloss_next
         c[CN_SND_NXT] = snd_nxt
         si[f, SI_TAIL] = tl
     return n, failed, budget
@@ -990,14 +1009,20 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _competing_and_udp(b, t, conn, mss, nsub, nflows):
-    """Competing flows send what their windows allow; UDP cross traffic joins the queues."""
-    o, bnb = conn.obs, conn.bn
+    """Competing flows send what their windows (and an arriving flow's size) allow; UDP cross
+    traffic joins the queues."""
+    o, fb, bnb = conn.obs, conn.fl, conn.bn
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
-            _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0)
+            left = fb[f, FL_BUDGET]
+            if left == math.inf:
+                _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0)
+            elif left > EPS:
+                n, _, _ = _burst(b, f, t, conn, mss, 2, False, max(int(math.ceil(left / mss - EPS)), 1), 0.0)
+                fb[f, FL_BUDGET] = left - n * mss
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
-    for p in range(nsub):
+    for p in range(int(conn.cn[CN_N_LINKS])):
         udp = bnb[p, BN_UDP]
         if udp > 0.0:
             credit = bnb[p, BN_UDP_CREDIT] + udp
@@ -1024,7 +1049,7 @@ def _depart(b, t, conn, m, nsub, nflows):
     fb, bnb, c, sg, si, rng = conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
     mss, dt, spur_r, spur_p = m.mss, m.dt, m.spur_grid, m.spur_prob
     Qm = sg.shape[1] - 1
-    for p in range(nsub):
+    for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
         out = min(q, bnb[p, BN_CAP])
         bnb[p, BN_DEQ] += out
@@ -1043,8 +1068,8 @@ def _depart(b, t, conn, m, nsub, nflows):
         s = d & Qm
         if sg[f, s, SEG_POS] > deq_eps:
             continue
-        jit = bnb[p, BN_JITTER]
-        dfwd = bnb[p, BN_DFWD]
+        jit = fb[f, FL_JITTER]
+        dfwd = fb[f, FL_DFWD]
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
         out = 0.0

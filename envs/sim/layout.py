@@ -56,7 +56,7 @@ FL_RTO_BACKOFF = 2  # exponential RTO back-off multiplier
 FL_NEXT_ROUND = 3  # delivered count that ends the current packet-timed round (BBR)
 FL_LOST_UNNOTIFIED = 4  # lost bytes still counted in flight, not yet detected
 FL_ACTIVE = 5  # 1 when the flow sends (competing flows follow their schedule)
-FL_PATH = 6  # index of the bottleneck (path) the flow crosses
+FL_PATH = 6  # index of the link whose queue the flow crosses (its route's bottleneck; the path's own in the short form)
 FL_IS_SUB = 7  # 1 for the connection's own subflows, 0 for competing flows
 FL_RTT_SUM = 8  # sum of RTT samples (metric)
 FL_RTT_CNT = 9  # number of RTT samples (metric)
@@ -68,15 +68,22 @@ FL_GOOD = 14  # unique connection bytes that arrived over this flow (per-path go
 FL_SCHED_IDX = 15  # index of the next change in the flow's activity schedule
 FL_LAST_ARRIVE = 16  # arrival step of the flow's latest departed segment (FIFO order)
 FL_DEP_RATE = 17  # bytes per step the flow's packets leave the bottleneck at (EWMA; their spacing)
-N_FL = 18
+# the flow's route (envs/network.py), set by the simulator: a subflow's whole path, a competing flow's link
+FL_DFWD = 18  # forward propagation delay (steps, may be fractional)
+FL_DREV = 19  # reverse propagation delay (whole steps)
+FL_JITTER = 20  # per-packet delay standard deviation (steps)
+FL_XLOSS = 21  # random loss probability of the transit links (1 while one is down), from the flow's schedule
+FL_XLOSS_NEXT = 22  # packets until the next transit loss (as BN_LOSS_NEXT)
+FL_BUDGET = 23  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
+N_FL = 24
 
-# --- bottleneck (path) ground truth: ``bn[B, P, N_BN]`` -------------------------------------------
+# --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)
 BN_QCAP = 1  # drop-tail buffer (bytes)
-BN_DFWD = 2  # forward propagation delay (steps, may be fractional)
-BN_DREV = 3  # reverse propagation delay (steps)
-BN_JITTER = 4  # per-packet delay standard deviation (steps)
-BN_LOSS = 5  # random loss probability per packet
+BN_DFWD = 2  # the link's own forward propagation delay (steps; flows use their route's FL_DFWD)
+BN_DREV = 3  # the link's own reverse propagation delay (steps; flows use FL_DREV)
+BN_JITTER = 4  # the link's own per-packet delay standard deviation (steps; flows use FL_JITTER)
+BN_LOSS = 5  # random loss probability per packet entering the link's queue
 BN_UDP = 6  # constant-rate UDP cross traffic (bytes/step)
 BN_ENQ = 7  # cumulative bytes accepted into the queue (FIFO position)
 BN_DEQ = 8  # cumulative bytes that left the queue
@@ -120,7 +127,8 @@ CN_NEXT_DETECT = 27  # lower bound of the holes' HOLE_DETECT_AT >= 0 (inf: none 
 CN_N_PEND = 28  # holes waiting for retransmission (length of the HOLE_PLIST list)
 CN_N_DET = 29  # holes with a loss detection scheduled (length of the HOLE_DLIST list)
 CN_FREE_HINT = 30  # every slot below it is in use (the lowest free slot is >= it)
-N_CN = 31
+CN_N_LINKS = 31  # links of the network (rows of bn in use; = CN_N_SUB in the short form)
+N_CN = 32
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has

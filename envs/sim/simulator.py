@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from gymnasium.error import ResetNeeded
 
 from envs.errors import ConfigError, out_of_range
 from envs.plugins import cc_id, cc_params, scheduler_id, scheduler_params
-from envs.scenario import WORKLOAD_TYPES, PathSpec, Scenario, WorkloadSpec, max_value, min_value
+from envs.network import route_loss_schedule
+from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.reordering import GRID, spurious_table
@@ -105,10 +107,11 @@ class Simulator:
 
     # ------------------------------------------------------------------ sizing and allocation
     def _allocate(self) -> None:
-        P = max(len(s.paths) if s.n_paths is None else int(max_value(s.n_paths)) for s in self.scenarios)
-        n_comp = max(sum(p.competing.flows for p in s.paths)
+        n_sub = max(len(s.paths) if s.n_paths is None else int(max_value(s.n_paths)) for s in self.scenarios)
+        P = max(n_sub, max(len(s.links or ()) for s in self.scenarios))  # rows of bn: links
+        n_comp = max(sum(_competing_flows(link) for link in _links(s))
                      * (1 if s.n_paths is None else int(max_value(s.n_paths))) for s in self.scenarios)
-        F = P + n_comp
+        F = n_sub + n_comp
         one_way_ms = max(s.max_one_way_ms() for s in self.scenarios)
         dt_ms = self.cfg.dt_ms
         # ring and segment FIFO lengths are powers of two: the kernel wraps indices with a mask
@@ -153,6 +156,14 @@ class Simulator:
         bottleneck serves per step (a segment holds one step of service), and with 10-20 BDP
         buffers a full queue's delay alone outlasted the FIFO (``Q``) during the overshoot."""
         worst = 0.0
+        if s.links is not None:  # a concrete network: each route's RTT and its bottleneck's buffer
+            net = s.network()
+            for r in net.routes:
+                link = net.links[r.bottleneck]
+                min_bw = max(min([link.nominal_mbps()] + [m for _, m in link.bandwidth_trace or [] if m > 0]), 0.05)
+                q_ms = net.queue_bytes(r.bottleneck, self.cfg.mss) * 8 / (min_bw * 1e3)
+                worst = max(worst, 2 * (max(r.forward_ms, r.reverse_ms) + 4 * r.jitter_ms) + 2.0 * q_ms)
+            return min(worst, 60_000.0)
         for path in s.paths:
             rtt = 2 * path.max_one_way_ms()
             min_bw = max(min([min_value(path.bandwidth_mbps)]
@@ -167,11 +178,20 @@ class Simulator:
 
     @staticmethod
     def _trace_len(s: Scenario) -> int:
-        return max(2 + len(p.bandwidth_trace or []) + 2 * len(p.outages) for p in s.paths)
+        return max(2 + len(p.bandwidth_trace or []) + 2 * len(p.outages) for p in _links(s))
 
-    @staticmethod
-    def _activity_len(s: Scenario) -> int:
-        return max(1 + len(p.competing.flows_schedule or []) for p in s.paths)
+    def _activity_len(self, s: Scenario) -> int:
+        """Schedule entries per flow: a competing flow's steps or its slot's arrivals (the most
+        ``arrival_horizon`` allows), a subflow's transit-loss changes."""
+        worst = 1
+        for link in _links(s):
+            comp = link.competing
+            worst = max(worst, 1 + len(comp.flows_schedule or []))
+            if comp.arrivals is not None:
+                most = _max_arrivals(comp.arrivals, self._episode_cap_s(s.workload))
+                worst = max(worst, most // comp.arrivals.slots + 2)
+            worst = max(worst, 2 + 2 * len(link.outages))
+        return worst
 
     # ------------------------------------------------------------------ episodes
     def episode_rng(self, b: int) -> np.random.Generator:
@@ -201,37 +221,50 @@ class Simulator:
         self.ctrace[b] = np.inf
         self.atrace[b] = np.inf
         self.fl[b] = 0.0
-        f = nsub
-        for p, path in enumerate(scen.paths):
-            bn = self.bn[b, p]
-            bn[BN_QCAP] = path.queue_bytes(mss)
-            bn[BN_DFWD] = path.delay_ms / dt_ms
-            rev = path.delay_ms if path.reverse_delay_ms is None else path.reverse_delay_ms
-            bn[BN_DREV] = round(rev / dt_ms)
-            bn[BN_JITTER] = path.jitter_ms / dt_ms
-            bn[BN_LOSS] = path.loss_pct / 100.0
-            bn[BN_UDP] = path.competing.udp_mbps * 125_000 * dt
-            for k, (t_step, mbps) in enumerate(_capacity_steps(path, dt_ms)):
-                self.ctrace[b, p, k] = (t_step, mbps * 125_000 * dt)
-            bn[BN_CAP] = self.ctrace[b, p, 0, 1]
-            self.fl[b, p, FL_PATH] = p
+        net = scen.network()
+        for k, link in enumerate(net.links):
+            bn = self.bn[b, k]
+            bn[BN_QCAP] = net.queue_bytes(k, mss)
+            bn[BN_DFWD] = link.forward_ms() / dt_ms
+            bn[BN_DREV] = round(link.reverse_ms() / dt_ms)
+            bn[BN_JITTER] = link.jitter_ms / dt_ms
+            bn[BN_LOSS] = link.loss_pct / 100.0
+            bn[BN_UDP] = link.competing.udp_mbps * 125_000 * dt
+            for i, (t_step, mbps) in enumerate(_capacity_steps(link, dt_ms)):
+                self.ctrace[b, k, i] = (t_step, mbps * 125_000 * dt)
+            bn[BN_CAP] = self.ctrace[b, k, 0, 1]
+        for p, route in enumerate(net.routes):
+            self._set_route(b, p, route.bottleneck, route.forward_ms, route.reverse_ms, route.jitter_ms)
             self.fl[b, p, FL_IS_SUB] = 1.0
             self.fl[b, p, FL_CC] = cc_id(cc)
             self.ccp[b, p] = self._cc_params[cc]
-            comp = path.competing
+            for i, (t_s, loss) in enumerate(route_loss_schedule(net, route)):
+                self.atrace[b, p, i] = (round(t_s / dt_ms), loss)
+        f = nsub
+        arrivals = np.random.default_rng([self.seed, b, int(self.episode[b]), 1])  # apart from the episode's draws
+        for k, link in enumerate(net.links):
+            comp = link.competing
             schedule = comp.flows_schedule or [(0.0, comp.flows)]
             comp_cc = cc_id(comp.cc)
-            for k in range(comp.flows):
-                self.fl[b, f, FL_PATH] = p
+            slots = comp.arrivals.slots if comp.arrivals is not None else 0
+            for j in range(comp.flows + slots):
+                self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
                 self.fl[b, f, FL_CC] = comp_cc
                 self.ccp[b, f] = cc_params(comp.cc)
-                for j, (t_s, n_active) in enumerate(schedule):
-                    self.atrace[b, f, j] = (round(t_s / dt_ms), 1.0 if n_active > k else 0.0)
+                if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
+                    for i, (t_s, n_active) in enumerate(schedule):
+                        self.atrace[b, f, i] = (round(t_s / dt_ms), math.inf if n_active > j else 0.0)
                 f += 1
+            if comp.arrivals is not None:
+                starts, sizes = _arrivals(comp.arrivals, self._episode_cap_s(scen.workload), arrivals)
+                first = f - slots
+                for i, (t_s, size) in enumerate(zip(starts, sizes)):  # round robin over the slots
+                    self.atrace[b, first + i % slots, i // slots] = (round(t_s / dt_ms), size)
         cn = self.cn[b]
         cn[:] = 0.0
         cn[CN_N_SUB] = nsub
         cn[CN_N_FLOWS] = f
+        cn[CN_N_LINKS] = len(net.links)
         cn[CN_RCVBUF] = scen.receive_buffer(mss)
         cn[CN_END_STEP] = round(self._episode_cap_s(scen.workload) / dt)
         cn[CN_REORDERS] = 1.0 if scen.jitter_reorders else 0.0
@@ -260,8 +293,7 @@ class Simulator:
         w[WL_TOTAL] = work.total_bytes()
         w[WL_ITEMS] = n = work.items()
         w[WL_BIN] = w[WL_BIN_END] = self.bin_steps
-        rev = [max_value(p.delay_ms if p.reverse_delay_ms is None else p.reverse_delay_ms) for p in scen.paths]
-        w[WL_REQ_DELAY] = round(min(rev) / dt_ms)
+        w[WL_REQ_DELAY] = round(min(r.reverse_ms for r in scen.network().routes) / dt_ms)
         if work.type in ("bulk", "file"):  # everything offered at once, items end at fixed offsets
             cn[CN_SND_LIMIT] = w[WL_TOTAL]
             w[WL_ISSUED] = w[WL_RELEASED] = n
@@ -278,6 +310,15 @@ class Simulator:
             w[WL_SAFETY] = work.safety
             w[WL_N_RATES] = len(work.bitrates_mbps)
             w[WL_RATE:WL_RATE + len(work.bitrates_mbps)] = np.asarray(work.bitrates_mbps) * 125_000 * dt
+
+    def _set_route(self, b: int, f: int, link: int, forward_ms: float, reverse_ms: float, jitter_ms: float) -> None:
+        """Flow f crosses the queue of ``link`` and has its route's delays (envs/network.py)."""
+        dt_ms = self.cfg.dt_ms
+        fl = self.fl[b, f]
+        fl[FL_PATH] = link
+        fl[FL_DFWD] = forward_ms / dt_ms
+        fl[FL_DREV] = round(reverse_ms / dt_ms)
+        fl[FL_JITTER] = jitter_ms / dt_ms
 
     # ------------------------------------------------------------------ running
     def kernel_state(self) -> kernel.State:
@@ -338,17 +379,47 @@ def _pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def _capacity_steps(path: PathSpec, dt_ms: float) -> list[tuple[int, float]]:
+def _links(s: Scenario) -> list[Any]:
+    """The scenario's links: ``links`` or, in the short form, its paths."""
+    return list(s.links.values()) if s.links is not None else list(s.paths)
+
+
+def _competing_flows(link: Any) -> int:
+    """Flow slots a link's competing traffic takes: its long-lived flows and arrival slots."""
+    comp = link.competing
+    return comp.flows + (comp.arrivals.slots if comp.arrivals is not None else 0)
+
+
+def _max_arrivals(spec: ArrivalSpec, horizon_s: float) -> int:
+    """Arrivals ``_arrivals`` may draw within ``horizon_s``: the Poisson mean plus 10 sigma."""
+    mean = spec.rate_per_s * horizon_s
+    return int(mean + 10 * math.sqrt(mean) + 10)
+
+
+def _arrivals(spec: ArrivalSpec, horizon_s: float, rng: np.random.Generator) -> tuple[list[float], list[float]]:
+    """Arrival times (Poisson process) and sizes in bytes (Pareto of mean ``mean_kb``: scale
+    x_m = mean (shape - 1) / shape) of the flows arriving within ``horizon_s``."""
+    starts: list[float] = []
+    t = float(rng.exponential(1.0 / spec.rate_per_s))
+    while t < horizon_s:
+        starts.append(t)
+        t += float(rng.exponential(1.0 / spec.rate_per_s))
+    scale = spec.mean_kb * 1e3 * (spec.shape - 1.0) / spec.shape
+    sizes = (scale * (1.0 + rng.pareto(spec.shape, len(starts)))).tolist()
+    return starts, [max(round(x), 1.0) for x in sizes]
+
+
+def _capacity_steps(path: LinkSpec | PathSpec, dt_ms: float) -> list[tuple[int, float]]:
     """Piecewise-constant capacity as (step, Mbit/s) change points: the trace, with outages
     forcing zero."""
     times = {0.0}
-    trace = path.bandwidth_trace or [(0.0, max_value(path.bandwidth_mbps))]  # a concrete path: its value
+    trace = path.bandwidth_trace or [(0.0, path.nominal_mbps())]  # a concrete link: its value
     times.update(t for t, _ in trace)
     for start, end in path.outages:
         times.update((start, end))
 
     def nominal(t: float) -> float:
-        value = max_value(path.bandwidth_mbps)
+        value = path.nominal_mbps()
         for t0, mbps in trace:
             if t0 <= t:
                 value = mbps
