@@ -160,7 +160,7 @@ def connection_metrics(sim: Simulator, window_s: float = 1.0) -> dict[str, np.nd
             thr_mean[b], thr_var[b] = windows.mean(), windows.var()
         scen = sim.current[b]
         if scen is not None:
-            capacities[b, :len(scen.paths)] = [p.bandwidth_mbps for p in scen.paths]
+            capacities[b, :len(scen.paths)] = scen.network().capacities_mbps()  # each path's bottleneck
         rows = sim.item[b, :n_items[b]]
         ok = rows[:, ITEM_DONE] >= 0
         items_done[b] = ok.sum()

@@ -125,13 +125,22 @@ def _carries_competition(link: Any) -> bool:
     return comp.flows > 0 or comp.udp_mbps > 0 or comp.arrivals is not None
 
 
-def route_loss_schedule(net: Network, route: Route) -> list[tuple[float, float]]:
-    """``[(t_s, p), ...]``: the route's transit loss probability over time, 1 while a transit link
-    is down (its outages: every packet lost, as on a cut link). Empty when the route has no
-    transit link."""
+def transit_schedule(net: Network, route: Route) -> list[tuple[float, float]]:
+    """``[(t_s, value), ...]`` for the core's per-subflow schedule: the transit links' loss
+    probability (value >= 0) from t_s on, or, where one of them fails, ``-end_s``: the route is down
+    until end_s (the end of the failures overlapping there). Packets that cross the bottleneck
+    while it is down wait for it and arrive after it comes back, as behind a bottleneck whose
+    capacity is 0 (the short form's outages); the sender learns of it only by its RTO, which
+    reinjects the path's data on the others. Empty when the route has no transit link."""
     transit = [net.links[k] for k in route.transit]
     if not transit:
         return []
-    times = sorted({0.0} | {t for link in transit for interval in link.outages for t in interval})
-    return [(t, 1.0 if any(s <= t < e for link in transit for s, e in link.outages) else route.transit_loss)
-            for t in times]
+    out = [(0.0, route.transit_loss)] if route.transit_loss > 0 else []
+    down = sorted(iv for link in transit for iv in link.outages)
+    merged: list[list[float]] = []
+    for s, e in down:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return out + [(s, -e) for s, e in merged]

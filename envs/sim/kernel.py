@@ -211,8 +211,8 @@ def reset_connection(b, state, mss, dt):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _apply_schedules(t, conn, mss, now, nsub, nflows):
-    """Capacity trace per link; per flow, its schedule: a subflow's transit-link loss (1 while a
-    transit link is down, envs/network.py), a competing flow's activity (0: off; > 0: on, with
+    """Capacity trace per link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
+    a transit link's failure (-s: down until step s; envs/network.py), a competing flow's activity (0: off; > 0: on, with
     that many bytes to send, inf for a long-lived flow). An arriving flow whose slot is still
     busy with the previous one waits for it to finish."""
     fb, C, Pc, bnb, ct, at = conn.fl, conn.cc, conn.ccp, conn.bn, conn.ctrace, conn.atrace
@@ -227,8 +227,11 @@ def _apply_schedules(t, conn, mss, now, nsub, nflows):
         while idx < at.shape[1] and at[f, idx, 0] <= t:
             on = at[f, idx, 1]
             if f < nsub:
-                fb[f, FL_XLOSS] = on
-                fb[f, FL_XLOSS_NEXT] = 0.0
+                if on < 0.0:
+                    fb[f, FL_DOWN_UNTIL] = -on
+                else:
+                    fb[f, FL_XLOSS] = on
+                    fb[f, FL_XLOSS_NEXT] = 0.0
             else:
                 if on > 0.0 and fb[f, FL_ACTIVE] > 0.0 and fb[f, FL_BUDGET] < math.inf:
                     break  # the slot's previous flow has not finished
@@ -1070,6 +1073,8 @@ def _depart(b, t, conn, m, nsub, nflows):
             continue
         jit = fb[f, FL_JITTER]
         dfwd = fb[f, FL_DFWD]
+        # a transit link of the route is down: what crosses the bottleneck waits there for it
+        down = fb[f, FL_DOWN_UNTIL] + dfwd if fb[f, FL_DOWN_UNTIL] > t else 0.0
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
         out = 0.0
@@ -1090,7 +1095,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                         if uniform(rng, b) < prob:
                             n_spur += 1.0
                     sg[f, s, SEG_SPUR] += n_spur
-            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive)
+            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
             d += 1

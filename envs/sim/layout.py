@@ -72,10 +72,11 @@ FL_DEP_RATE = 17  # bytes per step the flow's packets leave the bottleneck at (E
 FL_DFWD = 18  # forward propagation delay (steps, may be fractional)
 FL_DREV = 19  # reverse propagation delay (whole steps)
 FL_JITTER = 20  # per-packet delay standard deviation (steps)
-FL_XLOSS = 21  # random loss probability of the transit links (1 while one is down), from the flow's schedule
+FL_XLOSS = 21  # random loss probability of the transit links together, from the flow's schedule
 FL_XLOSS_NEXT = 22  # packets until the next transit loss (as BN_LOSS_NEXT)
 FL_BUDGET = 23  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
-N_FL = 24
+FL_DOWN_UNTIL = 24  # subflow: step a failed transit link of its route comes back (its packets wait until then)
+N_FL = 25
 
 # --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)

@@ -18,7 +18,7 @@ from gymnasium.error import ResetNeeded
 
 from envs.errors import ConfigError, out_of_range
 from envs.plugins import cc_id, cc_params, scheduler_id, scheduler_params
-from envs.network import route_loss_schedule
+from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
@@ -107,11 +107,11 @@ class Simulator:
 
     # ------------------------------------------------------------------ sizing and allocation
     def _allocate(self) -> None:
-        n_sub = max(len(s.paths) if s.n_paths is None else int(max_value(s.n_paths)) for s in self.scenarios)
-        P = max(n_sub, max(len(s.links or ()) for s in self.scenarios))  # rows of bn: links
+        P = max(len(s.paths) if s.n_paths is None else int(max_value(s.n_paths)) for s in self.scenarios)
+        K = max(P, max(len(s.links or ()) for s in self.scenarios))  # links: rows of bn and ctrace
         n_comp = max(sum(_competing_flows(link) for link in _links(s))
                      * (1 if s.n_paths is None else int(max_value(s.n_paths))) for s in self.scenarios)
-        F = n_sub + n_comp
+        F = P + n_comp
         one_way_ms = max(s.max_one_way_ms() for s in self.scenarios)
         dt_ms = self.cfg.dt_ms
         # ring and segment FIFO lengths are powers of two: the kernel wraps indices with a mask
@@ -123,20 +123,20 @@ class Simulator:
         T = max(self._trace_len(s) for s in self.scenarios)
         TA = max(self._activity_len(s) for s in self.scenarios)
         B = self.B
-        self.P, self.F, self.L, self.Q, self.H = P, F, L, Q, H
+        self.P, self.K, self.F, self.L, self.Q, self.H = P, K, F, L, Q, H
         self.obs = np.zeros((B, F, N_OBS))
         self.cobs = np.zeros((B, N_COBS))
         self.fl = np.zeros((B, F, N_FL))
         self.cc = np.zeros((B, F, N_CC))
         self.ccp = np.zeros((B, F, N_CCP))
-        self.bn = np.zeros((B, P, N_BN))
+        self.bn = np.zeros((B, K, N_BN))
         self.cn = np.zeros((B, N_CN))
         self.seg = np.zeros((B, F, Q, N_SEG))
         self.segi = np.zeros((B, F, N_SI), dtype=np.int64)
         self.ring = np.zeros((B, F, L, N_RING))
         self.hole = np.zeros((B, H, N_HOLE))
         self.sched = np.zeros((B, N_SCHED))
-        self.ctrace = np.full((B, P, T, 2), np.inf)
+        self.ctrace = np.full((B, K, T, 2), np.inf)
         self.atrace = np.full((B, F, TA, 2), np.inf)
         self.rng = np.zeros(2 * B, dtype=np.uint64)  # network streams, then sender streams
         self.bin_steps = max(int(round(self.cfg.record_bin_ms / dt_ms)), 1)
@@ -190,8 +190,7 @@ class Simulator:
             if comp.arrivals is not None:
                 most = _max_arrivals(comp.arrivals, self._episode_cap_s(s.workload))
                 worst = max(worst, most // comp.arrivals.slots + 2)
-            worst = max(worst, 2 + 2 * len(link.outages))
-        return worst
+        return max(worst, 2 + sum(len(link.outages) for link in _links(s)))  # a route's failures
 
     # ------------------------------------------------------------------ episodes
     def episode_rng(self, b: int) -> np.random.Generator:
@@ -238,8 +237,8 @@ class Simulator:
             self.fl[b, p, FL_IS_SUB] = 1.0
             self.fl[b, p, FL_CC] = cc_id(cc)
             self.ccp[b, p] = self._cc_params[cc]
-            for i, (t_s, loss) in enumerate(route_loss_schedule(net, route)):
-                self.atrace[b, p, i] = (round(t_s / dt_ms), loss)
+            for i, (t_s, value) in enumerate(transit_schedule(net, route)):
+                self.atrace[b, p, i] = (round(t_s * 1000 / dt_ms), value if value >= 0 else round(value * 1000 / dt_ms))
         f = nsub
         arrivals = np.random.default_rng([self.seed, b, int(self.episode[b]), 1])  # apart from the episode's draws
         for k, link in enumerate(net.links):
@@ -253,13 +252,13 @@ class Simulator:
                 self.ccp[b, f] = cc_params(comp.cc)
                 if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
                     for i, (t_s, n_active) in enumerate(schedule):
-                        self.atrace[b, f, i] = (round(t_s / dt_ms), math.inf if n_active > j else 0.0)
+                        self.atrace[b, f, i] = (round(t_s * 1000 / dt_ms), math.inf if n_active > j else 0.0)
                 f += 1
             if comp.arrivals is not None:
                 starts, sizes = _arrivals(comp.arrivals, self._episode_cap_s(scen.workload), arrivals)
                 first = f - slots
                 for i, (t_s, size) in enumerate(zip(starts, sizes)):  # round robin over the slots
-                    self.atrace[b, first + i % slots, i // slots] = (round(t_s / dt_ms), size)
+                    self.atrace[b, first + i % slots, i // slots] = (round(t_s * 1000 / dt_ms), size)
         cn = self.cn[b]
         cn[:] = 0.0
         cn[CN_N_SUB] = nsub
