@@ -401,7 +401,13 @@ class PathSpec(_LinkFields):
         self._check_queue()
         return self
 
+    def _inline(self) -> None:
+        if self.links is not None:
+            raise ScenarioError(f"a path given as links ({', '.join(self.links)}) has no delays or buffer of its "
+                                "own: read them from Scenario.network()")
+
     def forward_ms(self) -> float:
+        self._inline()
         return _concrete(self.delay_ms, "delay_ms")  # type: ignore[arg-type]  # the short form has one
 
     def reverse_ms(self) -> float:
@@ -410,6 +416,7 @@ class PathSpec(_LinkFields):
 
     def base_rtt_ms(self) -> float:
         """Propagation RTT: forward plus reverse one-way delay (concrete short-form paths only)."""
+        self._inline()
         forward = _concrete(self.delay_ms, "delay_ms")  # type: ignore[arg-type]
         if self.reverse_delay_ms is None:
             return 2 * forward
@@ -417,6 +424,10 @@ class PathSpec(_LinkFields):
 
     def queue_bytes(self, mss: int) -> float:
         """Bottleneck buffer in bytes, never less than 2 MSS (concrete short-form paths only)."""
+        self._inline()
+        if self.queue_packets is not None:
+            return self.link_queue_bytes(mss, 0.0)
+        self.nominal_mbps()  # a distribution is named here first (then the delays)
         return self.link_queue_bytes(mss, self.base_rtt_ms())
 
 
@@ -565,7 +576,11 @@ class Scenario(_Model):
     """Number of paths to draw from the single template path (a constant or a choice)."""
     workload: WorkloadSpec
     receive_buffer_bytes: Annotated[float, _range(gt=0)] | None = None
-    """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer)."""
+    """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer). With
+    receive_buffer_max_bytes: the initial window of auto-tuning."""
+    receive_buffer_max_bytes: Annotated[float, _range(gt=0)] | None = None
+    """Auto-tune the receive window from receive_buffer_bytes up to this, as quic-go does (it doubles
+    while the application reads half of it within 2 RTTs); None: fixed."""
     jitter_reorders: bool = True
     """True: jitter reorders packets as netem does; False: order-preserving delay variation (docs/transport.md)."""
 
@@ -583,6 +598,14 @@ class Scenario(_Model):
         if n_paths is not None and paths is not None and len(paths) != 1:
             raise ValueError(f"is set, so paths must hold exactly one template path, got {len(paths)} paths")
         return n_paths
+
+    @model_validator(mode="after")
+    def _autotuned_window(self) -> Scenario:
+        top = self.receive_buffer_max_bytes
+        if top is not None and (self.receive_buffer_bytes is None or top < self.receive_buffer_bytes):
+            raise ValueError("receive_buffer_max_bytes: needs receive_buffer_bytes (the initial window) "
+                             f"<= it, got {self.receive_buffer_bytes} and {_fmt(top)}")
+        return self
 
     @model_validator(mode="after")
     def _network(self) -> Scenario:
@@ -776,7 +799,7 @@ def _problem(err: Mapping[str, Any]) -> str:
     kind = err["type"]
     if kind == "value_error":
         message = str(err["ctx"]["error"])
-        if not err["loc"] and message.startswith(("paths", "links", "n_paths")):
+        if not err["loc"] and message.startswith(("paths", "links", "n_paths", "receive_buffer")):
             return message  # the scenario's own checks name the field themselves
     elif kind == "missing":
         message = "required field is missing"

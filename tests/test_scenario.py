@@ -28,6 +28,8 @@ EXPECTED = (
     + [f"kato_{i}" for i in range(1, 7)]
     + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example", "leeyoo_static_dash", "leeyoo_loss_dash"]
     + ["m_peekaboo_5g", "mpquic_space", "dynamic"]
+    # the same studies on networks (envs/network.py): shared bottlenecks, churn, flow control
+    + [f"mptcp_tut_mesh_e{i}" for i in range(8)] + ["kato_churn_3", "kato_churn_6", "leeyoo_flow_dash"]
 )
 
 
@@ -56,10 +58,15 @@ def test_every_file_loads_and_validates(name: str) -> None:
     concrete = scenario.sample(np.random.default_rng(0))
     assert not concrete.is_distribution
     assert concrete.receive_buffer(1500) >= 64 * 1024
-    for path in concrete.paths:
-        assert path.queue_bytes(1500) >= 3000
-        assert path.base_rtt_ms() >= 0
-    assert scenario.max_one_way_ms() >= max(p.max_one_way_ms() for p in concrete.paths)
+    net = concrete.network()  # the short form: link k is path k (queue_bytes and base RTT the path's own)
+    for route in net.routes:
+        assert net.queue_bytes(route.bottleneck, 1500) >= 3000
+        assert route.base_rtt_ms >= 0
+    if concrete.links is None:
+        for path in concrete.paths:
+            assert path.queue_bytes(1500) >= 3000
+            assert path.base_rtt_ms() >= 0
+    assert scenario.max_one_way_ms() >= max(max(r.forward_ms, r.reverse_ms) for r in net.routes)
     # A dump validates back to the same scenario (what a Hydra round trip relies on).
     assert scenario_from_dict(scenario.model_dump()) == scenario
 
@@ -351,3 +358,16 @@ def test_bad_user_files(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(ScenarioError, match="mapping"):
         load_scenario(str(empty))
+
+
+@pytest.mark.parametrize("e", range(8))
+def test_mptcp_tut_mesh_shares_every_bottleneck(e: int) -> None:
+    """The full mesh: 6 subflows, each over one client-side (b0, b1) and one server-side (b2-b4)
+    bottleneck, with the table's values per bottleneck as mptcp_tut_e<e> has them per path."""
+    mesh, flat = load_scenario(f"mptcp_tut_mesh_e{e}"), load_scenario(f"mptcp_tut_e{e}")
+    net = mesh.network()
+    assert [r.links for r in net.routes] == [(c, s) for c in (0, 1) for s in (2, 3, 4)]
+    assert [link.bandwidth_mbps for link in net.links] == [p.bandwidth_mbps for p in flat.paths]
+    assert [link.loss_pct for link in net.links] == [p.loss_pct for p in flat.paths]
+    for k in range(5):
+        assert sum(k in r.links for r in net.routes) in (2, 3)

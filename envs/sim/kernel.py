@@ -195,7 +195,7 @@ def reset_connection(b, state, mss, dt):
     for k in range(N_COBS):
         cobs[b, k] = 0.0
     for k in (CN_T, CN_DONE, CN_RCV_NXT, CN_RCV_BYTES, CN_SND_NXT, CN_ACKED_EDGE, CN_REORDER_MAX,
-              CN_HOLES_HI, CN_PENDING, CN_PAUSE, CN_REORDER_SUM, CN_OOO_EXCEEDED):
+              CN_HOLES_HI, CN_PENDING, CN_PAUSE, CN_REORDER_SUM, CN_OOO_EXCEEDED, CN_TUNE_T, CN_TUNE_SEQ):
         cn[b, k] = 0.0
     cn[b, CN_DONE_STEP] = -1.0
     cn[b, CN_ADVISE] = -1.0
@@ -328,6 +328,25 @@ def _receive(t, conn, mss, nsub, nflows):
         sl = (t + int(fb[f, FL_DREV])) & Lm
         if rg[f, sl, RING_ACKED] > 0.0:
             rg[f, sl, RING_RCV_NXT] = max(rg[f, sl, RING_RCV_NXT], c[CN_RCV_NXT])
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _autotune_window(t, conn, dt, nsub):
+    """Receive-window auto-tuning as quic-go does it (flowcontrol's maybeAdjustWindowSize): once
+    the application has read more than half the window since the epoch began, the window doubles
+    (up to CN_RCVBUF_MAX) if that took less than 4 x (fraction read) x RTT, and a new epoch
+    begins. The RTT is the smallest of the subflows' srtt (the connection's own estimate)."""
+    c, o = conn.cn, conn.obs
+    read = c[CN_RCV_NXT] - c[CN_TUNE_SEQ]
+    if read <= 0.5 * c[CN_RCVBUF]:
+        return
+    rtt = o[0, OBS_SRTT]
+    for f in range(1, nsub):
+        rtt = min(rtt, o[f, OBS_SRTT])
+    if (t - c[CN_TUNE_T]) * dt < 4.0 * read / c[CN_RCVBUF] * rtt:
+        c[CN_RCVBUF] = min(2.0 * c[CN_RCVBUF], c[CN_RCVBUF_MAX])
+    c[CN_TUNE_T] = t
+    c[CN_TUNE_SEQ] = c[CN_RCV_NXT]
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -1141,6 +1160,8 @@ def _run(b, conn, m, max_steps):
             now = t * dt
             _apply_schedules(t, conn, mss, now, nsub, nflows)
             _receive(t, conn, mss, nsub, nflows)
+            if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
+                _autotune_window(t, conn, dt, nsub)
             _feedback(b, snd, t, conn, mss, dt, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)

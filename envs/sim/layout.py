@@ -129,7 +129,11 @@ CN_N_PEND = 28  # holes waiting for retransmission (length of the HOLE_PLIST lis
 CN_N_DET = 29  # holes with a loss detection scheduled (length of the HOLE_DLIST list)
 CN_FREE_HINT = 30  # every slot below it is in use (the lowest free slot is >= it)
 CN_N_LINKS = 31  # links of the network (rows of bn in use; = CN_N_SUB in the short form)
-N_CN = 32
+# receive-window auto-tuning (kernel._autotune_window; off while CN_RCVBUF_MAX <= CN_RCVBUF)
+CN_RCVBUF_MAX = 32  # largest receive buffer auto-tuning may reach (bytes)
+CN_TUNE_T = 33  # step the current auto-tuning epoch started
+CN_TUNE_SEQ = 34  # in-order point when it started
+N_CN = 35
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has
