@@ -10,6 +10,8 @@ ispras_s1 under bbr with a 1 ms step:
   simulation, reward, features) and its cost per call;
 - the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
   grows with the number of paths (2, 4, 8) and with B;
+- a network: MPTCP-TUT's full mesh (mptcp_tut_mesh_e3: 6 subflows over 5 shared bottlenecks,
+  LIA, minRTT) at B = 64;
 - peak resident memory of each process and the size of the simulator's state arrays.
 One core: the kernel is single-threaded (numba without ``parallel``).
 """
@@ -55,6 +57,22 @@ def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
             "sim_s_per_cpu_s": batch * sim_s / cpu, "us_per_conn_step": cpu / conn_steps * 1e6,
             "pkts_per_conn_step": float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum() / conn_steps),
             "state_mb": _state_mb(sim)}
+
+
+def case_mesh(batch: int, sim_s: float) -> dict:
+    from envs.scenario import load_scenario
+    from envs.sim.layout import FL_SENT_PKTS
+    from envs.sim.simulator import Simulator
+    sim = Simulator(load_scenario("mptcp_tut_mesh_e3").with_workload(duration_s=sim_s), "lia", batch=batch, seed=0)
+    sim.reset()
+    sim.advance(1)
+    t0, c0 = time.perf_counter(), time.process_time()
+    sim.run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    conn_steps = batch * sim_s / sim.dt
+    return {"sim_s_per_wall_s": batch * sim_s / wall, "sim_s_per_cpu_s": batch * sim_s / cpu,
+            "us_per_conn_step": cpu / conn_steps * 1e6,
+            "pkts_per_conn_step": float(sim.fl[:, :sim.P, FL_SENT_PKTS].sum() / conn_steps)}
 
 
 def case_gym(decision: str, sim_s: float) -> dict:
@@ -133,6 +151,10 @@ def main(quick: bool) -> None:
         print(f"  paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
               f"{r['us_per_conn_step']:6.3f} us per connection-step ({r['pkts_per_conn_step']:.1f} packets), "
               f"state {r['state_mb']:6.1f} MB, peak {r['peak_mb']:5.0f} MB")
+    r = run_case(["mesh", "64", str(sim_s)])
+    print(f"\nnetwork, MPTCP-TUT full mesh (mptcp_tut_mesh_e3, 6 subflows over 5 shared bottlenecks, lia) B=   64: "
+          f"{r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
+          f"{r['us_per_conn_step']:6.3f} us per connection-step ({r['pkts_per_conn_step']:.1f} packets)")
 
 
 if __name__ == "__main__":
@@ -145,6 +167,7 @@ if __name__ == "__main__":
     else:
         kind, *rest = ns.case
         result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2])),
-                  "gym": lambda: case_gym(rest[0], float(rest[1])), "cold": case_cold}[kind]()
+                  "gym": lambda: case_gym(rest[0], float(rest[1])), "cold": case_cold,
+                  "mesh": lambda: case_mesh(int(rest[0]), float(rest[1]))}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))
