@@ -401,6 +401,20 @@ class PathSpec(_LinkFields):
         self._check_queue()
         return self
 
+    @property
+    def capacity(self) -> Dist:
+        """bandwidth_mbps of a short-form path (required there)."""
+        self._inline()
+        assert self.bandwidth_mbps is not None  # _one_form requires it in the short form
+        return self.bandwidth_mbps
+
+    @property
+    def delay(self) -> Dist:
+        """delay_ms of a short-form path (required there)."""
+        self._inline()
+        assert self.delay_ms is not None  # _one_form requires it in the short form
+        return self.delay_ms
+
     def _inline(self) -> None:
         if self.links is not None:
             raise ScenarioError(f"a path given as links ({', '.join(self.links)}) has no delays or buffer of its "
@@ -691,7 +705,7 @@ class Scenario(_Model):
             peaks = {r.bottleneck: net.links[r.bottleneck].max_bandwidth_mbps() for r in net.routes}
             return max(2 * max_rtt_s * sum(peaks.values()) * 125_000, float(MIN_RECEIVE_BUFFER_BYTES))
         max_rtt_s = max(
-            (path.base_rtt_ms() + path.queue_bytes(mss) / (_concrete(path.bandwidth_mbps, "bandwidth_mbps") * 125)) / 1000
+            (path.base_rtt_ms() + path.queue_bytes(mss) / (_concrete(path.capacity, "bandwidth_mbps") * 125)) / 1000
             for path in self.paths
         )
         sum_bw_bytes_s = sum(path.max_bandwidth_mbps() for path in self.paths) * 125_000

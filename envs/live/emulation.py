@@ -68,15 +68,18 @@ def unsupported(scenario: Scenario) -> list[str]:
     out = []
     if scenario.is_distribution:
         out.append("a distribution (sample it first: Scenario.sample(rng))")
+    if scenario.links is not None:
+        return out + ["links (a network of shared links; the testbed builds one router per path)"]
     for i, p in enumerate(scenario.paths):
         where = f"paths[{i}]"
         if p.bandwidth_trace:
             out.append(f"{where}.bandwidth_trace (a capacity that changes over time)")
         if p.outages:
             out.append(f"{where}.outages")
-        if p.competing.flows or (not isinstance(p.competing.udp_mbps, float) or p.competing.udp_mbps > 0):
+        if p.competing.flows or p.competing.arrivals is not None \
+                or (not isinstance(p.competing.udp_mbps, float) or p.competing.udp_mbps > 0):
             out.append(f"{where}.competing (cross traffic)")
-        if not scenario.is_distribution and max_value(p.bandwidth_mbps) > MAX_RATE_MBPS:
+        if not scenario.is_distribution and max_value(p.capacity) > MAX_RATE_MBPS:
             out.append(f"{where}.bandwidth_mbps above {MAX_RATE_MBPS:g} (Mininet's TCLink limit)")
     return out
 
@@ -94,10 +97,10 @@ def plan(scenario: Scenario, mss: int = 1448) -> list[Direction]:
                         + "; ".join(problems))
     out = []
     for i, p in enumerate(scenario.paths):
-        forward = max_value(p.delay_ms)  # a concrete scenario (unsupported() refused distributions)
+        forward = max_value(p.delay)  # a concrete scenario (unsupported() refused distributions)
         reverse = forward if p.reverse_delay_ms is None else max_value(p.reverse_delay_ms)
         for direction, delay in (("forward", forward), ("reverse", reverse)):
-            out.append(Direction(i, direction, max_value(p.bandwidth_mbps), queue_packets(p, mss), float(delay),
+            out.append(Direction(i, direction, max_value(p.capacity), queue_packets(p, mss), float(delay),
                                  max_value(p.jitter_ms), max_value(p.loss_pct), bool(scenario.jitter_reorders)))
     return out
 

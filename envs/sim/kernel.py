@@ -388,7 +388,9 @@ def _rto(b, t, f, conn, mss, dt):
 def _reinject(f, c, sg, si, ho):
     """The connection data a timed-out subflow still has in flight returns to the send queue, to
     be retransmitted on any path (MPTCP reinjection, RFC 8684 sec. 3.3.6; docs/transport.md), so
-    a failed path does not block in-order delivery. The copies in the network still arrive and
+    a failed path (or a failed link on its route) does not block in-order delivery: Linux MPTCP
+    retransmits a timed-out subflow's unacknowledged data at the connection level on the other
+    subflows, and XQUIC's reinjection sends a path's unacknowledged packets again on the others. The copies in the network still arrive and
     are acknowledged, carrying nothing new: a segment's new bytes become a hole pending
     retransmission, and the retransmitted bytes it carries return to their hole's queue."""
     Qm = sg.shape[1] - 1

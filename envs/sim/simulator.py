@@ -166,13 +166,13 @@ class Simulator:
             return min(worst, 60_000.0)
         for path in s.paths:
             rtt = 2 * path.max_one_way_ms()
-            min_bw = max(min([min_value(path.bandwidth_mbps)]
+            min_bw = max(min([min_value(path.capacity)]
                              + [m for _, m in path.bandwidth_trace or [] if m > 0]), 0.05)
             if path.queue_packets is not None:
                 q_ms = max_value(path.queue_packets) * self.cfg.mss * 8 / (min_bw * 1e3)
             else:
                 assert path.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
-                q_ms = max_value(path.queue_bdp) * rtt * max_value(path.bandwidth_mbps) / min_bw
+                q_ms = max_value(path.queue_bdp) * rtt * max_value(path.capacity) / min_bw
             worst = max(worst, rtt + 2.0 * q_ms)
         return min(worst, 60_000.0)
 
