@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from envs.scenario import Scenario, ScenarioError, scenario_from_dict
-from envs.sim.layout import CN_REORDER_MAX, FL_ACTIVE, OBS_ACKED, OBS_SENT
+from envs.sim.layout import CN_RCVBUF, CN_REORDER_MAX, FL_ACTIVE, OBS_ACKED, OBS_SENT
 from envs.sim.simulator import SimConfig, Simulator
 
 MBPS = 125_000.0  # bytes/s per Mbit/s
@@ -171,3 +171,31 @@ def test_bad_networks_are_refused_naming_the_field(data: dict, expected: str) ->
     with pytest.raises(ScenarioError) as err:
         scenario_from_dict(data)
     assert expected in str(err.value)
+
+
+def test_receive_window_auto_tunes_up_to_its_maximum() -> None:
+    """quic-go's rule: a window the application reads quickly doubles, up to receive_buffer_max_bytes;
+    without a maximum it stays fixed. One 20 Mbit/s, 20 ms path, 64 KiB to start, 1 MiB at most."""
+    def final_window(top: float | None) -> tuple[float, float]:
+        data = {"name": "tune", "jitter_reorders": False, "receive_buffer_bytes": 65536.0,
+                "workload": {"type": "bulk", "duration_s": 5.0},
+                "paths": [{"bandwidth_mbps": 20, "delay_ms": 20}]}
+        if top is not None:
+            data["receive_buffer_max_bytes"] = top
+        sim = Simulator(scenario_from_dict(data), "cubic", batch=1, seed=0)
+        sim.reset()
+        sim.run()
+        return float(sim.cn[0, CN_RCVBUF]), float(sim.results()["goodput_mbps"][0])
+
+    fixed, slow = final_window(None)
+    tuned, fast = final_window(float(1 << 20))
+    print(f"fixed 64 KiB: {slow:.2f} Mbit/s; auto-tuned to {tuned:.0f} B: {fast:.2f} Mbit/s")
+    assert fixed == 65536.0 and tuned == float(1 << 20)
+    assert slow <= 65536 * 8 / 0.040 / 1e6  # at most one window per 40 ms RTT: 13.1 Mbit/s
+    assert fast >= 0.9 * 20  # tuned, it fills the path
+
+
+def test_auto_tuned_window_needs_its_start() -> None:
+    with pytest.raises(ScenarioError, match="receive_buffer_max_bytes: needs receive_buffer_bytes"):
+        scenario_from_dict({"name": "t", "receive_buffer_max_bytes": 1e6, "workload": {"type": "bulk", "duration_s": 1},
+                            "paths": [{"bandwidth_mbps": 10, "delay_ms": 5}]})
