@@ -34,12 +34,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.evaluation import evaluate_heuristic, shared_bottleneck, standing_queue_bdp, summary  # noqa: E402
-from envs.live.bottleneck import BulkFlows, QueueSampler  # noqa: E402
+from envs.live.bottleneck import two_flow_queue  # noqa: E402
 from envs.live.evaluation import LiveOptions, evaluate_live, relative_error  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.scenario import WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
+from envs.scenario import load_scenario, scenario_from_dict  # noqa: E402
 
 MSS = 1448
 WIRE_EFFICIENCY = MSS / 1514  # TCP payload per byte on the wire (timestamps option, Ethernet)
@@ -144,25 +144,9 @@ QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0
 def live_queue_bdp(cc: str, queue_bdp: float, xquic: bool) -> tuple[float, float]:
     """Two live flows of ``cc`` (kernel TCP, or XQUIC connections): mean queue (BDP; frames on
     the wire over the BDP at the wire rate) and the flows' total goodput (Mbit/s)."""
-    from envs.live.xquic import XquicTransfer
-    bdp_wire = QUEUE_MBPS * 1e6 / 8 * 2 * QUEUE_DELAY_MS / 1000
     scen = shared_bottleneck(queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS, duration_s=QUEUE_END_S)
-    with Testbed(scen, verify=False) as tb, QueueSampler(tb, 0) as queue:
-        if xquic:
-            work = WorkloadSpec(type="file", file_mb=10 * QUEUE_MBPS * QUEUE_END_S / 8)  # never finishes
-            flows = [XquicTransfer(tb, cc, work, max_duration_s=QUEUE_END_S + 10) for _ in range(2)]
-            try:
-                for f in flows:
-                    f.start()
-                time.sleep(QUEUE_END_S)
-            finally:
-                results = [f.result() for f in flows if f.t0 is not None]
-            goodput = sum(8e-6 * r.delivered_bytes / r.span_s for r in results)
-        else:
-            with BulkFlows(tb, 0, cc, 2) as kernel_flows:
-                time.sleep(QUEUE_END_S)
-                goodput = sum(kernel_flows.goodput_mbps())
-        return queue.mean(QUEUE_WARMUP_S, QUEUE_END_S) / bdp_wire, goodput
+    with Testbed(scen, verify=False) as tb:
+        return two_flow_queue(tb, cc, xquic, QUEUE_WARMUP_S, QUEUE_END_S)
 
 
 def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
