@@ -71,8 +71,21 @@ def test_validation_names_table_and_cell(tmp_path, edit, message):
         load_reference("tiny", write(tmp_path, raw))
 
 
+def test_a_known_table_has_its_keys(tmp_path):
+    raw = copy.deepcopy(FIXTURE)
+    raw["name"] = "ispras_xquic"
+    write(tmp_path, raw, "ispras_xquic")
+    assert load_reference("ispras_xquic", tmp_path).cells
+    raw["cells"][0]["key"].pop("scheduler")
+    write(tmp_path, raw, "ispras_xquic")
+    with pytest.raises(ConfigError, match="'ispras_xquic', cell scenario=ispras_s1, cc=bbr .*scenario, cc, scheduler"):
+        load_reference("ispras_xquic", tmp_path)
+
+
 @pytest.mark.parametrize("name", available_references())
 def test_recorded_tables_load(name):
     assert name in TABLES
     table = load_reference(name)
-    assert table.cells and all(len(c.runs) >= MIN_RUNS for c in table.cells)
+    assert table.cells and all(len(c.runs) >= MIN_RUNS and len(c.load) == len(c.runs) for c in table.cells)
+    stacks = table.provenance.stack.split("+")
+    assert all(c.key.get("stack", stacks[0]) in stacks for c in table.cells)

@@ -38,7 +38,13 @@ from envs.errors import ConfigError
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "live"
 MIN_RUNS = 3
 STACKS = ("xquic", "linux")
-TABLES = ("ispras_xquic", "ispras_linux", "grid_xquic", "grid_linux", "queue")
+_ISPRAS = (("scenario", "cc", "scheduler"), ("goodput_mbps",))
+_GRID = (("loss_pct", "jitter_ms", "cc"), ("goodput_mbps",))
+TABLE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ispras_xquic": _ISPRAS, "ispras_linux": _ISPRAS, "grid_xquic": _GRID, "grid_linux": _GRID,
+    "queue": (("stack", "buffer_bdp", "cc"), ("queue_bdp", "goodput_mbps"))}
+"""Each table's key names and metrics (a table of another name is read unchecked)."""
+TABLES = tuple(TABLE_KEYS)
 
 KeyValue = str | float | int
 
@@ -189,6 +195,12 @@ def table_from_dict(raw: Any, name: str) -> ReferenceTable:
         raise ConfigError(f"reference table {name!r}: cells must be a list")
     cells = tuple(_cell(name, i, c, MIN_RUNS) for i, c in enumerate(raw["cells"]))
     incomplete = tuple(_cell(name, i, c, 0) for i, c in enumerate(raw.get("incomplete", [])))
+    if name in TABLE_KEYS:
+        names, metrics = TABLE_KEYS[name]
+        for c in (*cells, *incomplete):
+            if set(c.key) != set(names) or c.metric not in metrics:
+                raise ConfigError(f"reference table {name!r}, cell {c.label()}: its key names must be "
+                                  f"{', '.join(names)} and its metric one of {', '.join(metrics)}")
     seen: list[ReferenceCell] = []
     for c in cells:
         if any(_same_key(c.key, s.key) and c.metric == s.metric for s in seen):
@@ -219,5 +231,6 @@ def load_reference(name: str, data_dir: Path | None = None) -> ReferenceTable:
     return table_from_dict(raw, name)
 
 
-__all__ = ["DATA_DIR", "MIN_RUNS", "Provenance", "ReferenceCell", "ReferenceTable", "TABLES", "available_references",
+__all__ = ["DATA_DIR", "MIN_RUNS", "Provenance", "ReferenceCell", "ReferenceTable", "TABLES", "TABLE_KEYS",
+           "available_references",
            "load_reference", "table_from_dict"]
