@@ -20,7 +20,8 @@ from envs.plugins import cc_id, cc_params, scheduler_id, scheduler_params
 from envs.scenario import WORKLOAD_TYPES, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import GRID, spurious_table
+from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim import stacks
 
 MAX_PATHS = 8
 
@@ -35,6 +36,7 @@ class SimConfig:
     ooo_limit_bytes: float = math.inf  # flag episodes whose reorder buffer exceeds this
     end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
     record_bin_ms: float = 100.0  # time bin of the delivered-bytes and reorder-buffer records (metrics)
+    stack: str = stacks.DEFAULT_STACK  # the transport stack the core imitates (envs/sim/stacks.py): xquic | linux
 
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
@@ -45,6 +47,7 @@ class SimConfig:
             raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
         if not self.record_bin_ms >= self.dt_ms:
             raise out_of_range("record_bin_ms", self.record_bin_ms, f">= dt_ms ({self.dt_ms})")
+        stacks.profile(self.stack)  # an unknown stack lists the valid ones
 
 
 def not_reset(connections: np.ndarray) -> ResetNeeded:
@@ -83,7 +86,8 @@ class Simulator:
         self.mss = float(self.cfg.mss)
         self.seed = int(seed)
         self.B = batch
-        self._cc_params = {name: cc_params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
+        self.stack = stacks.profile(self.cfg.stack)
+        self._cc_params = {name: self._params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
         for name in self.ccs:
             cc_id(name)
         self.scheduler = scheduler
@@ -93,7 +97,12 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), spurious_table())
+        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID, spurious_table(self.stack.rule),
+                                          stacks.stack_vector(self.stack))
+
+    def _params(self, cc: str, overrides: dict | None = None) -> np.ndarray:
+        """CC ``cc``'s parameters under the simulated stack: its constants, then ``overrides``."""
+        return cc_params(cc, stacks.cc_overrides(self.stack.name, cc, overrides))
 
     @property
     def n_paths(self) -> int | None:
@@ -224,7 +233,7 @@ class Simulator:
             for k in range(comp.flows):
                 self.fl[b, f, FL_PATH] = p
                 self.fl[b, f, FL_CC] = comp_cc
-                self.ccp[b, f] = cc_params(comp.cc)
+                self.ccp[b, f] = self._params(comp.cc)
                 for j, (t_s, n_active) in enumerate(schedule):
                     self.atrace[b, f, j] = (round(t_s / dt_ms), 1.0 if n_active > k else 0.0)
                 f += 1
