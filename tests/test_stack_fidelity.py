@@ -37,6 +37,25 @@ GAPS: dict[tuple[str, str], str] = {
         "headline), the model's keeps 2.6x that; missing mechanism not identified: the model's BBRv2 "
         "(paced, XQUIC's constants) sees fewer spurious declarations per round than XQUIC's, or XQUIC's "
         "xqc_bbr2.c responds to them harder (its loss-rate accounting per round, inflight_lo)",
+    ("ispras_xquic", "scenario=ispras_s2, cc=reno"):
+        "sim 5.57 vs live 2.17 [2.14-2.20] Mbit/s (x2.6): as on ispras_s1; missing: " + BURSTS,
+    ("ispras_xquic", "scenario=ispras_s2, cc=cubic"):
+        "sim 4.98 vs live 3.03 [2.99-3.05] Mbit/s (x1.6): as reno; missing: " + BURSTS,
+    ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
+        "sim 25.5 vs live 4.64 [4.04-5.06] Mbit/s (x5.5): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
+        "missing mechanism not identified (see ispras_s1 bbr2)",
+    ("ispras_xquic", "scenario=ispras_s3, cc=reno"):
+        "sim 126.9 vs live 100.6 [92.1-113.3] Mbit/s (x1.26, the mark is 1.25): loss- and jitter-free paths, "
+        "every CC near the 140 Mbit/s capacity in the simulator (124.9-127.4); the live runs were recorded at "
+        "a load average of 12 on 2 cores and XQUIC works per packet in user space; missing: that CPU "
+        "bound (and QUIC's header overhead, MSS 1448 of payload assumed), not a transport mechanism",
+}
+# CC orderings the model misses: (stack, scenario) -> why
+ORDER_GAPS: dict[tuple[str, str], str] = {
+    ("xquic", "ispras_s3"):
+        "Spearman 0.40: on loss- and jitter-free paths the four CCs lie within 2% of each other in the "
+        "simulator (124.9-127.4 Mbit/s) and their live ranges overlap (reno 92-113, cubic 113-118, bbr "
+        "100-111, bbr2 109-117): the order is noise on both sides, not a missing mechanism",
 }
 
 def _cells() -> list[tuple[str, str, ReferenceCell]]:
@@ -87,8 +106,14 @@ def _scenarios() -> list[tuple[str, str]]:
     return [k for k, n in seen.items() if n >= 3]
 
 
+def _order_param(stack: str, scenario: str):
+    gap = ORDER_GAPS.get((stack, scenario))
+    return pytest.param(stack, scenario, marks=[pytest.mark.xfail(strict=True, reason=gap)] if gap else [],
+                        id=f"{stack}:{scenario}")
+
+
 @pytest.mark.skipif(not _scenarios(), reason="no ISPRAS scenario with three CCs recorded yet")
-@pytest.mark.parametrize("stack, scenario", _scenarios() or [None])
+@pytest.mark.parametrize("stack, scenario", [_order_param(*x) for x in _scenarios()] or [None])
 def test_cc_order_matches_live(stack: str, scenario: str) -> None:
     judged = [fidelity.Judged(t, dict(c.key), c.metric, simulated(s, t, _label(c)), c, True, "")
               for s, t, c in CELLS if s == stack and t.startswith("ispras_") and c.key["scenario"] == scenario]
