@@ -75,7 +75,7 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
 
 def figure(rep: Report, path: Path) -> None:
     """One panel per table: the simulator's value (dot: pass green, fail red) on the live mean's
-    bar with its min-max range."""
+    bar with its min-max range (goodput on a log scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -95,6 +95,8 @@ def figure(rep: Report, path: Path) -> None:
                    label="simulator (green: passes)")
         ax.set_xticks(list(x), [c.label() for c in cells], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel(cells[0].metric if cells else "")
+        if cells and cells[0].metric == "goodput_mbps":
+            ax.set_yscale("log")  # 2 to 140 Mbit/s side by side
         ax.set_title(f"{name}, stack={rep.stack}", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
