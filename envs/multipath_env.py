@@ -28,8 +28,9 @@ def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = 
     observation, reward (a preset name or a mapping) and reward_params, dt_ms, mss, record_bin_ms,
     stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused."""
     settings = EnvConfig.from_kwargs(**env)
-    check_ccs(str(settings.stack), list(cc) if isinstance(cc, (list, tuple)) else [cc])
-    sim = Simulator(resolve_scenarios(scenario), list(cc) if isinstance(cc, (list, tuple)) else cc,
+    names = list(cc) if isinstance(cc, (list, tuple)) else [str(cc)]
+    check_ccs(str(settings.stack), names)
+    sim = Simulator(resolve_scenarios(scenario), names if isinstance(cc, (list, tuple)) else cc,
                     batch=batch, seed=seed, config=settings.sim_config(), cc_overrides=dict(cc_params or {}))
     return DecisionProcess(sim, settings.decision_spec(), settings.observation, settings.reward_spec())
 

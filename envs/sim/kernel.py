@@ -4,10 +4,11 @@ One step (default 1 ms) of one connection, in order (docs/transport.md):
 
 1. capacity schedule (trace, outages) and competing-flow activity;
 2. receiver: segments whose propagation ended arrive; their bytes are ACKed back over the
-   reverse delay, their lost bytes are declared lost after the packet-threshold delay, holes
+   reverse delay, their lost bytes are declared lost after the stack's detection delay, holes
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
-   samples (BBR), the CC, and the retransmission queue; RTO timers fire;
+   samples (BBR), the CC, and the retransmission queue; DSACKs widen RACK's window and undo
+   spurious reductions, retransmission timers fire (the stack's, ``envs/sim/recovery.py``);
    the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among
    those with window space and pacing credit; retransmissions go first; each packet meets
