@@ -26,14 +26,14 @@ STARTUP_WIN_ROUNDS = 1.0  # xqc_bbr.c / xqc_bbr2.c xqc_bbr2_extra_ack_win_rtt_in
 EPOCH_RESET_PACKETS = float(1 << 20)  # tcp_bbr.c bbr_ack_epoch_acked_reset_thresh
 
 
-@njit(cache=True, _nrt=False)
+@njit(inline="always", cache=True, _nrt=False)
 def init(C, f, base, now):
     for k in range(SLOTS):
         C[f, base + k] = 0.0
     C[f, base + _EPOCH_STAMP] = now
 
 
-@njit(cache=True, _nrt=False)
+@njit(inline="always", cache=True, _nrt=False)
 def update(C, f, base, now, acked, bw, round_start, short_window, mss):
     """One ACK of ``acked`` bytes at time ``now`` with bandwidth estimate ``bw`` (bytes/s);
     ``short_window``: Startup of a stack that uses the one-round window there."""
@@ -56,7 +56,7 @@ def update(C, f, base, now, acked, bw, round_start, short_window, mss):
         C[f, slot] = extra
 
 
-@njit(cache=True, _nrt=False)
+@njit(inline="always", cache=True, _nrt=False)
 def cwnd(C, f, base, bw, gain, max_s, active):
     """Bytes to add to the window (0 unless ``active``)."""
     if gain <= 0.0 or not active:
