@@ -50,14 +50,19 @@ GAPS: dict[tuple[str, str], str] = {
         "a load average of 12 on 2 cores and XQUIC works per packet in user space; missing: that CPU "
         "bound (and QUIC's header overhead, MSS 1448 of payload assumed), not a transport mechanism",
     ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr"):
-        "sim 0.93 vs live 0.36 [0.14-0.61] BDP: two XQUIC BBRv1 connections keep the overflowing "
-        "1 BDP buffer far emptier than the model's (which ignores loss, cwnd-limited at 2.5 x BDP); missing "
-        "mechanism not identified (candidates: xqc_bbr.c's long-term bandwidth sampling, lt_bw, after heavy "
-        "loss; its recovery window)",
+        "sim 0.93 vs live 0.36 [0.14-0.61] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, missing: xqc_bbr.c's response to the "
+        "tail drops of an overflowing 1 BDP buffer (its long-term bandwidth sampling, lt_bw), which the "
+        "model's BBRv1 ignores",
     ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr2"):
-        "sim 0.79 vs live 0.18 [0.08-0.25] BDP: XQUIC's BBRv2 backs off from the tail drops "
-        "further than the model's inflight_hi (cut to 0.7 x on a lossy round, 15% headroom); missing "
-        "mechanism not identified (the same one as its ISPRAS cells, where it also backs off harder)",
+        "sim 0.79 vs live 0.18 [0.08-0.25] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, XQUIC's BBRv2 backs off from tail drops "
+        "further than the model's inflight_hi (as in its ISPRAS cells); not identified",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
+        "sim 1.71 vs live 0.26 [0.00-0.59] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's (an earlier run on an idle testbed measured about "
+        "3.4 BDP, docs/transport.md, where the model's small fluid extra_acked would be the missing part)",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=cubic"):
+        "sim 4.21 vs live 3.65 [3.61-3.70] BDP (0.56 over the 0.5 mark): two XQUIC CUBIC flows fill the 5 "
+        "BDP buffer less than the model's CUBIC (the same for both stacks; Linux's 4.42 matches); not "
+        "identified (candidates: xqc_cubic.c's window growth per ACK, the unpaced bursts' drops)",
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
         "sim 69.6 vs live 41.8 [27.9-49.4] Mbit/s (x1.67): the model's BBRv1 ignores loss entirely; missing: "
         "Linux BBR's packet conservation in loss recovery (tcp_bbr.c bbr_set_cwnd_to_recover_or_restore) and "
