@@ -7,7 +7,7 @@ such number, each taken from the stack's source at the version this repository b
 (XQUIC commit d67938db705c, the one ``bindings/`` links; Linux 6.x, the kernel of the live MPTCP
 runs), or from the RFC the stack implements. Nothing here is fitted to measurements.
 
-The core reads a profile through ``kernel.Constants`` (``constants``); the CC constants are
+The core reads a profile through ``kernel.Constants.stack`` (``stack_vector``); the CC constants are
 parameter defaults of the CC plug-ins (``cc_defaults``), applied under the user's own
 ``+cc.<name>.params...`` overrides.
 """
