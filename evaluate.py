@@ -32,7 +32,7 @@ def main(cfg: DictConfig) -> None:
         per_run = evaluate_heuristic(scen, cc, cfg.scheduler, cfg.runs, cfg.seed, config.sim_config(cfg.env),
                                      cc_params, config.plain(cfg.scheduler_params), float(cfg.window_s))
         header = {"scenario": scen.name, "workload": scen.workload.type, "cc": cc, "scheduler": cfg.scheduler,
-                  "runs": cfg.runs, "seed": cfg.seed}
+                  "stack": cfg.env.stack, "runs": cfg.runs, "seed": cfg.seed}
         stats = summary(per_run, names)
         note = capped_note(scen, per_run["completion_s"], float(cfg.env.max_duration_s))
         if cfg.format == "json":

@@ -233,7 +233,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
             (path / STATE_FILE).write_text(json.dumps({"parent_run_id": parent.info.run_id, "agent": cfg.agent.name}))
             mlflow.log_params({"sweep": path.name, "agent": cfg.agent.name, "objective": t.objective.name,
                                "num_samples": t.num_samples, "scheduler": t.scheduler.name,
-                               "steps_per_trial": cfg.train.steps})
+                               "steps_per_trial": cfg.train.steps, "stack": cfg.env.stack})
             mlflow.log_text(OmegaConf.to_yaml(t.space), "space.yaml")
         base_cfg.mlflow.tracking_uri = uri
         base_cfg.mlflow.parent_run_id = parent.info.run_id

@@ -439,7 +439,7 @@ def _log_params(params: dict[str, str], run_id: str) -> None:
 
 def _params(s: Setup, resume: str | None) -> dict[str, Any]:
     flat = {"seed": s.seed, "steps": s.steps, "n_envs": s.n_envs, "scenarios": ",".join(x.name for x in s.scenarios),
-            "ccs": ",".join(s.ccs), "resume": resume or "", "config_hash": s.config_hash}
+            "ccs": ",".join(s.ccs), "stack": s.sim.stack, "resume": resume or "", "config_hash": s.config_hash}
     flat.update(_flatten(s.env_kwargs, "env"))
     flat.update(_flatten(s.agent_spec, "agent"))
     return {k: str(v)[:500] for k, v in flat.items()}

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.scenario import Scenario, scenario_from_dict  # noqa: E402
 from envs.sim.layout import CN_T, OBS_ACKED  # noqa: E402
-from envs.sim.simulator import Simulator  # noqa: E402
+from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
 
 CCS = ("reno", "cubic", "lia", "olia", "balia", "wvegas")
 SETTINGS = {"shared": (1, 1), "congested": (0, 2)}
@@ -50,7 +50,8 @@ def main() -> None:
               f"{'total/tcp':>9} {'rtt_ms':>7} {'wall_s':>7}")
         for cc in CCS:
             start = time.perf_counter()
-            sim = Simulator(scenario(competing, args.duration), cc, batch=args.batch, seed=0)
+            sim = Simulator(scenario(competing, args.duration), cc, batch=args.batch, seed=0,
+                            config=SimConfig(stack="linux"))  # the coupled CCs are Linux's
             sim.reset()
             sim.run()
             wall = time.perf_counter() - start

@@ -4,7 +4,8 @@
                                      [--json out.json]
 
 1. ISPRAS S1-S3 (10 MB files, two paths) under each CC: goodput, mean RTT and the share of path
-   1, simulator (minRTT) against kernel MPTCP (its default scheduler), with relative errors.
+   1, simulator (minRTT) against kernel MPTCP (its default scheduler), with relative errors; the
+   simulator imitates the live backend's stack (``stack=linux`` for mptcp, ``xquic`` for xquic).
 2. Single-path law checks (bulk transfers): Reno under 1 % random loss against Mathis et al.,
    CUBIC under 1 % loss against RFC 9438's response function (or its Reno-friendly window),
    BBRv1 under 5 % loss (near-full utilisation), and every CC on a loss-free path with a 1-BDP
@@ -12,7 +13,8 @@
 3. The wall time of a 10 s live run (bulk, ISPRAS S1 paths), setup and teardown included.
 4. The standing queue of two flows of one CC sharing one bottleneck (50 Mbit/s, 40 ms RTT, a 5
    and a 1 BDP drop-tail buffer; docs/transport.md after Scherrer et al., IMC 2022): the
-   simulator (a subflow plus a competing flow) against two kernel TCP flows and, where the
+   simulator (a subflow plus a competing flow, under stack linux and under stack xquic) against
+   two kernel TCP flows and, where the
    ``mpsched_xquic`` extension is installed, two XQUIC connections (which have bbr2), the queue
    read from the bottleneck's counters and averaged over 10-30 s.
 
@@ -34,12 +36,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.evaluation import evaluate_heuristic, shared_bottleneck, standing_queue_bdp, summary  # noqa: E402
-from envs.live.bottleneck import BulkFlows, QueueSampler  # noqa: E402
+from envs.live.bottleneck import two_flow_queue  # noqa: E402
 from envs.live.evaluation import LiveOptions, evaluate_live, relative_error  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.scenario import WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
+from envs.scenario import load_scenario, scenario_from_dict  # noqa: E402
+from envs.sim.simulator import SimConfig  # noqa: E402
+from envs.sim.stacks import BACKEND_STACK, PROFILES  # noqa: E402
 
 MSS = 1448
 WIRE_EFFICIENCY = MSS / 1514  # TCP payload per byte on the wire (timestamps option, Ethernet)
@@ -82,6 +86,11 @@ def pct(x: float) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{100 * x:+.0f} %"
 
 
+def sim_stack(opts: LiveOptions) -> SimConfig:
+    """The simulator imitating the live backend's stack (xquic: xquic, mptcp: linux)."""
+    return SimConfig(stack=BACKEND_STACK[opts.backend])
+
+
 def ispras(runs: int, ccs: list[str], opts: LiveOptions, out: dict) -> None:
     print("\n## ISPRAS S1-S3, 10 MB file, sim (minRTT) vs live (kernel MPTCP)\n")
     print("| scenario | cc | goodput sim | goodput live | err | RTT sim ms | RTT live ms | err "
@@ -90,7 +99,7 @@ def ispras(runs: int, ccs: list[str], opts: LiveOptions, out: dict) -> None:
     for name in ("ispras_s1", "ispras_s2", "ispras_s3"):
         scen = load_scenario(name)
         for cc in ccs:
-            sim = summary(evaluate_heuristic(scen, cc, "minrtt", max(runs, 5), 0))
+            sim = summary(evaluate_heuristic(scen, cc, "minrtt", max(runs, 5), 0, sim_stack(opts)))
             live_runs, info = evaluate_live(scen, cc, runs, 0, opts)
             live = summary(live_runs)
             share = {}
@@ -117,7 +126,7 @@ def laws(runs: int, opts: LiveOptions, duration_s: float, out: dict) -> None:
         scen = scenario_from_dict({"name": name, "paths": [spec], "workload": {"type": "bulk",
                                                                                 "duration_s": duration_s}})
         expected, text = law()
-        sim = summary(evaluate_heuristic(scen, cc, "minrtt", max(runs, 5), 0))["goodput_mbps"]["mean"]
+        sim = summary(evaluate_heuristic(scen, cc, "minrtt", max(runs, 5), 0, sim_stack(opts)))["goodput_mbps"]["mean"]
         live = summary(evaluate_live(scen, cc, runs, 0, opts)[0])["goodput_mbps"]["mean"]
         out.setdefault("laws", []).append({"check": name, "cc": cc, "law": expected, "sim": sim, "live": live,
                                            "law_text": text})
@@ -144,25 +153,9 @@ QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0
 def live_queue_bdp(cc: str, queue_bdp: float, xquic: bool) -> tuple[float, float]:
     """Two live flows of ``cc`` (kernel TCP, or XQUIC connections): mean queue (BDP; frames on
     the wire over the BDP at the wire rate) and the flows' total goodput (Mbit/s)."""
-    from envs.live.xquic import XquicTransfer
-    bdp_wire = QUEUE_MBPS * 1e6 / 8 * 2 * QUEUE_DELAY_MS / 1000
     scen = shared_bottleneck(queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS, duration_s=QUEUE_END_S)
-    with Testbed(scen, verify=False) as tb, QueueSampler(tb, 0) as queue:
-        if xquic:
-            work = WorkloadSpec(type="file", file_mb=10 * QUEUE_MBPS * QUEUE_END_S / 8)  # never finishes
-            flows = [XquicTransfer(tb, cc, work, max_duration_s=QUEUE_END_S + 10) for _ in range(2)]
-            try:
-                for f in flows:
-                    f.start()
-                time.sleep(QUEUE_END_S)
-            finally:
-                results = [f.result() for f in flows if f.t0 is not None]
-            goodput = sum(8e-6 * r.delivered_bytes / r.span_s for r in results)
-        else:
-            with BulkFlows(tb, 0, cc, 2) as kernel_flows:
-                time.sleep(QUEUE_END_S)
-                goodput = sum(kernel_flows.goodput_mbps())
-        return queue.mean(QUEUE_WARMUP_S, QUEUE_END_S) / bdp_wire, goodput
+    with Testbed(scen, verify=False) as tb:
+        return two_flow_queue(tb, cc, xquic, QUEUE_WARMUP_S, QUEUE_END_S)
 
 
 def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
@@ -175,8 +168,8 @@ def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
     print(f"\n## Two flows of one CC on one bottleneck ({QUEUE_MBPS:g} Mbit/s, {2 * QUEUE_DELAY_MS:g} ms RTT): "
           f"standing queue in BDP, mean over {QUEUE_WARMUP_S:g}-{QUEUE_END_S:g} s; live: mean [min-max] of "
           f"{runs} runs{xquic_note}\n")
-    print("| buffer | cc | sim | kernel TCP | XQUIC | goodput kernel / XQUIC Mbit/s |")
-    print("|---|---|---|---|---|---|")
+    print("| buffer | cc | sim (stack linux) | kernel TCP | sim (stack xquic) | XQUIC | goodput kernel / XQUIC Mbit/s |")
+    print("|---|---|---|---|---|---|---|")
 
     def live(cc: str, queue_bdp: float, xquic: bool) -> tuple[list[float], list[float]]:
         if cc not in (xquic_ccs if xquic else ccs):
@@ -189,13 +182,16 @@ def standing_queue(ccs: list[str], runs: int, out: dict) -> None:
 
     for queue_bdp in (5.0, 1.0):
         for cc in dict.fromkeys([*ccs, "bbr2"]):
-            sim = standing_queue_bdp(cc, queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS,
-                                     warmup_s=QUEUE_WARMUP_S, measure_s=QUEUE_END_S - QUEUE_WARMUP_S)
+            sim = {stack: standing_queue_bdp(cc, queue_bdp, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS,
+                                             warmup_s=QUEUE_WARMUP_S, measure_s=QUEUE_END_S - QUEUE_WARMUP_S,
+                                             config=SimConfig(stack=stack))
+                   if cc in PROFILES[stack].ccs else math.nan for stack in ("linux", "xquic")}
             (kq, kg), (xq, xg) = live(cc, queue_bdp, False), live(cc, queue_bdp, True)
             out.setdefault("standing_queue", []).append({"buffer_bdp": queue_bdp, "cc": cc, "sim": sim, "kernel": kq,
                                                          "xquic": xq, "goodput_kernel": kg, "goodput_xquic": xg})
             goodput = " / ".join(fmt(np.mean(g), ".1f") if g else "n/a" for g in (kg, xg))
-            print(f"| {queue_bdp:g} BDP | {cc} | {fmt(sim)} | {cell(kq)} | {cell(xq)} | {goodput} |", flush=True)
+            print(f"| {queue_bdp:g} BDP | {cc} | {fmt(sim['linux'])} | {cell(kq)} | {fmt(sim['xquic'])} | {cell(xq)} "
+                  f"| {goodput} |", flush=True)
 
 
 def main() -> int:

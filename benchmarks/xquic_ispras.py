@@ -24,11 +24,14 @@ import numpy as np  # noqa: E402
 
 from envs.plugins import scheduler_names  # noqa: E402
 from envs.evaluation import evaluate_heuristic  # noqa: E402
+from envs.sim.simulator import SimConfig  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 
+
+XQUIC_SIM = SimConfig(stack="xquic")  # the simulator imitating XQUIC (envs/sim/stacks.py)
 
 def live_cell(tb, cc: str, sched: str, runs: int) -> dict:
     goodput, outcomes, shares = [], [], []
@@ -71,7 +74,7 @@ def main() -> None:
                     live = live_cell(tb, cc, sched, a.runs)
                     sim = math.nan
                     if sched in scheduler_names():
-                        sim = float(np.mean(evaluate_heuristic(scen, cc, sched, a.sim_runs, 0)["goodput_mbps"]))
+                        sim = float(np.mean(evaluate_heuristic(scen, cc, sched, a.sim_runs, 0, XQUIC_SIM)["goodput_mbps"]))
                     g = float(np.mean(live["goodput"]))
                     rows.append({"scenario": name, "cc": cc, "scheduler": sched, "live_goodput_mbps": live["goodput"],
                                  "live_path1_share": live["share1"], "outcomes": live["outcomes"],

@@ -13,6 +13,7 @@ from envs import schema
 from envs.errors import ConfigError, unknown_name
 from envs.metrics import ALL_METRICS, metric_names
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
+from envs.sim import stacks
 from envs.sim.simulator import SimConfig
 
 schema.register()
@@ -82,10 +83,12 @@ def metric_request(cfg: DictConfig, scenario: Scenario) -> tuple[str, ...]:
 
 def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
     """The CCs selected in the ``cc`` group (``cc=bbr``, ``cc=[cubic,bbr]``, ``cc=mix``), each with
-    its parameter overrides; an episode draws one of them."""
+    its parameter overrides; an episode draws one of them. A CC the stack (``env.stack``) does not
+    have is refused with the ones it has."""
     node = plain(cfg.cc)
     if not isinstance(node, dict) or not node:
         raise ConfigError("cc: select one or more CCs, e.g. cc=bbr2, cc=[cubic,bbr] or cc=mix")
+    stacks.check_ccs(schema.env_config(cfg.env).stack if cfg.get("env") is not None else stacks.DEFAULT_STACK, node)
     return {name: dict((spec or {}).get("params") or {}) for name, spec in node.items()}
 
 

@@ -65,12 +65,15 @@ def shared_bottleneck(queue_bdp: float, competing_cc: str | None = None, *, band
 
 
 def standing_queue_bdp(cc: str, queue_bdp: float = 5.0, *, bandwidth_mbps: float = 50.0, delay_ms: float = 20.0,
-                       warmup_s: float = 20.0, measure_s: float = 20.0, batch: int = 4, seed: int = 1) -> float:
+                       warmup_s: float = 20.0, measure_s: float = 20.0, batch: int = 4, seed: int = 1,
+                       config: SimConfig | None = None, cc_params: dict | None = None) -> float:
     """Two simulated flows of ``cc`` on ``shared_bottleneck``: the bottleneck queue in BDPs, sampled
-    every 10 ms from ``warmup_s`` for ``measure_s`` and averaged, mean of ``batch`` connections."""
+    every 10 ms from ``warmup_s`` for ``measure_s`` and averaged, mean of ``batch`` connections
+    (``config``: the simulator's settings, its stack among them; ``cc_params``: overrides of the
+    CC's parameters)."""
     scen = shared_bottleneck(queue_bdp, cc, bandwidth_mbps=bandwidth_mbps, delay_ms=delay_ms,
                              duration_s=warmup_s + measure_s + 1.0)
-    sim = Simulator(scen, cc, batch=batch, seed=seed)
+    sim = Simulator(scen, cc, batch=batch, seed=seed, config=config, cc_overrides={cc: cc_params} if cc_params else None)
     sim.reset()
     sim.advance(round(warmup_s / sim.dt))
     bdp = bandwidth_mbps * 125_000 * 2 * delay_ms / 1000

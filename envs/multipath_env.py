@@ -17,6 +17,7 @@ from envs.features import CLIP
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import EnvConfig
 from envs.sim.simulator import Simulator
+from envs.sim.stacks import check_ccs
 
 
 def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
@@ -25,9 +26,11 @@ def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = 
     """The decision process behind both the single and the vector environment. ``env``: the
     settings of ``configs/env`` (``envs.schema.EnvConfig``: decision, interval_ms, modes,
     observation, reward (a preset name or a mapping) and reward_params, dt_ms, mss, record_bin_ms,
-    ...), each defaulting to the schema's value."""
+    stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused."""
     settings = EnvConfig.from_kwargs(**env)
-    sim = Simulator(resolve_scenarios(scenario), list(cc) if isinstance(cc, (list, tuple)) else cc,
+    names = list(cc) if isinstance(cc, (list, tuple)) else [str(cc)]
+    check_ccs(str(settings.stack), names)
+    sim = Simulator(resolve_scenarios(scenario), names if isinstance(cc, (list, tuple)) else cc,
                     batch=batch, seed=seed, config=settings.sim_config(), cc_overrides=dict(cc_params or {}))
     return DecisionProcess(sim, settings.decision_spec(), settings.observation, settings.reward_spec())
 

@@ -22,6 +22,7 @@ from envs.decision import DecisionSpec
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.rewards import RewardSpec
 from envs.sim.simulator import SimConfig
+from envs.sim.stacks import STACKS
 
 
 def setting(default: Any, *, ge: float | None = None, gt: float | None = None,
@@ -104,6 +105,9 @@ class EnvConfig:
     ooo_limit_bytes: float = SimConfig.ooo_limit_bytes
     end_on_ooo: bool = SimConfig.end_on_ooo
     record_bin_ms: float = SimConfig.record_bin_ms
+    # the transport stack the simulator imitates (envs/sim/stacks.py); the stack config group
+    # (configs/stack/, ``stack=linux``) sets it
+    stack: str = setting(SimConfig.stack, one_of=STACKS)
     decision: str = DecisionSpec.mode
     interval_ms: float = DecisionSpec.interval_ms
     modes: list[Any] | None = None  # None: DecisionSpec's default modes (minrtt, rr)
@@ -130,7 +134,7 @@ class EnvConfig:
     def sim_config(self) -> SimConfig:
         return SimConfig(dt_ms=float(self.dt_ms), mss=int(self.mss), max_duration_s=float(self.max_duration_s),
                          ooo_limit_bytes=float(self.ooo_limit_bytes), end_on_ooo=bool(self.end_on_ooo),
-                         record_bin_ms=float(self.record_bin_ms))
+                         record_bin_ms=float(self.record_bin_ms), stack=str(self.stack))
 
     def decision_spec(self) -> DecisionSpec:
         modes = tuple(self.modes) if self.modes else DecisionSpec.modes

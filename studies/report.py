@@ -102,7 +102,7 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
     failed = [f"- {' / '.join(key)}: {r['error']}" for key, r in results.items() if r.get("failed")]
     over = f"{study.runs} runs" + (f" (learners trained here: over their {study.seeds} training seeds' means)"
                                    if study.seeds > 1 and any(e.kind == TRAIN for e in study.schedulers) else "")
-    text = (f"# Study {study.name}: {study.metric}, mean ± 95% CI over {over}\n\n"
+    text = (f"# Study {study.name}: {study.metric}, mean ± 95% CI over {over} (simulated stack: {study.sim.stack})\n\n"
             + _md(header, body, groups) + "\n")
     if na:
         text += "\nn/a: the scheduler could not run in that cell:\n\n" + "\n".join(na) + "\n"

@@ -60,7 +60,7 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                            "seeds": study.seeds, "workers": study.workers, "backend": tasks_backend.name,
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
                            "scenarios": ",".join(s.name for s in study.scenarios)[:500],
-                           "ccs": ",".join(study.ccs)[:500]})
+                           "ccs": ",".join(study.ccs)[:500], "stack": study.sim.stack})
         mlflow.set_tags({report.mlflow_key(f"train_run/{label}"): run_id
                          for label, run_id in train_runs.items() if run_id})
         mlflow.log_metrics({"wall_s": elapsed, "failed_cells": len(failed), **report.mlflow_metrics(study, results)})

@@ -5,6 +5,7 @@ before any work starts: every name, every checkpoint, every training config."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.metrics import ALL_METRICS, LOWER_IS_BETTER
 from envs.plugins import cc_params, scheduler_names, scheduler_params
 from envs.scenario import Scenario, load_scenario
+from envs.sim import stacks
 from envs.sim.simulator import SimConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -95,10 +97,14 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     if not isinstance(given, dict):
         raise ConfigError(f"study must be a mapping (a file in configs/study), got {given!r}")
     unknown = sorted(set(given) - {"name", "metric", "higher_is_better", "runs", "seeds", "scenarios", "ccs",
-                                   "schedulers", "train_overrides", "description", "headroom"})
+                                   "schedulers", "train_overrides", "description", "headroom", "stack"})
     if unknown:
         raise ConfigError(f"study has unknown keys {', '.join(unknown)}; valid: name, metric, higher_is_better, "
-                          "runs, seeds, scenarios, ccs, schedulers, train_overrides, description, headroom")
+                          "runs, seeds, scenarios, ccs, schedulers, train_overrides, description, headroom, stack")
+    # the stack a study file names (its CCs may need it: MPTCP-TUT's coupled CCs are Linux's) wins
+    sim = config.sim_config(cfg.env)
+    if given.get("stack") is not None:
+        sim = dataclasses.replace(sim, stack=str(given["stack"]))
     if node is not None:
         if config.plain(cfg.get("scheduler_params")):
             raise ConfigError("scheduler_params is for one scheduler; in a study give "
@@ -117,6 +123,7 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
             raise ConfigError("scheduler: the list is empty; give at least one, e.g. scheduler=[minrtt,rr]")
     for cc, params in ccs.items():
         cc_params(cc, params)  # unknown CC or parameter: lists the valid ones
+    stacks.check_ccs(sim.stack, ccs)
     runs = given.get("runs", cfg.runs)
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise out_of_range("runs", runs, "an integer >= 1")
@@ -133,10 +140,10 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     agents_dir = Path(cfg.get("agents_dir") or out_dir / "agents").absolute()  # the same for every task
     mlflow_cfg = config.plain(cfg.get("mlflow")) or {}
     study = Study(str(given.get("name") or "study"), [], scenarios, ccs, runs, int(cfg.seed), seeds, metric,
-                  metric not in LOWER_IS_BETTER if higher is None else bool(higher), config.sim_config(cfg.env),
+                  metric not in LOWER_IS_BETTER if higher is None else bool(higher), sim,
                   workers, agents_dir, mlflow_cfg, ray_cfg)
     study.headroom = _headroom(given.get("headroom", cfg.get("headroom")))
-    common = [str(o) for o in given.get("train_overrides") or []]
+    common = [f"env.stack={sim.stack}", *(str(o) for o in given.get("train_overrides") or [])]
     study.schedulers = [parse_entry(item, common, study) for item in items]
     labels = [e.label for e in study.schedulers]
     repeated = sorted({x for x in labels if labels.count(x) > 1})

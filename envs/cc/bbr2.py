@@ -38,14 +38,18 @@ Readings chosen where the fluid core lacks per-packet state:
   moved to 0.9 and a cwnd gain of 2.25 in UP).
 - Loss recovery does not modulate cwnd (no packet conservation), as in ``envs.cc.bbr``: the loss
   response modelled is exactly the bounds above, so BBRv1 and BBRv2 differ only by them.
-- Not modelled: ECN (and bw_hi, which only ECN sets), ack-aggregation (extra_acked), v2alpha's
-  "risky probe" re-probing and its per-packet inflight_hi from the lost skb.
+- ACK aggregation (extra_acked) adds to the window as in BBRv1 (``envs/cc/aggregation.py``).
+- Not modelled: ECN (and bw_hi, which only ECN sets), v2alpha's "risky probe" re-probing and
+  its per-packet inflight_hi from the lost skb.
+- The defaults are the draft's; XQUIC's xqc_bbr2.c constants are the ``xquic`` stack's
+  (envs/sim/stacks.py: ProbeRTT every 2.5 s, a 2.5 s min_rtt window).
 """
 
 import math
 
 from numba import njit
 
+from envs.cc import aggregation
 from envs.cc.base import CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, PACING, RECOVERY_START, init_common
 from envs.plugins import register_cc
 from envs.sim.rng import uniform
@@ -59,11 +63,15 @@ HEADROOM = 4  # 0.15 (BBRHeadroom)
 PROBE_RTT_S = 5  # 0.2 s (ProbeRTTDuration)
 PROBE_RTT_INTERVAL_S = 6  # 5 s (ProbeRTTInterval)
 PROBE_WAIT_BASE_S = 7  # 2 s (BBRPickProbeWait: 2 + U(0, 1) s)
+MIN_RTT_WIN_S = 8  # 10 s (MinRTTFilterLen)
+EXTRA_GAIN = 9  # 1: ACK aggregation term's gain (0: off)
+EXTRA_MAX_S = 10  # 0.1 s: ... at most this many seconds at the estimated bandwidth
+EXTRA_IN_STARTUP = 11  # 0: ... only after Startup (1: also in Startup, with a one-round window)
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7,
             "headroom": 0.15, "probe_rtt_s": 0.2, "probe_rtt_interval_s": 5.0,
-            "probe_wait_base_s": 2.0}
+            "probe_wait_base_s": 2.0, "min_rtt_window_s": 10.0, "extra_acked_gain": 1.0,
+            "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0}
 
-MIN_RTT_WIN_S = 10.0  # MinRTTFilterLen
 PROBE_RTT_CWND_GAIN = 0.5
 PROBE_WAIT_RAND_S = 1.0
 MAX_PROBE_ROUNDS = 63.0  # Reno-coexistence bound on rounds between probes
@@ -107,6 +115,7 @@ LOSS_EVENTS_RND = FIRST_PRIVATE + 29
 FULL_BW = FIRST_PRIVATE + 30
 FULL_BW_CNT = FIRST_PRIVATE + 31
 FILLED = FIRST_PRIVATE + 32
+AGG = FILLED + 1  # aggregation.SLOTS slots: the ACK aggregation estimate
 
 
 @njit(cache=True, _nrt=False)
@@ -124,6 +133,7 @@ def init(C, P, f, now, mss):
     C[f, MIN_RTT_STAMP] = now
     C[f, PRT_MIN] = math.inf
     C[f, PRT_MIN_STAMP] = now
+    aggregation.init(C, f, AGG, now)
 
 
 # ----------------------------------------------------------------------------- model helpers
@@ -338,7 +348,7 @@ def _update_min_rtt(C, P, f, now, rtt):
     if rtt > 0.0 and (rtt < C[f, PRT_MIN] or expired):
         C[f, PRT_MIN] = rtt
         C[f, PRT_MIN_STAMP] = now
-    if C[f, PRT_MIN] < C[f, MIN_RTT] or now > C[f, MIN_RTT_STAMP] + MIN_RTT_WIN_S:
+    if C[f, PRT_MIN] < C[f, MIN_RTT] or now > C[f, MIN_RTT_STAMP] + P[f, MIN_RTT_WIN_S]:
         C[f, MIN_RTT] = C[f, PRT_MIN]
         C[f, MIN_RTT_STAMP] = C[f, PRT_MIN_STAMP]
     return expired
@@ -407,7 +417,9 @@ def _set_rate_and_cwnd(C, P, f, acked, rtt, mss):
         C[f, PACING] = C[f, PACING_GAIN] * bw * (1.0 - PACING_MARGIN)
     elif rtt > 0.0:
         C[f, PACING] = P[f, HIGH_GAIN] * INIT_CWND_PACKETS * mss / rtt
-    target = _bdp(C, f, bw, C[f, CWND_GAIN_NOW], mss) + 3.0 * mss
+    target = _bdp(C, f, bw, C[f, CWND_GAIN_NOW], mss) + 3.0 * mss \
+        + aggregation.cwnd(C, f, AGG, bw, P[f, EXTRA_GAIN], P[f, EXTRA_MAX_S],
+                           C[f, FILLED] > 0.0 or P[f, EXTRA_IN_STARTUP] > 0.0)
     if C[f, FILLED] > 0.0:
         C[f, CWND] = min(C[f, CWND] + acked, target)
     elif C[f, CWND] < target:
@@ -452,6 +464,8 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
     """BBRUpdateModelAndState then BBRUpdateControlParameters, in the draft's order. The core's
     round_start is replaced by this module's rounds, which phase changes restart."""
     round_start = _update_round(C, f, acked, rtt, rate)
+    aggregation.update(C, f, AGG, now, acked, _bw(C, f), round_start,
+                       P[f, EXTRA_IN_STARTUP] > 0.0 and C[f, FILLED] == 0.0, mss)
     C[f, BW_LATEST] = max(C[f, BW_LATEST], rate)
     C[f, INFLIGHT_LATEST] = max(C[f, INFLIGHT_LATEST], rate * rtt)
     C[f, BW_HI1] = max(C[f, BW_HI1], rate)
@@ -486,4 +500,4 @@ def on_rto(C, P, f, now, inflight, mss):
 
 
 register_cc("bbr2", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
-            state_slots=FILLED + 1)
+            state_slots=AGG + aggregation.SLOTS)

@@ -36,6 +36,12 @@ def init(C, P, f, now, mss):
 
 @njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+    if now - C[f, RECOVERY_START] < rtt:
+        # recovery: the ACKs of packets sent before the reduction (about one RTT) do not grow the
+        # window (RFC 9002 sec. 7.3.2; XQUIC xqc_cubic_on_ack returns while in congestion recovery,
+        # Linux calls no cong_avoid in Recovery), so the next epoch starts after it, from the
+        # window an undo may have restored
+        return
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked
         if P[f, HYSTART] > 0.0:
@@ -86,9 +92,11 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     w = max(w * beta, MIN_CWND_PACKETS)
     C[f, CWND] = w * mss
     C[f, SSTHRESH] = C[f, CWND]
-    # RFC 9438 section 4.2: K = cubic_root((W_max - cwnd_epoch) / C)
-    C[f, K] = math.pow(max(C[f, W_MAX] - w, 0.0) / P[f, C_CUBIC], 1.0 / 3.0)
-    C[f, EPOCH] = now
+    # the next epoch starts at the next ACK (K = cubic_root((W_max - cwnd_epoch) / C), RFC 9438
+    # section 4.2), as Linux (tcp_cubic.c bictcp_recalc_ssthresh: epoch_start = 0) and XQUIC
+    # (xqc_cubic.c xqc_cubic_on_lost: epoch_start = 0) do: a reduction undone in between
+    # (envs/sim/recovery.py) then restarts from the restored window
+    C[f, EPOCH] = -1.0
     C[f, W_EST] = w
     C[f, RECOVERY_START] = now
 

@@ -164,4 +164,34 @@ class QueueSampler:
         return float(a[sel, 1].mean())
 
 
-__all__ = ["BulkFlows", "QueueSampler"]
+def two_flow_queue(tb, cc: str, xquic: bool, warmup_s: float, end_s: float, path: int = 0) -> tuple[float, float]:
+    """Two backlogged flows of ``cc`` through path ``path`` of a started testbed for ``end_s``
+    seconds, two kernel TCP flows (``BulkFlows``) or two XQUIC connections (``xquic``): the mean
+    forward bottleneck queue from ``warmup_s`` to ``end_s`` in BDPs (frames on the wire over the
+    path's BDP at its rate) and the two flows' total goodput (Mbit/s). The setting of the
+    standing-queue law (docs/transport.md, Scherrer et al., IMC 2022)."""
+    from envs.live.xquic import XquicTransfer
+    from envs.scenario import WorkloadSpec
+
+    fwd = next(d for d in tb.directions if d.path == path and d.forward)
+    rev = next(d for d in tb.directions if d.path == path and not d.forward)
+    bdp_wire = fwd.rate_mbps * 1e6 / 8 * (fwd.delay_ms + rev.delay_ms) / 1000
+    with QueueSampler(tb, path) as queue:
+        if xquic:
+            work = WorkloadSpec(type="file", file_mb=10 * fwd.rate_mbps * end_s / 8)  # never finishes
+            flows = [XquicTransfer(tb, cc, work, max_duration_s=end_s + 10) for _ in range(2)]
+            try:
+                for f in flows:
+                    f.start()
+                time.sleep(end_s)
+            finally:
+                results = [f.result() for f in flows if f.t0 is not None]
+            goodput = sum(8e-6 * r.delivered_bytes / r.span_s for r in results)
+        else:
+            with BulkFlows(tb, path, cc, 2) as kernel_flows:
+                time.sleep(end_s)
+                goodput = sum(kernel_flows.goodput_mbps())
+        return queue.mean(warmup_s, end_s) / bdp_wire, goodput
+
+
+__all__ = ["BulkFlows", "QueueSampler", "two_flow_queue"]

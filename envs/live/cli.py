@@ -3,7 +3,8 @@ of live runs, kept here so that ``evaluate.py`` stays a thin dispatcher.
 
 ``configs/evaluate.yaml`` declares ``backend`` (sim | live), ``compare``, ``transport`` (short for
 ``live.backend``) and the live options ``live.*`` (``configs/live/default.yaml``, schema
-``envs.schema.LiveOptions``).
+``envs.schema.LiveOptions``). The live backend fixes the stack: the simulator side of ``compare``
+imitates ``xquic`` for ``live.backend=xquic`` and ``linux`` for ``mptcp`` (``envs/sim/stacks.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from envs.errors import ConfigError, Interrupted
 from envs.evaluation import dumps, summary, to_table
 from envs.live.backends import get_backend
 from envs.live.evaluation import LiveOptions, compare, compare_rows, compare_table, evaluate_live
+from envs.sim import stacks
 
 
 def wants_live(cfg: DictConfig) -> bool:
@@ -58,6 +60,19 @@ def run(cfg: DictConfig) -> None:
                           + "; the testbed was torn down") from None
 
 
+def _stack(cfg: DictConfig, backend: str) -> str:
+    """The stack the simulator side imitates: the live backend's (xquic: xquic, mptcp: linux). A
+    ``stack=`` / ``env.stack=`` given on the command line that names another is refused."""
+    stack = stacks.BACKEND_STACK[backend]
+    given = [o.split("=", 1)[1] for o in (HydraConfig.get().overrides.task if HydraConfig.initialized() else [])
+             if o.split("=", 1)[0].lstrip("+") in ("stack", "env.stack")]
+    if given and given[-1] != stack:
+        raise ConfigError(f"stack={given[-1]} and live.backend={backend} disagree: live runs on {backend} are "
+                          f"stack {stack} (the simulator side of compare takes the live backend's stack); "
+                          "give one of them")
+    return stack
+
+
 def _run(cfg: DictConfig, runs_log: RunLog) -> None:
     scen, cc, cc_params = config.evaluation_request(cfg)
     opts = LiveOptions.from_mapping(config.plain(cfg.get("live")))
@@ -66,6 +81,7 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
         if transport != opts.backend and cfg.live.backend != LiveOptions.backend:
             raise ConfigError(f"transport={transport} and live.backend={opts.backend} disagree; give one of them")
         opts = dataclasses.replace(opts, backend=transport)
+    stack = _stack(cfg, opts.backend)
     if cc_params:
         raise ConfigError(f"live runs use {opts.backend}'s own {cc}, whose parameters cannot be set per run "
                           f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
@@ -78,9 +94,10 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
         wanted = sorted(config.plain(compare_to) if not isinstance(compare_to, str) else compare_to.split(","))
         if wanted != ["live", "sim"]:
             raise ConfigError(f"compare takes sim,live, got {','.join(wanted)}")
-        sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, config.sim_config(cfg.env), cc_params,
+        sim_cfg = dataclasses.replace(config.sim_config(cfg.env), stack=stack)
+        sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, sim_cfg, cc_params,
                                   cfg.scheduler, opts, None if quiet else _progress, runs_log)
-        header |= {"sim_scheduler": cfg.scheduler, "live": f"{opts.backend} ({live_sched} scheduler)",
+        header |= {"sim_scheduler": cfg.scheduler, "sim_stack": stack, "live": f"{opts.backend} ({live_sched} scheduler)",
                    "emulation": info.emulation}
         if quiet:
             rows = [{"quantity": r[0], "sim": r[1], "live": r[3], "relative_error": r[5]}
@@ -91,7 +108,8 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
         return
     per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress, cfg.scheduler,
                                   runs_log)
-    header |= {"backend": f"live/{opts.backend}", "scheduler": live_sched, "emulation": info.emulation}
+    header |= {"backend": f"live/{opts.backend}", "stack": stack, "scheduler": live_sched,
+               "emulation": info.emulation}
     stats = summary(per_run)
     if quiet:
         extra = {"verification": [[c.__dict__ | {"ok": c.ok} for c in v.checks] for v in info.verifications],

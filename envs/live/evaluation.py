@@ -61,6 +61,31 @@ def live_scheduler(opts: LiveOptions, scheduler: str) -> str | None:
     return scheduler
 
 
+def run_transfer(backend, testbed: Testbed, cc: str, workload, opts: LiveOptions,
+                 scheduler_kw: dict | None = None) -> tuple:
+    """One transfer of ``workload`` on a started testbed: (its result, how many times it was
+    retried because the MPTCP connection fell back to plain TCP, at most ``opts.retries``)."""
+    retried = 0
+    for attempt in range(opts.retries + 1):
+        transfer = backend.transfer(testbed, cc, workload, opts.telemetry_ms, **(scheduler_kw or {}))
+        try:
+            transfer.start()
+            transfer.wait()
+            result = transfer.result()
+        except MptcpFallback:
+            transfer.stop()
+            retried += 1
+            continue
+        except BaseException:
+            transfer.stop()
+            raise
+        if result.error and "fell back" in result.error and attempt < opts.retries:
+            retried += 1
+            continue
+        return result, retried
+    raise LiveError(f"the MPTCP connection fell back to plain TCP {opts.retries + 1} times")
+
+
 def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options: LiveOptions | None = None,
                   progress: Callable[[str], None] | None = None,
                   scheduler: str = "minrtt",
@@ -100,25 +125,11 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
                         progress(testbed.verification.table())
             elif opts.verify and opts.verify_every_run:
                 info.verifications.append(testbed.verify())
-            for attempt in range(opts.retries + 1):
-                transfer = backend.transfer(testbed, cc, concrete.workload, opts.telemetry_ms, **sched_kw)
-                try:
-                    transfer.start()
-                    transfer.wait()
-                    result = transfer.result()
-                except MptcpFallback:
-                    transfer.stop()
-                    info.retried += 1
-                    continue
-                except BaseException:
-                    transfer.stop()
-                    raise
-                if result.error and "fell back" in result.error and attempt < opts.retries:
-                    info.retried += 1
-                    continue
-                break
-            else:
-                raise LiveError(f"run {run}: the MPTCP connection fell back to plain TCP {opts.retries + 1} times")
+            try:
+                result, retried = run_transfer(backend, testbed, cc, concrete.workload, opts, sched_kw)
+            except LiveError as err:
+                raise LiveError(f"run {run}: {err}") from None
+            info.retried += retried
             if result.error:
                 raise LiveError(f"run {run}: {result.error}")
             info.results.append(result)
@@ -203,4 +214,4 @@ def compare(scenario: Scenario, cc: str, runs: int, seed: int = 0, sim_config: S
 
 
 __all__ = ["LiveOptions", "LiveRun", "REPORTED", "compare", "compare_rows", "compare_table", "evaluate_live",
-           "live_scheduler", "relative_error"]
+           "live_scheduler", "relative_error", "run_transfer"]

@@ -4,10 +4,11 @@ One step (default 1 ms) of one connection, in order (docs/transport.md):
 
 1. capacity schedule (trace, outages) and competing-flow activity;
 2. receiver: segments whose propagation ended arrive; their bytes are ACKed back over the
-   reverse delay, their lost bytes are declared lost after the packet-threshold delay, holes
+   reverse delay, their lost bytes are declared lost after the stack's detection delay, holes
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
-   samples (BBR), the CC, and the retransmission queue; RTO timers fire;
+   samples (BBR), the CC, and the retransmission queue; DSACKs widen RACK's window and undo
+   spurious reductions, retransmission timers fire (the stack's, ``envs/sim/recovery.py``);
    the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among
    those with window space and pacing credit; retransmissions go first; each packet meets
@@ -51,8 +52,9 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
                                                (CCs, schedulers) from stream B + b (``envs/sim/rng.py``)
 =========  ===========  =====================  ====================================================
 
-``Constants``: ``mss`` (bytes), ``dt`` (s per step), and the spurious-declaration table of
-``envs/sim/reordering.py`` (``spur_grid``: natural logs of its grid, ``spur_prob``). Other short
+``Constants``: ``mss`` (bytes), ``dt`` (s per step), the stack's spurious-declaration table of
+``envs/sim/reordering.py`` (``spur_grid``: natural logs of its spacing grid, ``spur_wgrid``: its
+window grid, ``spur_prob``) and the stack profile ``stack`` (``envs/sim/stacks.py``). Other short
 names: ``conn`` a ``Connection``, ``m`` the ``Constants``, ``b`` the connection's index (and its
 network stream), ``snd`` its sender stream, ``t`` the step, ``f`` a flow, ``p`` a path, ``s`` a
 FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the connection's subflows/flows.
@@ -104,15 +106,16 @@ from numba import njit
 from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
 from envs.sim.layout import *  # noqa: F403 (column names)
+from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
 from envs.sim.rng import normal, uniform
 from envs.sim.roles import blocked_rule
 from envs.sim.workload import step as workload_step
 
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
-MIN_RTO = 0.2  # s
 MAX_PACKETS_PER_STEP = 100000
 DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
 EPS = 1e-6
+SQRT2 = math.sqrt(2.0)
 
 
 class State(NamedTuple):
@@ -147,8 +150,10 @@ class Constants(NamedTuple):
 
     mss: float  # bytes
     dt: float  # seconds per step
-    spur_grid: np.ndarray  # natural logs of the spurious-declaration table's grid (envs/sim/reordering.py)
-    spur_prob: np.ndarray  # the table: probability per packet at each spacing/jitter ratio
+    spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
+    spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
+    spur_prob: np.ndarray  # the stack's table: probability per packet at each (window, spacing) / jitter
+    stack: np.ndarray  # the stack profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
 @njit(cache=True, _nrt=False)
@@ -244,17 +249,25 @@ def _apply_schedules(t, conn, mss, now, nsub, nflows):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _detect_delay(bnb, p, mss):
-    """Steps from a lost packet's would-be arrival to its declaration: three later packets at
-    the bottleneck rate (RFC 9002 packet threshold), at least one step."""
-    cap = max(bnb[p, BN_CAP], 1.0)
-    return 1 + int(min(3.0 * mss / cap, 50.0))
+def _detect_delay(bnb, p, mss, o, fb, f, stk, dt, most):
+    """Steps from a lost packet's would-be arrival to its declaration, at least one and at most
+    ``most``: the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut
+    short by its time threshold (srtt / 8), or RACK's window after the next packet's ACK
+    (envs/sim/recovery.py)."""
+    spacing = mss / max(bnb[p, BN_CAP], 1.0)
+    by_packets = stk[STK_PKT_THRESHOLD] * spacing
+    if stk[STK_TIME_THRESHOLD] > 0.0:
+        by_packets = min(by_packets, o[f, OBS_SRTT] * stk[STK_TIME_THRESHOLD] / dt)
+    rack = 0.0
+    if stk[STK_REO_WND] > 0.0:
+        rack = reorder_window(o, fb, f, stk) / dt
+    return 1 + int(min(max(by_packets, rack), most))
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _receive(t, conn, mss, nsub, nflows):
+def _receive(t, conn, mss, dt, stk, nsub, nflows):
     """Arrivals at the receiver; updates rcv state and schedules feedback."""
-    fb, bnb, c, sg, si, rg, ho = conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.hole
+    o, fb, bnb, c, sg, si, rg, ho = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.hole
     Lm = rg.shape[1] - 1
     Qm = sg.shape[1] - 1
     for f in range(nflows):
@@ -291,7 +304,7 @@ def _receive(t, conn, mss, nsub, nflows):
             spur = sg[f, s, SEG_SPUR]
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
-                    det = _detect_delay(bnb, p, mss)
+                    det = _detect_delay(bnb, p, mss, o, fb, f, stk, dt, Lm - 1 - drev)
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur
@@ -364,6 +377,7 @@ def _rto(b, t, f, conn, mss, dt):
     sg, si, rg, ho = conn.seg, conn.segi, conn.ring, conn.hole
     o[f, OBS_RTOS] += 1.0
     fb[f, FL_RTO_BACKOFF] = min(fb[f, FL_RTO_BACKOFF] * 2.0, 64.0)
+    fb[f, FL_UNDO_OK] = 0.0  # a timeout ends the episode a DSACK could have undone
     fb[f, FL_LAST_PROGRESS] = t
     for h in range(int(c[CN_HOLES_HI])):
         if ho[h, HOLE_REM] > 0.0 and int(ho[h, HOLE_FLOW]) == f and ho[h, HOLE_UNDET] > 0.0:
@@ -417,7 +431,7 @@ def _reinject(f, c, sg, si, ho):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
+def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
     o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
@@ -427,6 +441,8 @@ def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
         _detect_due(t, c, ho)
     for f in range(nflows):
+        if fb[f, FL_DSACK_AT] > 0.0 and t >= fb[f, FL_DSACK_AT]:  # before the ACKs, as Linux's undo
+            dsack_due(t, fb, C, f, stk)
         acked = rg[f, slot, RING_ACKED]
         if acked > 0.0:
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
@@ -457,6 +473,7 @@ def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
             fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
             o[f, OBS_LOSSES] += _packets(lost, mss) + spur
             fb[f, FL_SPUR_PENDING] += spur * mss
+            before_loss(t, o, fb, C, f, lost, spur, dt, stk)
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
                        rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng,
                        snd if f < nsub else b)
@@ -464,9 +481,9 @@ def _feedback(b, snd, t, conn, mss, dt, nsub, nflows):
             rg[f, slot, j] = 0.0
         if fb[f, FL_ACTIVE] > 0.0 and f >= nsub and fb[f, FL_BUDGET] <= EPS and o[f, OBS_INFLIGHT] <= EPS:
             fb[f, FL_ACTIVE] = 0.0  # an arriving flow sent its size and all of it was answered: it leaves
-        # RTO (RFC 6298: srtt + 4 rttvar, at least MIN_RTO, doubled per expiry)
+        # RTO (the stack's, envs/sim/recovery.py; doubled per expiry)
         if o[f, OBS_INFLIGHT] > 0.0:
-            rto = max(o[f, OBS_SRTT] + 4.0 * o[f, OBS_RTTVAR], MIN_RTO)
+            rto = timeout(o, f, stk)
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
                 _rto(b, t, f, conn, mss, dt)
         else:
@@ -1067,11 +1084,13 @@ def _depart(b, t, conn, m, nsub, nflows):
     """Bottlenecks drain in FIFO order; departed segments get their arrival step.
 
     With reordering jitter, each departed packet is declared lost spuriously with the
-    probability of ``reordering.py`` at the spacing of the flow's own packets, ``mss`` over the
-    flow's departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of
-    the link has its packets spaced further apart than back-to-back, and is reordered less."""
-    fb, bnb, c, sg, si, rng = conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
-    mss, dt, spur_r, spur_p = m.mss, m.dt, m.spur_grid, m.spur_prob
+    probability of ``reordering.py`` under the stack's loss detection (its time window:
+    ``envs/sim/recovery.py``) at the spacing of the flow's own packets, ``mss`` over the flow's
+    departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of the
+    link has its packets spaced further apart than back-to-back, and is reordered less. Spacing
+    and window are measured against the jitter of a round trip (the data's and its ACK's)."""
+    o, fb, bnb, c, sg, si, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
+    mss, dt, spur_r, spur_w, spur_p = m.mss, m.dt, m.spur_grid, m.spur_wgrid, m.spur_prob
     Qm = sg.shape[1] - 1
     for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1109,7 +1128,11 @@ def _depart(b, t, conn, m, nsub, nflows):
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
-                        prob = _spurious_prob(spacing / jit, spur_r, spur_p)
+                        window = reorder_window(o, fb, f, m.stack) / dt
+                        # the sender learns of an arrival from its ACK, which the reverse path
+                        # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
+                        rtt_jit = jit * SQRT2
+                        prob = _spurious_prob(spacing / rtt_jit, window / rtt_jit, spur_r, spur_w, spur_p)
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
                     for _ in range(int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))):
@@ -1127,18 +1150,27 @@ def _depart(b, t, conn, m, nsub, nflows):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _spurious_prob(r, log_grid, table):
-    """Interpolate the spurious-declaration probability at spacing/jitter ratio r (``log_grid``:
-    the natural logs of the table's evenly log-spaced grid)."""
-    n = log_grid.shape[0]
-    x = (math.log(r) - log_grid[0]) / (log_grid[n - 1] - log_grid[0]) * (n - 1)
+def _grid_pos(v, lo, hi, n):
+    """Index and weight of v on an evenly spaced grid of n points from lo to hi (clamped)."""
+    x = (v - lo) / (hi - lo) * (n - 1)
     if x <= 0.0:
-        return table[0]
+        return 0, 0.0
     if x >= n - 1:
-        return table[n - 1]
+        return n - 2, 1.0
     i = int(x)
-    w = x - i
-    return table[i] * (1.0 - w) + table[i + 1] * w
+    return i, x - i
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _spurious_prob(r, w, log_grid, w_grid, table):
+    """Interpolate the stack's spurious-declaration probability at spacing/jitter ratio r and
+    window/jitter ratio w (``log_grid``: the natural logs of the table's evenly log-spaced
+    spacing grid; ``w_grid``: its evenly spaced window grid; ``table[w, r]``)."""
+    i, a = _grid_pos(math.log(r), log_grid[0], log_grid[log_grid.shape[0] - 1], log_grid.shape[0])
+    j, c = _grid_pos(w, w_grid[0], w_grid[w_grid.shape[0] - 1], w_grid.shape[0])
+    lo = table[j, i] * (1.0 - a) + table[j, i + 1] * a
+    hi = table[j + 1, i] * (1.0 - a) + table[j + 1, i + 1] * a
+    return lo * (1.0 - c) + hi * c
 
 
 @njit(cache=True, _nrt=False)
@@ -1161,10 +1193,10 @@ def _run(b, conn, m, max_steps):
         if not resume_send:
             now = t * dt
             _apply_schedules(t, conn, mss, now, nsub, nflows)
-            _receive(t, conn, mss, nsub, nflows)
+            _receive(t, conn, mss, dt, m.stack, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
                 _autotune_window(t, conn, dt, nsub)
-            _feedback(b, snd, t, conn, mss, dt, nsub, nflows)
+            _feedback(b, snd, t, conn, mss, dt, m.stack, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
             _refresh_windows(conn, nflows, nsub, mss, dt)  # before a break: terminal obs

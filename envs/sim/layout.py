@@ -68,15 +68,23 @@ FL_GOOD = 14  # unique connection bytes that arrived over this flow (per-path go
 FL_SCHED_IDX = 15  # index of the next change in the flow's activity schedule
 FL_LAST_ARRIVE = 16  # arrival step of the flow's latest departed segment (FIFO order)
 FL_DEP_RATE = 17  # bytes per step the flow's packets leave the bottleneck at (EWMA; their spacing)
+# the stack's loss recovery (envs/sim/recovery.py)
+FL_REO_STEPS = 18  # RACK reordering-window steps beyond the first (widened by DSACKs)
+FL_REO_PERSIST = 19  # recoveries left before the window returns to one step
+FL_DSACK_AT = 20  # step the DSACK of the latest spurious resend arrives (0: none pending)
+FL_UNDO_OK = 21  # 1 while the pending reduction was caused by spurious declarations only
+FL_PRIOR_CWND = 22  # cwnd before that reduction (bytes)
+FL_PRIOR_SSTHRESH = 23  # ssthresh before it, as tcp_current_ssthresh gives it (bytes)
+FL_RECOVERY_AT = 24  # step the latest recovery from a real loss started
 # the flow's route (envs/network.py), set by the simulator: a subflow's whole path, a competing flow's link
-FL_DFWD = 18  # forward propagation delay (steps, may be fractional)
-FL_DREV = 19  # reverse propagation delay (whole steps)
-FL_JITTER = 20  # per-packet delay standard deviation (steps)
-FL_XLOSS = 21  # random loss probability of the transit links together, from the flow's schedule
-FL_XLOSS_NEXT = 22  # packets until the next transit loss (as BN_LOSS_NEXT)
-FL_BUDGET = 23  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
-FL_DOWN_UNTIL = 24  # subflow: step a failed transit link of its route comes back (its packets wait until then)
-N_FL = 25
+FL_DFWD = 25  # forward propagation delay (steps, may be fractional)
+FL_DREV = 26  # reverse propagation delay (whole steps)
+FL_JITTER = 27  # per-packet delay standard deviation (steps)
+FL_XLOSS = 28  # random loss probability of the transit links together, from the flow's schedule
+FL_XLOSS_NEXT = 29  # packets until the next transit loss (as BN_LOSS_NEXT)
+FL_BUDGET = 30  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
+FL_DOWN_UNTIL = 31  # subflow: step a failed transit link of its route comes back (its packets wait until then)
+N_FL = 32
 
 # --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)
@@ -200,7 +208,7 @@ N_SCHED = 32
 
 # --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
 N_CC = 48
-N_CCP = 8
+N_CCP = 12
 
 # --- the application's workload (envs/sim/workload.py): ``wl[B, N_WL]`` -----------------------------
 # parameters (set by the simulator at reset), then state; bytes, steps; ground truth of the app
@@ -245,3 +253,16 @@ N_ITEM = 5
 REC_DELIVERED = 0  # bytes delivered in order by the end of the bin (cumulative)
 REC_REORDER = 1  # reorder-buffer occupancy summed over the bin's steps (byte-steps)
 N_REC = 2
+
+# --- the stack profile as the core reads it: ``Constants.stack[N_STK]`` (envs/sim/stacks.py) -----
+STK_TIME_THRESHOLD = 0  # loss detection window: fraction of the srtt (RFC 9002 time threshold)
+STK_REO_WND = 1  # ... plus this fraction of min_rtt per RACK reo_wnd step
+STK_REO_ADAPT = 2  # 1: DSACKs widen the window (RACK reo_wnd_steps)
+STK_REO_PERSIST = 3  # recoveries a widened window persists for
+STK_UNDO = 4  # 1: reductions caused only by spurious declarations are undone
+STK_RTO_MULT = 5  # retransmission timer: mult * (srtt + max(4 rttvar, floor) + ack delay) ...
+STK_RTO_VAR_FLOOR = 6
+STK_RTO_ACK_DELAY = 7
+STK_RTO_MIN = 8  # ... and at least this (s)
+STK_PKT_THRESHOLD = 9  # later packets whose arrival declares a packet lost (RFC 9002: 3; RACK: 1)
+N_STK = 10

@@ -22,7 +22,8 @@ from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import GRID, spurious_table
+from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim import stacks
 
 MAX_PATHS = 8
 
@@ -37,6 +38,7 @@ class SimConfig:
     ooo_limit_bytes: float = math.inf  # flag episodes whose reorder buffer exceeds this
     end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
     record_bin_ms: float = 100.0  # time bin of the delivered-bytes and reorder-buffer records (metrics)
+    stack: str = stacks.DEFAULT_STACK  # the transport stack the core imitates (envs/sim/stacks.py): xquic | linux
 
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
@@ -47,6 +49,7 @@ class SimConfig:
             raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
         if not self.record_bin_ms >= self.dt_ms:
             raise out_of_range("record_bin_ms", self.record_bin_ms, f">= dt_ms ({self.dt_ms})")
+        stacks.profile(self.stack)  # an unknown stack lists the valid ones
 
 
 def not_reset(connections: np.ndarray) -> ResetNeeded:
@@ -85,7 +88,8 @@ class Simulator:
         self.mss = float(self.cfg.mss)
         self.seed = int(seed)
         self.B = batch
-        self._cc_params = {name: cc_params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
+        self.stack = stacks.profile(self.cfg.stack)
+        self._cc_params = {name: self._params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
         for name in self.ccs:
             cc_id(name)
         self.scheduler = scheduler
@@ -95,7 +99,12 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), spurious_table())
+        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID, spurious_table(self.stack.rule),
+                                          stacks.stack_vector(self.stack))
+
+    def _params(self, cc: str, overrides: dict | None = None) -> np.ndarray:
+        """CC ``cc``'s parameters under the simulated stack: its constants, then ``overrides``."""
+        return cc_params(cc, stacks.cc_overrides(self.stack.name, cc, overrides))
 
     @property
     def n_paths(self) -> int | None:
@@ -249,7 +258,7 @@ class Simulator:
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
                 self.fl[b, f, FL_CC] = comp_cc
-                self.ccp[b, f] = cc_params(comp.cc)
+                self.ccp[b, f] = self._params(comp.cc)
                 if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
                     for i, (t_s, n_active) in enumerate(schedule):
                         self.atrace[b, f, i] = (round(t_s * 1000 / dt_ms), math.inf if n_active > j else 0.0)

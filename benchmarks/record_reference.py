@@ -1,0 +1,338 @@
+"""Record the live reference tables (envs/live/reference.py) with this repository's live harness:
+one command per table, every run's value written to ``tests/data/live/<table>.json`` as soon as it
+is measured, with its provenance.
+
+    python benchmarks/record_reference.py ispras --stack xquic --runs 3 [--scenarios ispras_s1,...]
+                                          [--ccs reno,cubic,bbr,bbr2] [--file-mib 20]
+    python benchmarks/record_reference.py ispras --stack linux --runs 3
+    python benchmarks/record_reference.py queue --runs 3 [--buffers 1,5] [--stacks linux,xquic]
+    python benchmarks/record_reference.py grid --stack xquic --runs 3 [--loss 0,0.5,2] [--jitter 0,2,5]
+                                          [--seconds 10]
+
+- ``ispras``: the ISPRAS scenario files with a file of ``--file-mib`` MiB; XQUIC with its minRTT
+  scheduler, or kernel MPTCP with its default scheduler; goodput (Mbit/s).
+- ``queue``: two flows of one CC on one bottleneck (50 Mbit/s, 40 ms RTT, drop-tail buffer of
+  ``--buffers`` BDP), kernel TCP (cubic, bbr) and XQUIC (cubic, bbr, bbr2): the queue averaged
+  from 10 to 30 s, in BDP, and the two flows' goodput (``envs.live.bottleneck.two_flow_queue``).
+- ``grid``: one path of 50 Mbit/s, 40 ms RTT, a 1 BDP buffer, random loss x jitter (a standard
+  deviation of the one-way delay, reordering), both applied in each direction; a backlogged
+  transfer of ``--seconds`` s (XQUIC: a file too large to finish, capped at that time); goodput.
+
+One testbed per scenario (ispras), per buffer (queue) or per loss x jitter (grid), verified once
+before its runs (``envs.live.verification``; a testbed that fails it is refused, the failure is
+written to the table's notes and the testbed is tried once more). A table already on disk is
+continued: a cell gets only the runs it lacks, so an interrupted recording resumes where it
+stopped (delete the file to record afresh). Each run's 1-minute load average is stored beside
+its value. Needs root and the live setup (``python -m envs.live.setup --xquic``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.evaluation import shared_bottleneck  # noqa: E402
+from envs.live.backends import get_backend  # noqa: E402
+from envs.live.bottleneck import two_flow_queue  # noqa: E402
+from envs.live.evaluation import LiveOptions, run_transfer  # noqa: E402
+from envs.live.reference import DATA_DIR, MIN_RUNS, table_from_dict  # noqa: E402
+from envs.live.setup import unavailable_reason  # noqa: E402
+from envs.live.system import LiveError  # noqa: E402
+from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.verification import VerificationError  # noqa: E402
+from envs.scenario import Scenario, WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
+
+MIB = 1 << 20
+STACK_CCS = {"xquic": ("reno", "cubic", "bbr", "bbr2"), "linux": ("reno", "cubic", "bbr")}
+BACKEND = {"xquic": "xquic", "linux": "mptcp"}
+QUEUE_CCS = {"linux": ("cubic", "bbr"), "xquic": ("cubic", "bbr", "bbr2")}
+QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0  # as sim_vs_live.py
+GRID_MBPS, GRID_DELAY_MS, GRID_BUFFER_BDP = 50.0, 20.0, 1.0
+HARNESS = ("Mininet testbed of this repository (envs.live.testbed: client - one router per path - server, "
+           "bottleneck on the router's egress: HTB rate + pfifo drop-tail), emulation={mode} (random loss by nft "
+           "numgen and delay + N(0, jitter) per packet by the NFQUEUE delay line, reordering, in both directions, "
+           "where the kernel has no netem), TSO/GSO/GRO off; emulation verified once per testbed before its runs "
+           "(envs.live.verification: RTT, jitter spread, UDP rate, loss): passed on every testbed whose runs are "
+           "kept (a failure is listed in the notes)")
+LOAD_NOTE = ("The recording machine (2 cores) was shared with other jobs (model training); each run's 1-minute load "
+             "average is stored beside its value. Ran under nice -n -10 and a lock serialising live runs.")
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+class Recorder:
+    """One reference table being recorded: cells keyed by (key, metric), written after each run."""
+
+    def __init__(self, name: str, stack: str, stack_version: str, out_dir: Path, notes: str) -> None:
+        self.name, self.path = name, out_dir / f"{name}.json"
+        self.command = shlex.join(["python", "benchmarks/record_reference.py", *sys.argv[1:]])
+        self.cells: dict[tuple[str, str], dict] = {}
+        self.prov = {"stack": stack, "stack_version": stack_version, "kernel": platform.release(), "recorded": now(),
+                     "command": self.command, "harness": HARNESS.format(mode="?"), "notes": f"{notes} {LOAD_NOTE}"}
+        if self.path.is_file():  # continue an earlier recording
+            raw = json.loads(self.path.read_text())
+            table_from_dict(raw, name)  # refuse a damaged file before adding to it
+            self.prov.update(raw["provenance"])
+            if self.command not in self.prov["command"].split(" ; "):
+                self.prov["command"] += f" ; {self.command}"
+            for c in raw["cells"] + raw.get("incomplete", []):
+                self.cells[self._id(c["key"], c["metric"])] = c
+
+    @staticmethod
+    def _id(key: dict, metric: str) -> tuple[str, str]:
+        return json.dumps(key, sort_keys=True), metric
+
+    def cell(self, key: dict, metric: str) -> dict:
+        return self.cells.setdefault(self._id(key, metric), {"key": key, "metric": metric, "runs": [], "load": [],
+                                                              "outcomes": [], "failed": []})
+
+    def missing(self, key: dict, metric: str, runs: int) -> int:
+        have = self.cells.get(self._id(key, metric))
+        return max(0, runs - (len(have["runs"]) if have else 0))
+
+    def add(self, key: dict, metric: str, value: float, outcome: str, load: float) -> None:
+        c = self.cell(key, metric)
+        c["runs"].append(round(float(value), 4))
+        c["load"].append(load)
+        c["outcomes"].append(outcome)
+        self.write()
+
+    def fail(self, key: dict, metric: str, error: str, load: float) -> None:
+        self.cell(key, metric)["failed"].append(f"{now()} (load {load:.2f}): {error}")
+        self.write()
+
+    def note(self, text: str) -> None:
+        self.prov["notes"] += f" {text}"
+        self.write()
+
+    def harness(self, mode: str) -> None:
+        self.prov["harness"] = HARNESS.format(mode=mode)
+
+    def write(self) -> None:
+        self.prov["recorded"] = now()
+        cells = list(self.cells.values())
+        raw = {"name": self.name, "provenance": self.prov,
+               "cells": [c for c in cells if len(c["runs"]) >= MIN_RUNS],
+               "incomplete": [c for c in cells if len(c["runs"]) < MIN_RUNS]}
+        table_from_dict(raw, self.name)  # what is written always loads
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(raw, indent=1) + "\n")
+        tmp.replace(self.path)  # atomic: an interruption never leaves half a file
+
+
+@contextmanager
+def verified_testbed(rec: Recorder, scenario: Scenario, label: str) -> Iterator[Testbed | None]:
+    """A started, verified testbed for ``scenario`` (None if it failed verification twice; the
+    failures go to the table's notes)."""
+    for attempt in (1, 2):
+        tb = Testbed(scenario, verify=True)
+        try:
+            tb.start()
+        except VerificationError as err:
+            failures = "; ".join(c.line() for c in (tb.verification.failures() if tb.verification else []))
+            rec.note(f"[{now()}, load {load1():.2f}] testbed {label}: verification FAILED (attempt {attempt}): "
+                     f"{failures or err}.")
+            print(f"verification failed for {label}: {err}", flush=True)
+            time.sleep(5.0)
+            continue
+        try:
+            rec.harness(tb.emulation_mode)
+            print(tb.describe(), flush=True)
+            if tb.verification is not None:
+                print(tb.verification.table(), flush=True)
+            yield tb
+        finally:
+            problems = tb.close()
+            if problems:
+                rec.note(f"teardown of {label} left: {', '.join(problems)}.")
+        return
+    rec.note(f"testbed {label}: skipped, its cells not recorded in this call.")
+    yield None
+
+
+def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
+                measure: Callable[[], tuple[tuple[float, ...] | None, str]]) -> None:
+    """Run ``measure`` (-> one value per metric, or None on failure; the outcome or the error) for
+    each run ``key`` lacks, keeping every value (and every failure) as soon as it is measured."""
+    for _ in range(rec.missing(key, metrics[0], runs)):
+        try:
+            values, outcome = measure()
+        except LiveError as err:
+            values, outcome = None, f"{type(err).__name__}: {err}"
+        load = load1()
+        if values is None:
+            rec.fail(key, metrics[0], outcome, load)
+        else:
+            for metric, value in zip(metrics, values):
+                rec.add(key, metric, value, outcome, load)
+        shown = ", ".join(f"{m} {v:.3f}" for m, v in zip(metrics, values)) if values is not None else "FAILED"
+        print(f"  {json.dumps(key)}: {shown} ({outcome}, load {load:.2f})", flush=True)
+
+
+def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,
+                     capped: bool) -> tuple[tuple[float, ...] | None, str]:
+    """One transfer's goodput (Mbit/s) and outcome; None and the error for a failed run. A
+    ``capped`` XQUIC transfer ends at its time cap by design (outcome ``timeout``)."""
+    backend = get_backend(BACKEND[stack])
+    sched = {"scheduler": "minrtt"} if stack == "xquic" else {}
+    result, retried = run_transfer(backend, tb, cc, workload, LiveOptions(backend=BACKEND[stack]), sched)
+    outcome = result.extra.get("outcome", "finished" if workload.type == "file" else "bulk")
+    if capped and outcome == "timeout":
+        outcome = f"capped at {workload.duration_s:g} s"
+    elif result.error:
+        return None, f"{outcome}: {result.error}"
+    if retried:
+        outcome += f" (after {retried} MPTCP fallback retries)"
+    return (float(result.metrics()["goodput_mbps"][0]),), outcome
+
+
+def stack_version(stack: str) -> str:
+    if stack == "xquic":
+        from envs.live.xquic import extension
+        return str(extension().XQUIC_COMMIT)[:12]
+    return platform.release()
+
+
+def record_ispras(a: argparse.Namespace) -> None:
+    rec = Recorder(f"ispras_{a.stack}", a.stack, stack_version(a.stack), a.out,
+                   f"File of {a.file_mib:g} MiB ({a.file_mib * MIB:.0f} bytes) per run, the ISPRAS scenario files "
+                   "(configs/scenario) otherwise unchanged; scheduler: "
+                   + ("XQUIC's minrtt." if a.stack == "xquic" else "the kernel's default MPTCP scheduler."))
+    sched = "minrtt" if a.stack == "xquic" else "kernel"
+    for name in a.scenarios.split(","):
+        scen = load_scenario(name).with_workload(file_mb=a.file_mib * MIB / 1e6)
+        todo = [cc for cc in a.ccs.split(",") if rec.missing(
+            {"scenario": name, "cc": cc, "scheduler": sched}, "goodput_mbps", a.runs)]
+        if not todo:
+            continue
+        with verified_testbed(rec, scen, name) as tb:
+            if tb is None:
+                continue
+            for cc in todo:
+                record_runs(rec, {"scenario": name, "cc": cc, "scheduler": sched}, ("goodput_mbps",), a.runs,
+                            lambda cc=cc, w=scen.workload: transfer_goodput(a.stack, tb, cc, w, capped=False))
+
+
+def grid_scenario(loss: float, jitter: float, seconds: float) -> Scenario:
+    return scenario_from_dict({"name": f"grid_loss{loss:g}_jitter{jitter:g}", "jitter_reorders": True,
+                               "paths": [{"bandwidth_mbps": GRID_MBPS, "delay_ms": GRID_DELAY_MS, "loss_pct": loss,
+                                          "jitter_ms": jitter, "queue_bdp": GRID_BUFFER_BDP}],
+                               "workload": {"type": "bulk", "duration_s": seconds}})
+
+
+def record_grid(a: argparse.Namespace) -> None:
+    rec = Recorder(f"grid_{a.stack}", a.stack, stack_version(a.stack), a.out,
+                   f"One path: {GRID_MBPS:g} Mbit/s, one-way delay {GRID_DELAY_MS:g} ms each way (40 ms RTT), "
+                   f"drop-tail buffer {GRID_BUFFER_BDP:g} BDP; loss_pct: random loss in each direction; jitter_ms: "
+                   "standard deviation of a normal per-packet delay in each direction, reordering (each packet keeps "
+                   f"its own release time); goodput of a {a.seconds:g} s backlogged transfer ("
+                   + ("XQUIC, one path: a file too large to finish, stopped at the cap; " if a.stack == "xquic" else
+                      "kernel MPTCP with one subflow, bulk; ") + "its handshake not counted).")
+    ccs = a.ccs.split(",")
+    big = WorkloadSpec(type="file", file_mb=10 * GRID_MBPS * a.seconds / 8, duration_s=a.seconds)
+    for loss in (float(x) for x in a.loss.split(",")):
+        for jitter in (float(x) for x in a.jitter.split(",")):
+            keys = {cc: {"loss_pct": loss, "jitter_ms": jitter, "cc": cc} for cc in ccs}
+            if not any(rec.missing(k, "goodput_mbps", a.runs) for k in keys.values()):
+                continue
+            scen = grid_scenario(loss, jitter, a.seconds)
+            work = big if a.stack == "xquic" else scen.workload
+            with verified_testbed(rec, scen, scen.name) as tb:
+                if tb is None:
+                    continue
+                for cc in ccs:
+                    record_runs(rec, keys[cc], ("goodput_mbps",), a.runs,
+                                lambda cc=cc, w=work: transfer_goodput(a.stack, tb, cc, w, capped=True))
+
+
+def record_queue(a: argparse.Namespace) -> None:
+    stacks = a.stacks.split(",")
+    rec = Recorder("queue", "xquic+linux", "; ".join(f"{s}: {stack_version(s)}" for s in STACK_CCS), a.out,
+                   f"Two flows of one CC (stack linux: two kernel TCP flows; stack xquic: two XQUIC connections) "
+                   f"sharing one path: {QUEUE_MBPS:g} Mbit/s, {2 * QUEUE_DELAY_MS:g} ms RTT, no loss, no jitter, "
+                   f"drop-tail buffer of buffer_bdp BDP; both flows run {QUEUE_END_S:g} s; queue_bdp: the bottleneck's "
+                   f"backlog (tc counters, every 20 ms) averaged from {QUEUE_WARMUP_S:g} to {QUEUE_END_S:g} s over "
+                   "the BDP, in bytes on the wire (as benchmarks/sim_vs_live.py); goodput_mbps: both flows together. "
+                   "One testbed per buffer, reused across runs (1 s pause between runs for the queue to drain).")
+    for buffer in (float(x) for x in a.buffers.split(",")):
+        cells = [(s, cc) for s in stacks for cc in QUEUE_CCS[s]]
+        if a.ccs:
+            cells = [(s, cc) for s, cc in cells if cc in a.ccs.split(",")]
+        if not any(rec.missing({"stack": s, "buffer_bdp": buffer, "cc": cc}, "queue_bdp", a.runs) for s, cc in cells):
+            continue
+        scen = shared_bottleneck(buffer, bandwidth_mbps=QUEUE_MBPS, delay_ms=QUEUE_DELAY_MS, duration_s=QUEUE_END_S)
+        with verified_testbed(rec, scen, f"shared bottleneck {buffer:g} BDP") as tb:
+            if tb is None:
+                continue
+            for stack, cc in cells:
+                def measure(stack: str = stack, cc: str = cc) -> tuple[tuple[float, ...], str]:
+                    time.sleep(1.0)  # the previous run's queue drains
+                    return two_flow_queue(tb, cc, stack == "xquic", QUEUE_WARMUP_S, QUEUE_END_S), "two flows"
+
+                record_runs(rec, {"stack": stack, "buffer_bdp": buffer, "cc": cc}, ("queue_bdp", "goodput_mbps"),
+                            a.runs, measure)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="table", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--runs", type=int, default=MIN_RUNS, help="runs per cell (at least %(default)s)")
+    common.add_argument("--out", type=Path, default=DATA_DIR, help="directory of the tables (%(default)s)")
+    p = sub.add_parser("ispras", parents=[common], help="ISPRAS s1-s3 x CCs, file transfers")
+    p.add_argument("--stack", choices=tuple(STACK_CCS), required=True)
+    p.add_argument("--scenarios", default="ispras_s1,ispras_s2,ispras_s3")
+    p.add_argument("--ccs")
+    p.add_argument("--file-mib", type=float, default=20.0)
+    p = sub.add_parser("grid", parents=[common], help="single path: random loss x jitter x CCs, bulk")
+    p.add_argument("--stack", choices=tuple(STACK_CCS), required=True)
+    p.add_argument("--loss", default="0,0.5,2", help="random loss, %% per direction")
+    p.add_argument("--jitter", default="0,2,5", help="jitter (standard deviation), ms per direction")
+    p.add_argument("--ccs")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p = sub.add_parser("queue", parents=[common], help="two-flow standing queue, 1 and 5 BDP buffers")
+    p.add_argument("--stacks", default="linux,xquic")
+    p.add_argument("--buffers", default="1,5")
+    p.add_argument("--ccs", help="only these CCs (default: cubic, bbr; bbr2 on XQUIC)")
+    a = ap.parse_args()
+    if a.runs < MIN_RUNS:
+        ap.error(f"--runs must be at least {MIN_RUNS}, got {a.runs}")
+    if a.table in ("ispras", "grid"):
+        a.ccs = a.ccs or ",".join(STACK_CCS[a.stack])
+        bad = [cc for cc in a.ccs.split(",") if cc not in STACK_CCS[a.stack]]
+        if bad:
+            ap.error(f"--ccs: {', '.join(bad)} not on stack {a.stack}; valid: {', '.join(STACK_CCS[a.stack])}")
+    else:
+        bad = [s for s in a.stacks.split(",") if s not in STACK_CCS]
+        if bad:
+            ap.error(f"--stacks: unknown {', '.join(bad)}; valid: {', '.join(STACK_CCS)}")
+    reason = unavailable_reason()
+    if reason:
+        print(f"live runs unavailable: {reason}", file=sys.stderr)
+        return 1
+    t0 = time.monotonic()
+    {"ispras": record_ispras, "grid": record_grid, "queue": record_queue}[a.table](a)
+    print(f"done in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The stack's loss recovery as the core runs it: detection window, DSACK, undo, timeout.
+
+Each function reads the stack profile from ``stk`` (``Constants.stack``, columns ``STK_*`` of
+``envs/sim/layout.py``, filled by ``envs/sim/stacks.py``), so one compiled core serves every
+stack. docs/transport.md ("Stacks differ") gives the sources:
+
+- the detection window (``reorder_window``): RFC 9002's time threshold (XQUIC: srtt / 8 beyond
+  the RTT) or RACK's reordering window (Linux: min_rtt / 4 per step, at most srtt;
+  RFC 8985 sec. 6.2, tcp_recovery.c tcp_rack_reo_wnd);
+- DSACK (Linux, RFC 2883): a spurious resend is reported one round trip after the declaration
+  that caused it; the report widens RACK's window by one step (at most once per round trip,
+  tcp_rack_update_reo_wnd) for the next TCP_RACK_RECOVERY_THRESH (16) recoveries, and proves
+  the reduction spurious: when every declaration of the episode was spurious the reduction is
+  undone (tcp_input.c tcp_try_undo_dsack / Eifel tcp_try_undo_recovery, tcp_undo_cwnd_reduction:
+  cwnd = max(cwnd, prior_cwnd), ssthresh = max(ssthresh, prior_ssthresh));
+- the retransmission timeout (``timeout``): RFC 6298 / Linux __tcp_set_rto, or RFC 9002's
+  persistent congestion after three PTOs (XQUIC).
+"""
+
+import math
+
+from numba import njit
+
+from envs.cc.base import CWND, SSTHRESH
+from envs.sim.layout import (FL_DSACK_AT, FL_PRIOR_CWND, FL_PRIOR_SSTHRESH, FL_RECOVERY_AT, FL_REO_PERSIST,
+                             FL_REO_STEPS, FL_UNDO_OK, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_RTTVAR, OBS_SRTT, STK_REO_ADAPT,
+                             STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
+                             STK_RTO_VAR_FLOOR, STK_TIME_THRESHOLD, STK_UNDO)
+
+MAX_REO_STEPS = 255.0  # tcp_rack_update_reo_wnd: min_t(u32, 0xFF, reo_wnd_steps + 1)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def reorder_window(o, fb, f, stk):
+    """How late (s) a packet may arrive after a later-sent one before it is declared lost."""
+    srtt = o[f, OBS_SRTT]
+    steps = 1.0 + fb[f, FL_REO_STEPS]
+    return min(srtt * stk[STK_TIME_THRESHOLD] + o[f, OBS_MIN_RTT] * stk[STK_REO_WND] * steps, srtt)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def timeout(o, f, stk):
+    """The retransmission timeout (s) before back-off."""
+    base = o[f, OBS_SRTT] + max(4.0 * o[f, OBS_RTTVAR], stk[STK_RTO_VAR_FLOOR]) + stk[STK_RTO_ACK_DELAY]
+    return max(stk[STK_RTO_MULT] * base, stk[STK_RTO_MIN])
+
+
+@njit(cache=True, _nrt=False)
+def before_loss(t, o, fb, C, f, lost, spur, dt, stk):
+    """A loss notification (``lost`` bytes really lost, ``spur`` packets declared spuriously) is
+    about to reach the CC: note what a DSACK will later prove, and count recoveries."""
+    if stk[STK_UNDO] == 0.0 and stk[STK_REO_ADAPT] == 0.0:
+        return
+    if spur > 0.0 and fb[f, FL_DSACK_AT] <= 0.0:
+        # the resend reaches the receiver, which already has the original: DSACK one RTT later
+        fb[f, FL_DSACK_AT] = t + max(math.floor(o[f, OBS_LATEST_RTT] / dt + 0.5), 1.0)
+        fb[f, FL_UNDO_OK] = 1.0 if lost <= 0.0 else 0.0
+        fb[f, FL_PRIOR_CWND] = C[f, CWND]
+        fb[f, FL_PRIOR_SSTHRESH] = max(C[f, SSTHRESH], 0.75 * C[f, CWND])  # tcp_current_ssthresh
+    elif lost > 0.0:
+        fb[f, FL_UNDO_OK] = 0.0  # a real loss in the episode: its retransmission is no DSACK
+    if lost > 0.0 and (t - fb[f, FL_RECOVERY_AT]) * dt >= o[f, OBS_SRTT]:
+        fb[f, FL_RECOVERY_AT] = t  # a new recovery: a widened window persists for so many
+        if fb[f, FL_REO_PERSIST] > 0.0:
+            fb[f, FL_REO_PERSIST] -= 1.0
+        else:
+            fb[f, FL_REO_STEPS] = 0.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def dsack_due(t, fb, C, f, stk):
+    """The DSACK of a spurious resend arrives at step t: widen the window, undo the reduction."""
+    if stk[STK_UNDO] > 0.0 and fb[f, FL_UNDO_OK] > 0.0:
+        C[f, CWND] = max(C[f, CWND], fb[f, FL_PRIOR_CWND])
+        C[f, SSTHRESH] = max(C[f, SSTHRESH], fb[f, FL_PRIOR_SSTHRESH])
+    if stk[STK_REO_ADAPT] > 0.0:
+        fb[f, FL_REO_STEPS] = min(fb[f, FL_REO_STEPS] + 1.0, MAX_REO_STEPS - 1.0)
+        fb[f, FL_REO_PERSIST] = stk[STK_REO_PERSIST]
+    fb[f, FL_DSACK_AT] = 0.0
+    fb[f, FL_UNDO_OK] = 0.0

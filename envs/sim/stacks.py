@@ -1,0 +1,176 @@
+"""Stack profiles: the simulator behaves like XQUIC or like Linux (``stack=xquic|linux``).
+
+The same CC on the same path gives different numbers in different transport stacks, because the
+stacks tell reordering from loss differently, time out differently and ship their own CC
+constants (docs/transport.md, "Stacks differ"). A profile is one record per stack with every
+such number, each taken from the stack's source at the version this repository builds or runs
+(XQUIC commit d67938db705c, the one ``bindings/`` links; Linux 6.x, the kernel of the live MPTCP
+runs), or from the RFC the stack implements. Nothing here is fitted to measurements.
+
+The core reads a profile through ``kernel.Constants.stack`` (``stack_vector``); the CC constants are
+parameter defaults of the CC plug-ins (``cc_defaults``), applied under the user's own
+``+cc.<name>.params...`` overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from envs.errors import ConfigError, unknown_name
+from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
+                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_TIME_THRESHOLD, STK_UNDO)
+
+DEFAULT_STACK = "xquic"
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    """One transport stack's loss detection, timers and CC constants."""
+
+    name: str
+    description: str
+    # loss detection under reordering (envs/sim/reordering.py): the rule, and the time window
+    # w = min(srtt * time_threshold + min_rtt * reo_wnd * steps, srtt)
+    rule: str
+    packet_threshold: int  # later packets whose arrival declares a packet lost
+    time_threshold: float  # fraction of the srtt a packet may be late (RFC 9002 time threshold - 1)
+    reo_wnd: float  # RACK reordering window per step, fraction of min_rtt
+    reo_wnd_adapt: bool  # DSACKs widen the window one step per round trip (RACK reo_wnd_steps)
+    reo_wnd_persist: int  # recoveries without DSACK before the window returns to one step
+    undo: bool  # a reduction caused only by spurious declarations is undone (DSACK / timestamps)
+    # retransmission timer: mult * (srtt + max(4 rttvar, rto_var_floor) + rto_ack_delay), >= rto_min
+    rto_mult: float
+    rto_var_floor: float  # s
+    rto_ack_delay: float  # s
+    rto_min: float  # s
+    ccs: tuple[str, ...]  # the built-in CCs the stack has
+    cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
+
+    def offers(self, cc: str) -> bool:
+        """Whether the stack runs CC ``cc``: one it has, or a plug-in no stack names (a CC of the
+        user's own, which runs under either stack's transport)."""
+        return cc in self.ccs or cc not in BUILTIN_CCS
+
+
+XQUIC = StackProfile(
+    name="xquic",
+    description="XQUIC d67938db705c as bindings/ configures it (RFC 9002 loss detection)",
+    rule="rfc9002",  # xqc_send_ctl.c xqc_send_ctl_detect_lost: packet and time thresholds
+    packet_threshold=3,  # xqc_send_ctl.h XQC_kPacketThreshold (conn_settings.loss_detection_pkt_thresh)
+    # xqc_send_ctl.h XQC_kTimeThresholdShift 3: loss_delay = max(srtt, latest_rtt) * (1 + 2^-3)
+    time_threshold=1.0 / 8.0,
+    reo_wnd=0.0,
+    # xqc_send_ctl_on_spurious_loss_detected would raise both thresholds, but only with
+    # conn_settings.spurious_loss_detect_on, which is 0 by default (xqc_conn.c) and in bindings/
+    reo_wnd_adapt=False,
+    reo_wnd_persist=0,
+    undo=False,  # no congestion-window undo in xqc_send_ctl.c / the CCs
+    # RFC 9002 sec. 6.2.1 PTO = srtt + max(4 rttvar, kGranularity) + max_ack_delay
+    # (xqc_send_ctl.h XQC_kGranularity 1 ms; xqc_transport_params.h XQC_DEFAULT_MAX_ACK_DELAY 25 ms).
+    # A PTO only probes; the window collapses on persistent congestion, losses spanning
+    # XQC_kPersistentCongestionThreshold (3) PTOs (RFC 9002 sec. 7.6), which is the core's RTO.
+    rto_mult=3.0,
+    rto_var_floor=0.001,
+    rto_ack_delay=0.025,
+    rto_min=0.0,
+    ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
+    cc_defaults={
+        # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
+        # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
+        # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c)
+        "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
+                "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
+                "extra_acked_in_startup": 1.0},
+        # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
+        # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
+        # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
+        # every 2.5 s), xqc_bbr2_minrtt_win_size_us 2500000, xqc_bbr2_bw_probe_base_us 2 s,
+        # xqc_bbr2_extra_ack_gain 1, xqc_bbr2_max_extra_ack_time 0.1 s, xqc_bbr2_extra_ack_in_startup 1
+        "bbr2": {"high_gain": 2.885, "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7, "headroom": 0.15,
+                 "probe_rtt_s": 0.2, "probe_rtt_interval_s": 2.5, "probe_wait_base_s": 2.0,
+                 "min_rtt_window_s": 2.5, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
+                 "extra_acked_in_startup": 1.0},
+    },
+)
+
+LINUX = StackProfile(
+    name="linux",
+    description="Linux TCP/MPTCP (RACK-TLP loss detection, DSACK undo)",
+    rule="rack",  # net/ipv4/tcp_recovery.c tcp_rack_detect_loss (RFC 8985)
+    # RACK marks a packet lost once a later-sent one is delivered and the window has passed; the
+    # duplicate-ACK threshold (tcp_reordering, 3) only applies before any reordering was seen
+    packet_threshold=1,
+    time_threshold=0.0,
+    # tcp_recovery.c tcp_rack_reo_wnd: min(min_rtt / 4 * reo_wnd_steps, srtt) once reordering
+    # was seen (with jittery paths, from the first reordered packet on)
+    reo_wnd=0.25,
+    reo_wnd_adapt=True,  # tcp_rack_update_reo_wnd: +1 step per DSACK, at most once per round trip
+    reo_wnd_persist=16,  # include/net/tcp.h TCP_RACK_RECOVERY_THRESH
+    # tcp_input.c tcp_try_undo_dsack / tcp_try_undo_recovery (Eifel, timestamps on by default):
+    # a reduction whose retransmissions all proved unnecessary is undone (tcp_undo_cwnd_reduction)
+    undo=True,
+    # tcp_input.c tcp_rtt_estimator / tcp_output.c __tcp_set_rto: rto = srtt + max(4 mdev,
+    # tcp_rto_min); include/net/tcp.h TCP_RTO_MIN = HZ / 5 (200 ms)
+    rto_mult=1.0,
+    rto_var_floor=0.2,
+    rto_ack_delay=0.0,
+    rto_min=0.2,
+    # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
+    # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
+    ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
+    cc_defaults={
+        # tcp_bbr.c: bbr_high_gain BBR_UNIT * 2885 / 1000 + 1, bbr_cwnd_gain BBR_UNIT * 2,
+        # bbr_probe_rtt_mode_ms 200, bbr_min_rtt_win_sec 10, bbr_full_bw_thresh BBR_UNIT * 5 / 4,
+        # bbr_extra_acked_gain BBR_UNIT, bbr_extra_acked_max_us 100 ms, used once bbr_full_bw_reached
+        "bbr": {"high_gain": 2.885, "cwnd_gain": 2.0, "probe_rtt_s": 0.2, "rtprop_window_s": 10.0,
+                "full_bw_thresh": 1.25, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
+                "extra_acked_in_startup": 0.0},
+    },
+)
+
+PROFILES: dict[str, StackProfile] = {p.name: p for p in (XQUIC, LINUX)}
+STACKS = tuple(PROFILES)
+BUILTIN_CCS = frozenset(cc for p in PROFILES.values() for cc in p.ccs)
+# the live backend each stack is measured on, and back (evaluate.py compare=[sim,live])
+LIVE_BACKEND = {"xquic": "xquic", "linux": "mptcp"}
+BACKEND_STACK = {backend: stack for stack, backend in LIVE_BACKEND.items()}
+
+
+def profile(name: str) -> StackProfile:
+    """The profile of stack ``name``; an unknown name lists the valid ones."""
+    if name not in PROFILES:
+        raise unknown_name("stack", name, STACKS)
+    return PROFILES[name]
+
+
+def check_ccs(stack: str, ccs: Iterable[str]) -> None:
+    """Refuse a CC the stack does not have (bbr2 on Linux), listing the ones it has."""
+    prof = profile(stack)
+    for cc in ccs:
+        if not prof.offers(cc):
+            others = "; ".join(f"stack={p.name} has {', '.join(p.ccs)}" for p in PROFILES.values() if p is not prof)
+            raise ConfigError(f"cc {cc!r} is not in stack {stack!r}; valid: {', '.join(prof.ccs)} ({others})")
+
+
+def stack_vector(prof: StackProfile) -> np.ndarray:
+    """The profile as the core reads it (``kernel.Constants.stack``, columns ``STK_*``)."""
+    v = np.zeros(N_STK)
+    v[STK_PKT_THRESHOLD] = prof.packet_threshold
+    v[STK_TIME_THRESHOLD] = prof.time_threshold
+    v[STK_REO_WND] = prof.reo_wnd
+    v[STK_REO_ADAPT] = float(prof.reo_wnd_adapt)
+    v[STK_REO_PERSIST] = prof.reo_wnd_persist
+    v[STK_UNDO] = float(prof.undo)
+    v[STK_RTO_MULT] = prof.rto_mult
+    v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
+    v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
+    v[STK_RTO_MIN] = prof.rto_min
+    return v
+
+
+def cc_overrides(stack: str, cc: str, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The parameter overrides of CC ``cc`` under ``stack``: the stack's constants, then the user's."""
+    return {**profile(stack).cc_defaults.get(cc, {}), **(overrides or {})}

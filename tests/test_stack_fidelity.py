@@ -1,0 +1,154 @@
+"""The simulator's stack profiles against the live reference tables (tests/data/live, recorded by
+benchmarks/record_reference.py; no live run here): every recorded cell of each stack's tables
+under the marks of ``envs/fidelity.py`` (ISPRAS within 25% or inside the live range, the CCs'
+order per scenario with Spearman >= 0.8, grid within 30%, two-flow queue within 0.5 BDP).
+
+A cell the model does not match is listed in ``GAPS`` with the figures measured when it was
+recorded and the mechanism the model lacks; it runs as a strict xfail, so a change that makes it
+pass says so. Cells recorded after this file was written run as ordinary tests.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from envs import fidelity
+from envs.live.reference import ReferenceCell, available_references, load_reference
+
+RUNS = 5  # simulated connections per cell
+
+BURSTS = ("the bursts of an unpaced sender (its window released per ACK at line rate) that set how many "
+          "later packets overtake a late one: the core spaces a flow's packets at its mean departure rate")
+# (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
+GAPS: dict[tuple[str, str], str] = {
+    ("ispras_xquic", "scenario=ispras_s1, cc=reno"):
+        "sim 4.34 vs live 2.17 [2.16-2.18] Mbit/s (x2.0): XQUIC declares about twice the spurious losses the "
+        "RFC 9002 thresholds give at the flow's mean packet spacing; missing: " + BURSTS,
+    ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
+        "sim 32.4 vs live 44.1 [43.2-44.9] Mbit/s (x0.73): the simulated BBRv1 under XQUIC's constants "
+        "(cwnd gain 2.5, twice the extra_acked term) overflows the 1 BDP buffers (14% of its packets "
+        "dropped) and resends every spurious declaration; missing: the burstier live ACK stream "
+        "(extra_acked is small in the fluid core's per-step ACKs, see the two-flow queue) and the loss "
+        "pattern it leaves; not identified further",
+    ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
+        "sim 14.4 vs live 5.55 [4.47-6.52] Mbit/s (x2.6): XQUIC's BBRv2 falls to CUBIC's level (the ISPRAS "
+        "headline), the model's keeps 2.6x that; missing mechanism not identified: the model's BBRv2 "
+        "(paced, XQUIC's constants) sees fewer spurious declarations per round than XQUIC's, or XQUIC's "
+        "xqc_bbr2.c responds to them harder (its loss-rate accounting per round, inflight_lo)",
+    ("ispras_xquic", "scenario=ispras_s2, cc=reno"):
+        "sim 5.57 vs live 2.17 [2.14-2.20] Mbit/s (x2.6): as on ispras_s1; missing: " + BURSTS,
+    ("ispras_xquic", "scenario=ispras_s2, cc=cubic"):
+        "sim 4.98 vs live 3.03 [2.99-3.05] Mbit/s (x1.6): as reno; missing: " + BURSTS,
+    ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
+        "sim 25.5 vs live 4.64 [4.04-5.06] Mbit/s (x5.5): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
+        "missing mechanism not identified (see ispras_s1 bbr2)",
+    ("ispras_xquic", "scenario=ispras_s3, cc=reno"):
+        "sim 126.9 vs live 100.6 [92.1-113.3] Mbit/s (x1.26, the mark is 1.25): loss- and jitter-free paths, "
+        "every CC near the 140 Mbit/s capacity in the simulator (124.9-127.4); the live runs were recorded at "
+        "a load average of 12 on 2 cores and XQUIC works per packet in user space; missing: that CPU "
+        "bound (and QUIC's header overhead, MSS 1448 of payload assumed), not a transport mechanism",
+    ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr"):
+        "sim 0.93 vs live 0.36 [0.14-0.61] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, missing: xqc_bbr.c's response to the "
+        "tail drops of an overflowing 1 BDP buffer (its long-term bandwidth sampling, lt_bw), which the "
+        "model's BBRv1 ignores",
+    ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr2"):
+        "sim 0.79 vs live 0.18 [0.08-0.25] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, XQUIC's BBRv2 backs off from tail drops "
+        "further than the model's inflight_hi (as in its ISPRAS cells); not identified",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
+        "sim 1.71 vs live 0.26 [0.00-0.59] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's (an earlier run on an idle testbed measured about "
+        "3.4 BDP, docs/transport.md, where the model's small fluid extra_acked would be the missing part)",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=cubic"):
+        "sim 4.21 vs live 3.65 [3.61-3.70] BDP (0.56 over the 0.5 mark): two XQUIC CUBIC flows fill the 5 "
+        "BDP buffer less than the model's CUBIC (the same for both stacks; Linux's 4.42 matches); not "
+        "identified (candidates: xqc_cubic.c's window growth per ACK, the unpaced bursts' drops)",
+    ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
+        "sim 69.6 vs live 41.8 [27.9-49.4] Mbit/s (x1.67): the model's BBRv1 ignores loss entirely; missing: "
+        "Linux BBR's packet conservation in loss recovery (tcp_bbr.c bbr_set_cwnd_to_recover_or_restore) and "
+        "its long-term bandwidth sampling under heavy loss (bbr_lt_bw_sampling, bbr_lt_loss_thresh 50/256), "
+        "on paths whose 1 BDP buffers overflow",
+    ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
+        "sim 77.4 vs live 57.3 [54.5-59.0] Mbit/s (x1.35): as ispras_s1 bbr; missing: tcp_bbr.c's recovery "
+        "window and long-term bandwidth sampling",
+    ("ispras_linux", "scenario=ispras_s2, cc=reno"):
+        "sim 13.9 vs live 10.5 [10.1-11.3] Mbit/s (x1.33): not identified (candidates: PRR's pacing of the "
+        "recovery (RFC 6937), the kernel MPTCP scheduler where the model runs minRTT)",
+}
+# CC orderings the model misses: (stack, scenario) -> why
+ORDER_GAPS: dict[tuple[str, str], str] = {
+    ("xquic", "ispras_s3"):
+        "Spearman 0.40: on loss- and jitter-free paths the four CCs lie within 2% of each other in the "
+        "simulator (124.9-127.4 Mbit/s) and their live ranges overlap (reno 92-113, cubic 113-118, bbr "
+        "100-111, bbr2 109-117): the order is noise on both sides, not a missing mechanism",
+    ("linux", "ispras_s2"):
+        "Spearman 0.50: reno 13.9 and cubic 12.9 Mbit/s in the simulator (5 runs; 13.3 and 13.4 with 10), live "
+        "10.5 [10.1-11.3] and 12.2 [11.9-12.4]: CUBIC's lead over Reno is within the model's run-to-run spread; "
+        "bbr first on both sides",
+    ("linux", "ispras_s3"):
+        "Spearman -0.50: loss- and jitter-free paths, the three CCs within 3% in the simulator (123.3-127.2) "
+        "and live (105.9-112.4, ranges overlapping): the order is noise, not a missing mechanism",
+}
+
+def _cells() -> list[tuple[str, str, ReferenceCell]]:
+    out = []
+    have = set(available_references())
+    for stack in ("xquic", "linux"):
+        for name in fidelity.tables_for(stack):
+            if name in have:
+                table = load_reference(name)
+                out += [(stack, name, c) for c in fidelity.judged_cells(table, stack)]
+    return out
+
+
+CELLS = _cells()
+
+
+def _label(cell: ReferenceCell) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cell.key.items() if k != "scheduler")
+
+
+def _param(stack: str, table: str, cell: ReferenceCell):
+    gap = GAPS.get((table, _label(cell)))
+    marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+    return pytest.param(stack, table, cell, marks=marks, id=f"{table}:{_label(cell)}")
+
+
+@functools.cache
+def simulated(stack: str, table: str, label: str) -> float:
+    cell = next(c for s, t, c in CELLS if s == stack and t == table and _label(c) == label)
+    return fidelity.simulate(load_reference(table), cell, stack, RUNS)
+
+
+@pytest.mark.skipif(not CELLS, reason="no live reference table recorded yet (tests/data/live)")
+@pytest.mark.parametrize("stack, table, cell", [_param(*x) for x in CELLS] or [None])
+def test_cell_matches_live(stack: str, table: str, cell: ReferenceCell) -> None:
+    sim = simulated(stack, table, _label(cell))
+    ok, mark = fidelity.judge(table, sim, cell)
+    print(f"{table} {_label(cell)}: sim {sim:.2f}, live {cell.mean:.2f} [{cell.low:.2f}-{cell.high:.2f}] ({mark})")
+    assert ok, f"sim {sim:.2f} vs live {cell.mean:.2f} [{cell.low:.2f}-{cell.high:.2f}]: not {mark}"
+
+
+def _scenarios() -> list[tuple[str, str]]:
+    seen: dict[tuple[str, str], int] = {}
+    for stack, table, cell in CELLS:
+        if table.startswith("ispras_"):
+            key = (stack, str(cell.key["scenario"]))
+            seen[key] = seen.get(key, 0) + 1
+    return [k for k, n in seen.items() if n >= 3]
+
+
+def _order_param(stack: str, scenario: str):
+    gap = ORDER_GAPS.get((stack, scenario))
+    return pytest.param(stack, scenario, marks=[pytest.mark.xfail(strict=True, reason=gap)] if gap else [],
+                        id=f"{stack}:{scenario}")
+
+
+@pytest.mark.skipif(not _scenarios(), reason="no ISPRAS scenario with three CCs recorded yet")
+@pytest.mark.parametrize("stack, scenario", [_order_param(*x) for x in _scenarios()] or [None])
+def test_cc_order_matches_live(stack: str, scenario: str) -> None:
+    judged = [fidelity.Judged(t, dict(c.key), c.metric, simulated(s, t, _label(c)), c, True, "")
+              for s, t, c in CELLS if s == stack and t.startswith("ispras_") and c.key["scenario"] == scenario]
+    (order,) = fidelity.orderings(judged)
+    print(f"{stack} {scenario}: Spearman {order.rho:.2f} over {', '.join(order.ccs)}")
+    assert order.passed

@@ -1,0 +1,122 @@
+"""Stack profiles (``stack=xquic|linux``, envs/sim/stacks.py): one choice that reaches every entry
+point, refuses what the stack lacks, and changes the mechanisms it names (loss detection under
+reordering, undo, timers, CC constants)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs  # noqa: F401 (registers the environments)
+from envs import config
+from envs.errors import ConfigError
+from envs.plugins import cc_params
+from envs.scenario import load_scenario, scenario_from_dict
+from envs.sim import recovery, stacks
+from envs.cc.base import CWND, SSTHRESH
+from envs.sim.layout import FL_DSACK_AT, FL_REO_STEPS, N_FL, N_OBS, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_SRTT
+from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim.simulator import SimConfig, Simulator
+from tests.conftest import compose_config
+
+
+def test_profiles_and_their_refusals() -> None:
+    assert stacks.STACKS == ("xquic", "linux") and stacks.DEFAULT_STACK == "xquic"
+    with pytest.raises(ConfigError, match="unknown stack 'quiche'; valid: linux, xquic"):
+        SimConfig(stack="quiche")
+    with pytest.raises(ConfigError, match="cc 'bbr2' is not in stack 'linux'; valid: reno, cubic, bbr"):
+        stacks.check_ccs("linux", ["cubic", "bbr2"])
+    stacks.check_ccs("xquic", ["reno", "cubic", "bbr", "bbr2"])
+    stacks.check_ccs("xquic", ["fixed_window"])  # a plug-in of the user's own runs under either stack
+
+
+def test_stack_reaches_the_config_and_the_environments() -> None:
+    cfg = compose_config("evaluate", "stack=linux")
+    assert cfg.env.stack == "linux" and config.sim_config(cfg.env).stack == "linux"
+    assert compose_config("train").env.stack == "xquic"
+    with pytest.raises(ConfigError, match="cc 'bbr2' is not in stack 'linux'"):
+        config.ccs(compose_config("train", "stack=linux", "cc=bbr2"))
+    with pytest.raises(ConfigError, match="cc 'bbr2' is not in stack 'linux'"):
+        config.ccs(compose_config("evaluate", "stack=linux", "cc=mix"))
+    env = gym.make("mpsched/Multipath-v0", scenario="ispras_s1", cc="cubic", stack="linux")
+    assert env.unwrapped.process.sim.stack.name == "linux"
+    with pytest.raises(ConfigError, match="cc 'bbr2' is not in stack 'linux'"):
+        gym.make("mpsched/Multipath-v0", scenario="ispras_s1", cc="bbr2", stack="linux")
+    with pytest.raises(ConfigError, match="unknown stack 'tcp'; valid: linux, xquic"):
+        gym.make("mpsched/Multipath-v0", scenario="ispras_s1", cc="bbr", stack="tcp")
+
+
+def test_cc_constants_come_from_the_stack_under_the_users_overrides() -> None:
+    scen = load_scenario("ispras_s1")
+    from envs.cc import bbr
+    for stack, gain in (("xquic", 2.5), ("linux", 2.0)):  # xqc_bbr.c xqc_bbr_cwnd_gain; tcp_bbr.c bbr_cwnd_gain
+        sim = Simulator(scen, "bbr", config=SimConfig(stack=stack))
+        assert sim._cc_params["bbr"][bbr.CWND_GAIN] == gain
+    sim = Simulator(scen, "bbr", config=SimConfig(stack="xquic"), cc_overrides={"bbr": {"cwnd_gain": 3.0}})
+    assert sim._cc_params["bbr"][bbr.CWND_GAIN] == 3.0
+    assert cc_params("bbr")[bbr.CWND_GAIN] == 2.0  # the plug-in's own default: Linux's
+
+
+def test_detection_tables() -> None:
+    """RFC 9002 (XQUIC): the packet threshold alone for a wide window, the time threshold adds
+    declarations as the window narrows; RACK (Linux): vanishing once the window is a few jitters."""
+    rfc, rack = spurious_table("rfc9002"), spurious_table("rack")
+    assert rfc.shape == rack.shape == (W_GRID.size, GRID.size)
+    assert np.all(np.diff(rfc, axis=0) <= 1e-12) and np.all(np.diff(rack, axis=0) <= 1e-12)  # wider window: fewer
+    assert np.all(np.diff(rfc, axis=1) <= 1e-12) and np.all(np.diff(rack, axis=1) <= 1e-12)  # wider spacing: fewer
+    r = np.searchsorted(GRID, 0.05)
+    w = np.searchsorted(W_GRID, 10.0)
+    assert rack[w, r] < 1e-6 < 0.1 < rfc[w, r]
+
+
+def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:
+    """One jittery, loss-free path (5 ms jitter, reordering), 5 s bulk."""
+    scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 5},
+                               "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 5, "queue_bdp": 1}]})
+    sim = Simulator(scen, cc, batch=3, seed=2, config=SimConfig(stack=stack))
+    sim.reset()
+    sim.run()
+    return sim.results()
+
+
+def test_rack_tells_reordering_from_loss_where_rfc9002_thresholds_do_not() -> None:
+    """Without random loss, XQUIC's thresholds declare reordered packets lost and CUBIC backs
+    off; Linux's RACK window (min_rtt / 4 = 10 ms, two jitters of a round trip) rarely fires, and
+    DSACK undoes what it does declare."""
+    xquic, linux = reordering("xquic"), reordering("linux")
+    print(f"goodput xquic {xquic['goodput_mbps'].mean():.1f}, linux {linux['goodput_mbps'].mean():.1f} Mbit/s")
+    assert linux["goodput_mbps"].mean() > 2.0 * xquic["goodput_mbps"].mean()
+    assert linux["goodput_mbps"].mean() > 0.6 * 50.0  # 5 s with slow start
+
+
+def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:
+    """Linux: a declaration that proves spurious (its DSACK, one RTT later) restores cwnd and
+    ssthresh and widens the window by min_rtt / 4; a real loss in the episode forbids the undo.
+    XQUIC: neither."""
+    def flow(stack: str):
+        o, fb, C = np.zeros((1, N_OBS)), np.zeros((1, N_FL)), np.zeros((1, 8))
+        o[0, OBS_SRTT], o[0, OBS_LATEST_RTT], o[0, OBS_MIN_RTT] = 0.1, 0.1, 0.08
+        C[0, CWND], C[0, SSTHRESH] = 100e3, np.inf
+        return o, fb, C, stacks.stack_vector(stacks.profile(stack))
+
+    o, fb, C, stk = flow("linux")
+    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.02)
+    recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)  # spurious only
+    C[0, CWND] = 70e3  # the CC's reduction
+    assert fb[0, FL_DSACK_AT] == 1100.0  # one RTT later
+    recovery.dsack_due(1100, fb, C, 0, stk)
+    assert C[0, CWND] == 100e3 and fb[0, FL_REO_STEPS] == 1.0
+    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.04)
+    o, fb, C, stk = flow("linux")
+    recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)
+    recovery.before_loss(1001, o, fb, C, 0, 1448.0, 0.0, 0.001, stk)  # a real loss joins the episode
+    C[0, CWND] = 70e3
+    recovery.dsack_due(1100, fb, C, 0, stk)
+    assert C[0, CWND] == 70e3
+    o, fb, C, stk = flow("xquic")
+    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.1 / 8)  # RFC 9002 time threshold
+    recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)
+    assert fb[0, FL_DSACK_AT] == 0.0
+    assert recovery.timeout(o, 0, stk) == pytest.approx(3 * (0.1 + 0.001 + 0.025))  # 3 PTOs
+    assert recovery.timeout(o, 0, stacks.stack_vector(stacks.LINUX)) == pytest.approx(0.1 + 0.2)
