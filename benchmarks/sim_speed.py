@@ -6,7 +6,8 @@ ispras_s1 under bbr with a 1 ms step:
 - cold start: the first call in a process with an empty numba cache (compilation), and with a
   warm cache;
 - one env driven through the Gymnasium API with random actions, per decision mode (drawn in
-  advance, and by ``action_space.sample()`` in the loop), with the share
+  advance, and by ``action_space.sample()`` in the loop; the blocked mode also on the paths of
+  ispras_s2 and ispras_s3), with the share
   of the time spent in the one compiled call per env step (``envs.decision._step``: actions,
   simulation, reward, features) and its cost per call;
 - the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
@@ -31,9 +32,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 SIM_S = 10.0  # simulated seconds per case
 
 
-def scenario(n_paths: int = 2, sim_s: float = SIM_S):
+def scenario(n_paths: int = 2, sim_s: float = SIM_S, name: str = "ispras_s1"):
     from envs.scenario import load_scenario, scenario_from_dict
-    base = load_scenario("ispras_s1").model_dump(exclude_none=True)
+    base = load_scenario(name).model_dump(exclude_none=True)
     base["paths"] = [base["paths"][i % 2] for i in range(n_paths)]
     base["workload"] = {"type": "bulk", "duration_s": sim_s}
     return scenario_from_dict(base)
@@ -60,7 +61,7 @@ def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
             "state_mb": _state_mb(sim)}
 
 
-def case_gym(decision: str, sim_s: float, sampled: bool) -> dict:
+def case_gym(decision: str, sim_s: float, sampled: bool, name: str = "ispras_s1") -> dict:
     import gymnasium as gym
     import numpy as np
 
@@ -78,7 +79,7 @@ def case_gym(decision: str, sim_s: float, sampled: bool) -> dict:
             kernel["calls"] += 1
 
     DecisionProcess._compiled_step = timed
-    env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s), cc="bbr", decision=decision)
+    env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s, name), cc="bbr", decision=decision)
     env.reset(seed=0)
     env.step(env.action_space.sample())
     env.reset(seed=0)
@@ -134,6 +135,11 @@ def main(quick: bool) -> None:
                   f"({r['sim_s_per_wall_s']:.1f} per wall s), {r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step, "
                   f"peak {r['peak_mb']:.0f} MB; compiled step: {100 * r['kernel_share']:.0f}% of the time, "
                   f"{r['us_per_kernel_call']:.1f} us/call ({r['sim_s_per_kernel_s']:.0f} x real time on its own)")
+    for name in ("ispras_s2", "ispras_s3"):
+        for how in ("drawn", "sample"):
+            r = run_case(["gym", "blocked", str(sim_s), how, name])
+            print(f"  {name} blocked {how:>6}: {r['sim_s_per_cpu_s']:8.1f} x real time per CPU s "
+                  f"({r['sim_s_per_wall_s']:.1f} per wall s), {r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step")
     print("\nbatched core (minRTT in the kernel), aggregate simulated s per wall s (per CPU s):")
     grid = [(2, 1), (2, 64), (2, 1024), (4, 1), (4, 64), (4, 1024), (8, 1), (8, 64), (8, 1024)]
     if quick:
@@ -156,6 +162,6 @@ if __name__ == "__main__":
     else:
         kind, *rest = ns.case
         result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2])),
-                  "gym": lambda: case_gym(rest[0], float(rest[1]), rest[2] == "sample"), "cold": case_cold}[kind]()
+                  "gym": lambda: case_gym(rest[0], float(rest[1]), rest[2] == "sample", *rest[3:]), "cold": case_cold}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))
