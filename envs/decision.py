@@ -110,6 +110,10 @@ class DecisionProcess:
             return n_done
         return self._entry(actions, *self._step_args)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the bound machine code, which the copy binds again at its first step."""
+        return {**self.__dict__, "_entry": None}
+
     # ------------------------------------------------------------------ running
     def observe(self) -> np.ndarray:
         s = self.sim
