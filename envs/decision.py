@@ -106,7 +106,10 @@ class DecisionProcess:
         converts the actions."""
         if self._entry is None:
             n_done = _step(actions, *self._step_args)
-            self._entry = _step.get_overload(tuple(_step.typeof_pyval(a) for a in (actions, *self._step_args)))
+            if hasattr(_step, "get_overload"):  # not under NUMBA_DISABLE_JIT, where _step is a plain function
+                self._entry = _step.get_overload(tuple(_step.typeof_pyval(a) for a in (actions, *self._step_args)))
+            else:
+                self._entry = _step
             return n_done
         return self._entry(actions, *self._step_args)
 
