@@ -265,7 +265,9 @@ class Progress:
         # recent goodput: of finished episodes, or of the running ones before any has finished
         goodput = np.mean(self.recent) if self.recent else np.mean([i["goodput_mbps"] for i in infos])
         self.bar.set_postfix(episodes=self.episodes, goodput=f"{goodput:.1f}Mb/s", refresh=False)
-        if self.steps >= self.next_eval:
+        final = self.steps >= self.s.steps  # run() evaluates and checkpoints the finished agent itself
+        saved = False
+        if self.steps >= self.next_eval and not final:
             self.next_eval += self.s.eval_every
             start = time.perf_counter()
             rows = compare_with_minrtt(self.agent, self.s, min(self.s.eval_runs, 5))
@@ -276,10 +278,12 @@ class Progress:
             self.tracker.log(diagnostic_metrics(rows, "eval"), self.steps)
             if self.on_eval is not None:
                 self.save(finished=False)
+                saved = True
                 self.on_eval(self, rows)
-        if self.steps >= self.next_ckpt:
+        if self.steps >= self.next_ckpt and not final:
             self.next_ckpt += self.s.checkpoint_every
-            self.save(finished=False)
+            if not saved:  # the evaluation's checkpoint is this step's
+                self.save(finished=False)
         return self.steps < self.s.steps
 
     def close(self) -> None:

@@ -97,7 +97,7 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
     receive buffer that limits (one run per cell, seed 0), where head-of-line blocking behind the
     slower subflows throttles the sender."""
     from envs.scenario import load_scenario, scenario_from_dict
-    from envs.sim.simulator import Simulator
+    from envs.sim.simulator import SimConfig, Simulator
     scheds = ("rr", "minrtt", "hsr", "lws", "lts")
     worst, ok, cells = [], dict.fromkeys(scheds[2:], 0), 0
     for k in (2, 3, 6, 7):
@@ -106,7 +106,7 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
         for cc in ("lia", "olia", "balia", "wvegas"):
             g = {}
             for x in scheds:
-                sim = Simulator(scen, cc, scheduler=x, batch=1, seed=0)
+                sim = Simulator(scen, cc, scheduler=x, batch=1, seed=0, config=SimConfig(stack="linux"))
                 sim.reset()
                 sim.run()
                 g[x] = float(sim.results()["goodput_mbps"][0])

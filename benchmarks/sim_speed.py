@@ -5,11 +5,14 @@ sensitive to other load on the machine) and peak memory, each case in its own pr
 ispras_s1 under bbr with a 1 ms step:
 - cold start: the first call in a process with an empty numba cache (compilation), and with a
   warm cache;
-- one env driven through the Gymnasium API with random actions, per decision mode, with the share
+- one env driven through the Gymnasium API with random actions, per decision mode (drawn in
+  advance, and by ``action_space.sample()`` in the loop; the blocked mode also on the paths of
+  ispras_s2 and ispras_s3), with the share
   of the time spent in the one compiled call per env step (``envs.decision._step``: actions,
   simulation, reward, features) and its cost per call;
 - the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
-  grows with the number of paths (2, 4, 8) and with B;
+  grows with the number of paths (2, 4, 8) and with B: per connection-step, per path-step and per
+  packet sent;
 - a network: MPTCP-TUT's full mesh (mptcp_tut_mesh_e3: 6 subflows over 5 shared bottlenecks,
   LIA, minRTT) at B = 64;
 - peak resident memory of each process and the size of the simulator's state arrays.
@@ -31,9 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 SIM_S = 10.0  # simulated seconds per case
 
 
-def scenario(n_paths: int = 2, sim_s: float = SIM_S):
+def scenario(n_paths: int = 2, sim_s: float = SIM_S, name: str = "ispras_s1"):
     from envs.scenario import load_scenario, scenario_from_dict
-    base = load_scenario("ispras_s1").model_dump(exclude_none=True)
+    base = load_scenario(name).model_dump(exclude_none=True)
     base["paths"] = [base["paths"][i % 2] for i in range(n_paths)]
     base["workload"] = {"type": "bulk", "duration_s": sim_s}
     return scenario_from_dict(base)
@@ -56,14 +59,16 @@ def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "sim_s_per_wall_s": batch * sim_s / wall,
             "sim_s_per_cpu_s": batch * sim_s / cpu, "us_per_conn_step": cpu / conn_steps * 1e6,
             "pkts_per_conn_step": float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum() / conn_steps),
+            "ns_per_packet": cpu / max(float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum()), 1.0) * 1e9,
             "state_mb": _state_mb(sim)}
 
 
 def case_mesh(batch: int, sim_s: float) -> dict:
     from envs.scenario import load_scenario
     from envs.sim.layout import FL_SENT_PKTS
-    from envs.sim.simulator import Simulator
-    sim = Simulator(load_scenario("mptcp_tut_mesh_e3").with_workload(duration_s=sim_s), "lia", batch=batch, seed=0)
+    from envs.sim.simulator import SimConfig, Simulator
+    sim = Simulator(load_scenario("mptcp_tut_mesh_e3").with_workload(duration_s=sim_s), "lia", batch=batch, seed=0,
+                    config=SimConfig(stack="linux"))  # LIA is the Linux stack's (envs/sim/stacks.py)
     sim.reset()
     sim.advance(1)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -75,35 +80,40 @@ def case_mesh(batch: int, sim_s: float) -> dict:
             "pkts_per_conn_step": float(sim.fl[:, :sim.P, FL_SENT_PKTS].sum() / conn_steps)}
 
 
-def case_gym(decision: str, sim_s: float) -> dict:
+def case_gym(decision: str, sim_s: float, sampled: bool, name: str = "ispras_s1") -> dict:
     import gymnasium as gym
-    import envs  # noqa: F401
-    import envs.decision
-    kernel = {"s": 0.0, "calls": 0}
-    compiled = envs.decision._step  # one compiled call per env step: simulation, reward, features
+    import numpy as np
 
-    def timed(*args):
+    import envs  # noqa: F401
+    from envs.decision import DecisionProcess
+    kernel = {"s": 0.0, "calls": 0}
+    compiled = DecisionProcess._compiled_step  # one compiled call per env step: simulation, reward, features
+
+    def timed(self, actions):
         t = time.perf_counter()
         try:
-            return compiled(*args)
+            return compiled(self, actions)
         finally:
             kernel["s"] += time.perf_counter() - t
             kernel["calls"] += 1
 
-    envs.decision._step = timed
-    env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s), cc="bbr", decision=decision)
+    DecisionProcess._compiled_step = timed
+    env = gym.make("mpsched/Multipath-v0", scenario=scenario(2, sim_s, name), cc="bbr", decision=decision)
     env.reset(seed=0)
     env.step(env.action_space.sample())
     env.reset(seed=0)
+    env.action_space.seed(0)
+    drawn = np.random.default_rng(0).integers(env.action_space.n, size=10**6).tolist()
     kernel.update(s=0.0, calls=0)
     t0, c0 = time.perf_counter(), time.process_time()
     steps, done = 0, False
     while not done:
-        *_, term, trunc, info = env.step(env.action_space.sample())
+        action = env.action_space.sample() if sampled else drawn[steps]
+        *_, term, trunc, info = env.step(action)
         steps, done = steps + 1, term or trunc
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"wall_s": wall, "sim_s_per_wall_s": sim_s / wall, "sim_s_per_cpu_s": sim_s / cpu,
-            "env_steps": steps, "us_per_env_step": wall / steps * 1e6,
+            "env_steps": steps, "us_per_env_step": cpu / steps * 1e6,
             "kernel_share": kernel["s"] / wall, "us_per_kernel_call": kernel["s"] / max(kernel["calls"], 1) * 1e6,
             "sim_s_per_kernel_s": sim_s / max(kernel["s"], 1e-9)}
 
@@ -135,13 +145,20 @@ def main(quick: bool) -> None:
     run_case(["cold"])  # make sure the default cache is warm for the cases below
     print(f"cold start (empty numba cache, compiles): {cold['first_call_s']:.1f} s, peak {cold['peak_mb']:.0f} MB; "
           f"warm cache: {warm['first_call_s']:.1f} s, peak {warm['peak_mb']:.0f} MB (both include imports)\n")
-    print("single env through the Gymnasium API, random actions:")
+    print("single env through the Gymnasium API, random actions (drawn in advance: the env's own cost; "
+          "in the loop by action_space.sample(): a random agent's), CPU time:")
     for decision in ("blocked", "interval", "packet"):
-        r = run_case(["gym", decision, str(sim_s)])
-        print(f"  {decision:>8}: {r['sim_s_per_wall_s']:8.1f} x real time ({r['sim_s_per_cpu_s']:.1f} per CPU s), "
-              f"{r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step, peak {r['peak_mb']:.0f} MB; "
-              f"compiled step: {100 * r['kernel_share']:.0f}% of the time, {r['us_per_kernel_call']:.1f} us/call "
-              f"({r['sim_s_per_kernel_s']:.0f} x real time on its own)")
+        for how in ("drawn", "sample"):
+            r = run_case(["gym", decision, str(sim_s), how])
+            print(f"  {decision:>8} {how:>6}: {r['sim_s_per_cpu_s']:8.1f} x real time per CPU s "
+                  f"({r['sim_s_per_wall_s']:.1f} per wall s), {r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step, "
+                  f"peak {r['peak_mb']:.0f} MB; compiled step: {100 * r['kernel_share']:.0f}% of the time, "
+                  f"{r['us_per_kernel_call']:.1f} us/call ({r['sim_s_per_kernel_s']:.0f} x real time on its own)")
+    for name in ("ispras_s2", "ispras_s3"):
+        for how in ("drawn", "sample"):
+            r = run_case(["gym", "blocked", str(sim_s), how, name])
+            print(f"  {name} blocked {how:>6}: {r['sim_s_per_cpu_s']:8.1f} x real time per CPU s "
+                  f"({r['sim_s_per_wall_s']:.1f} per wall s), {r['env_steps']} steps, {r['us_per_env_step']:.1f} us/step")
     print("\nbatched core (minRTT in the kernel), aggregate simulated s per wall s (per CPU s):")
     grid = [(2, 1), (2, 64), (2, 1024), (4, 1), (4, 64), (4, 1024), (8, 1), (8, 64), (8, 1024)]
     if quick:
@@ -149,7 +166,8 @@ def main(quick: bool) -> None:
     for n_paths, batch in grid:
         r = run_case(["core", str(batch), str(n_paths), str(sim_s)])
         print(f"  paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
-              f"{r['us_per_conn_step']:6.3f} us per connection-step ({r['pkts_per_conn_step']:.1f} packets), "
+              f"{r['us_per_conn_step']:6.3f} us per connection-step, {r['us_per_conn_step'] / n_paths:6.3f} per path, "
+              f"{r['ns_per_packet']:5.1f} ns per packet ({r['pkts_per_conn_step']:.1f} packets), "
               f"state {r['state_mb']:6.1f} MB, peak {r['peak_mb']:5.0f} MB")
     r = run_case(["mesh", "64", str(sim_s)])
     print(f"\nnetwork, MPTCP-TUT full mesh (mptcp_tut_mesh_e3, 6 subflows over 5 shared bottlenecks, lia) B=   64: "
@@ -167,7 +185,7 @@ if __name__ == "__main__":
     else:
         kind, *rest = ns.case
         result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2])),
-                  "gym": lambda: case_gym(rest[0], float(rest[1])), "cold": case_cold,
+                  "gym": lambda: case_gym(rest[0], float(rest[1]), rest[2] == "sample", *rest[3:]), "cold": case_cold,
                   "mesh": lambda: case_mesh(int(rest[0]), float(rest[1]))}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit  # Student t's quantile (what scipy.stats.t.ppf calls), without scipy.stats' import
 
 from envs.errors import out_of_range
 from envs.sim.layout import (CN_DONE, CN_DONE_STEP, CN_N_SUB, CN_OOO_EXCEEDED, CN_RCV_NXT, CN_REORDER_MAX,
@@ -223,7 +223,7 @@ def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
         return math.nan, math.nan
     if x.size < 2:
         return float(x.mean()), 0.0
-    half = stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    half = stdtrit(x.size - 1, 0.5 + confidence / 2) * x.std(ddof=1) / math.sqrt(x.size)
     return float(x.mean()), float(half)
 
 

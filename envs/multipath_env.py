@@ -50,7 +50,6 @@ class MultipathEnv(gym.Env):
         self._kwargs = kwargs
         self.process = build_process(1, **kwargs)
         self.observation_space, self.action_space = spaces(self.process)
-        self._action = np.zeros(1, dtype=np.int64)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
@@ -63,6 +62,5 @@ class MultipathEnv(gym.Env):
         return self.process.last_obs[0].copy(), {"cc": self.process.sim.current_cc[0], "scenario": scenario.name}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        self._action[0] = action
-        rew, term, trunc, infos = self.process.step(self._action)
-        return self.process.last_obs[0].copy(), float(rew[0]), bool(term[0]), bool(trunc[0]), infos[0]
+        reward, terminated, truncated, info = self.process.step_one(action)
+        return self.process.last_obs[0].copy(), reward, terminated, truncated, info

@@ -148,3 +148,31 @@ def test_bad_input_is_named(kwargs, message):
         return
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         gym.make("mpsched/Multipath-v0", **kwargs)
+
+
+def test_single_env_step_matches_the_batched_step_and_survives_pickling():
+    """The single env's ``step_one`` returns what the batched ``step`` does for its one connection,
+    and a copy pickled mid-episode (the compiled step's bound machine code is left out) continues
+    identically to the end."""
+    import pickle
+
+    single = gym.make("mpsched/Multipath-v0", scenario=SMALL, cc="cubic").unwrapped
+    batched = gym.make("mpsched/Multipath-v0", scenario=SMALL, cc="cubic").unwrapped.process
+    single.reset(seed=3)
+    batched.sim.seed = 3
+    batched.reset()
+    actions = iter(np.random.default_rng(0).integers(0, 2, size=10_000).tolist())
+    copy, ended = None, False
+    while not ended:
+        a = next(actions)
+        obs, reward, term, trunc, info = single.step(a)
+        rew, terms, truncs, infos = batched.step([a])
+        np.testing.assert_equal((obs, reward, term, trunc, info),
+                                (batched.last_obs[0], float(rew[0]), bool(terms[0]), bool(truncs[0]), infos[0]))
+        if copy is not None:
+            np.testing.assert_equal(copy.step_one(a), (reward, term, trunc, info))
+            np.testing.assert_equal(copy.last_obs[0], obs)
+        elif info["decisions"] == 20:
+            copy = pickle.loads(pickle.dumps(single.process))
+        ended = term or trunc
+    assert copy is not None and info["decisions"] > 40 and "episode_metrics" in info

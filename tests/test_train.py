@@ -61,6 +61,24 @@ def test_compile_stage_comes_before_the_bar_and_the_time_split_is_logged(tmp_pat
     assert metrics["time/total_s"] == pytest.approx(split.total)
 
 
+def test_the_last_step_is_evaluated_and_checkpointed_once(tmp_path, monkeypatch):
+    """A periodic evaluation or checkpoint falling on the last step is left to the final ones, and
+    a step that is both an evaluation (which checkpoints for the sweep's hook) and a checkpoint
+    step is saved once."""
+    saved = []
+    save = checkpoint.save
+    monkeypatch.setattr(checkpoint, "save", lambda d, agent, meta, cfg: (saved.append(meta), save(d, agent, meta, cfg)))
+    evaluated = []
+    cfg = compose_cfg(tmp_path, "cc=cubic", "train.steps=800", "train.eval_every=400", "train.checkpoint_every=400",
+                      "file_mb=1")
+    result = run(cfg, tmp_path / "run", on_eval=lambda progress, rows: evaluated.append(progress.steps))
+    assert evaluated == [400, 800]  # the periodic one, then the final one
+    assert [(m["steps_done"], m["finished"]) for m in saved] == [(400, False), (800, True)]
+    history = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_metric_history(
+        result["run_id"], "eval/ispras_s1/cubic/dqn/goodput_mbps")
+    assert [m.step for m in history] == [400]
+
+
 @pytest.mark.parametrize("agent", ["dqn", "ppo", "a2c"])
 def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
     cfg = compose_cfg(tmp_path, f"agent={agent}", "cc=bbr", "train.steps=800", "train.checkpoint_every=400",
