@@ -41,6 +41,11 @@ from studies.headroom import format_live  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+class Always:
+    def on_step(self, n, rewards, infos) -> bool:
+        return True
+
+
 def always_wait_header(out: Path) -> Path:
     """fast_only as an exported policy: an (untrained) ISPRAS DQN whose bias on action 0 (wait for
     the fast path) dominates every input."""
@@ -48,11 +53,15 @@ def always_wait_header(out: Path) -> Path:
     from omegaconf import OmegaConf
 
     from agents.registry import make_agent
+    from envs.vector_env import SB3VecEnv
     from export import export_agent
     cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "dqn.yaml"))
     spec, env = cfg["agent"], cfg["env"]
     torch.manual_seed(0)
     agent = make_agent(spec, 6, 2, seed=0)
+    venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
+                     observation=env["observation"], reward=env["reward"]["name"])
+    agent.learn(venv, 1, Always())  # builds the network (no update before learning_starts)
     last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         last.weight.zero_()

@@ -198,6 +198,7 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
     if len(ccs) > 1:
         files["worst_cc.md"] = out_dir / "worst_cc.md"
         files["worst_cc.md"].write_text(worst_cc_table(study, results, cells_headroom) + "\n")
+        files["worst_cc.png"] = _worst_bars(study, results, out_dir / "worst_cc.png")
     files["bars.png"] = _bars(study, means, cis, out_dir / "bars.png")
     files["heatmap.png"] = _heatmap(score.reshape(len(labels), -1), labels, [f"{s}\n{cc}" for s, cc in cells],
                                     "scenario / CC", f"normalised {study.metric} (1 = best in cell)",
@@ -268,35 +269,42 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     return "\n".join(out)
 
 
-def worst_cc_table(study: Study, results: dict, cells: list | None) -> str:
-    """Per scheduler and scenario, its goodput under the CC where it does worst: for a learner
-    trained with several seeds, each seed's worst CC (its minimum over the CCs of that seed's
-    mean), then mean ± 95% CI over the seeds; for a heuristic, the worst CC's mean ± CI over the
-    runs. With ``cells`` (the headroom search), the searched best's worst CC as the last row."""
+def worst_cc(study: Study, results: dict) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
+    """Per scheduler and scenario, ``study.metric`` under the CC where it does worst: for a
+    learner trained with several seeds, each seed's worst CC (its minimum over the CCs of that
+    seed's mean), then mean and 95% CI half-width over the seeds; for a heuristic, the worst CC's
+    mean and CI over the runs. Arrays [scheduler, scenario] (NaN: n/a) and the worst CCs."""
     scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
     sign = 1.0 if study.higher_is_better else -1.0
-    rows = []
-    for e in study.schedulers:
-        row = [e.label]
-        for s in scen:
+    means, cis = np.full((len(study.schedulers), len(scen)), np.nan), np.full((len(study.schedulers), len(scen)), np.nan)
+    where = [["" for _ in scen] for _ in study.schedulers]
+    for i, e in enumerate(study.schedulers):
+        for k, s in enumerate(scen):
             per_cc = [results[(e.label, s, cc)] for cc in ccs]
             if any(study.metric not in r["metrics"] for r in per_cc):
-                row.append("n/a")
                 continue
             seeds = [r.get("seed_means", {}).get(study.metric) for r in per_cc]
             if all(x is not None for x in seeds) and len({len(x) for x in seeds}) == 1:  # type: ignore[arg-type]
                 stack = np.stack(seeds)  # type: ignore[arg-type]
-                worst = stack[np.argmin(sign * stack, axis=0), np.arange(stack.shape[1])]
-                which = [ccs[j] for j in np.argmin(sign * stack, axis=0)]
-                m, h = mean_ci(worst)
-                where = "/".join(sorted(set(which), key=ccs.index))
+                j = np.argmin(sign * stack, axis=0)
+                means[i, k], cis[i, k] = mean_ci(stack[j, np.arange(stack.shape[1])])
+                where[i][k] = "/".join(sorted({ccs[x] for x in j}, key=ccs.index))
             else:
                 cell = [mean_ci(spread(r, study.metric)) for r in per_cc]  # type: ignore[arg-type]
-                j = int(np.argmin([sign * mc[0] for mc in cell]))
-                (m, h), where = cell[j], ccs[j]
-            row.append(f"{_fmt(m)} ± {_fmt(h)} ({where})")
-        rows.append(row)
+                j0 = int(np.argmin([sign * mc[0] for mc in cell]))
+                (means[i, k], cis[i, k]), where[i][k] = cell[j0], ccs[j0]
+    return means, cis, where
+
+
+def worst_cc_table(study: Study, results: dict, cells: list | None) -> str:
+    """``worst_cc`` as markdown; with ``cells`` (the headroom search), the searched best's worst
+    cell per scenario as the last row."""
+    scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
+    means, cis, where = worst_cc(study, results)
+    rows = [[e.label] + [f"{_fmt(means[i, k])} ± {_fmt(cis[i, k])} ({where[i][k]})" if np.isfinite(means[i, k])
+                         else "n/a" for k in range(len(scen))] for i, e in enumerate(study.schedulers)]
     if cells:
+        sign = 1.0 if study.higher_is_better else -1.0
         found = {(h.scenario, h.cc): h for h in cells}
         row = ["searched best (per cell)"]
         for s in scen:
@@ -305,9 +313,29 @@ def worst_cc_table(study: Study, results: dict, cells: list | None) -> str:
             row.append(f"{_fmt(h.best_mean)} ± {_fmt(h.best_ci)} ({h.cc}: {h.best.label})" if h else "n/a")
         rows.append(row)
     return (f"# Worst CC: study {study.name}\n\nPer scheduler and scenario, {study.metric} under the CC where it "
-            f"does worst, mean ± 95% CI: for a learner trained with {study.seeds} seeds, over the seeds of each "
+            f"does worst, mean ± 95% CI: for a learner trained with {study.seeds} seed(s), over the seeds of each "
             "seed's worst CC (in parentheses: the CCs that were worst for some seed); for a heuristic, over the "
             "runs of its worst cell.\n\n" + _md(["scheduler", *scen], rows))
+
+
+def _worst_bars(study: Study, results: dict, path: Path) -> Path:
+    """One panel per scenario: every scheduler's worst-CC value with its 95% CI (``worst_cc``)."""
+    means, cis, _ = worst_cc(study, results)
+    labels = [e.label for e in study.schedulers]
+    fig, axes = plt.subplots(1, len(study.scenarios), figsize=(4.2 * len(study.scenarios), 0.28 * len(labels) + 1.6),
+                             sharey=True, squeeze=False)
+    colours = ["tab:grey" if e.kind == HEURISTIC else "tab:blue" for e in study.schedulers]
+    for k, (ax, s) in enumerate(zip(axes[0], study.scenarios)):
+        y = np.arange(len(labels))
+        ax.barh(y, np.nan_to_num(means[:, k]), xerr=np.nan_to_num(cis[:, k]), color=colours, capsize=2)
+        ax.set_yticks(y, labels)
+        ax.invert_yaxis()
+        ax.set_title(s.name)
+        ax.set_xlabel(f"worst-CC {study.metric}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _bars(study: Study, means: np.ndarray, cis: np.ndarray, path: Path) -> Path:
