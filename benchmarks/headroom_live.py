@@ -101,7 +101,7 @@ def main() -> None:
         scheds[label] = f"policy={tmp / f'{label}.h'}"
     scen = resolve_scenarios(a.scenario)[0]
     record = {"scenario": scen.name, "cc": a.cc, "workload": scen.workload.model_dump(mode="json"),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
               "kernel": platform.release(), "stack": f"XQUIC {ext.XQUIC_COMMIT}",
               "command": "python benchmarks/headroom_live.py " + " ".join(sys.argv[1:]),
               "load_before": list(os.getloadavg()), "schedulers": list(scheds), "runs": []}

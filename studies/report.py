@@ -242,8 +242,9 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
         ok = any(g <= CLONE_TOLERANCE for _, g in gaps)
         bad += not ok
         shown = ", ".join(f"{n} {100 * g:+.1f}% below" if np.isfinite(g) else f"{n} not scored" for n, g in gaps)
+        note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
         out.append(f"- {label} / {s} / {cc}: clone of {', '.join(d.clone_of)} ({shown} the best): "
-                   + ("ok" if ok else "FAILS"))
+                   + ("ok" if ok else "FAILS") + note)
     if len(out) == 2:
         out.append("- none")
     out += ["", f"{bad} degenerate cell(s) copy a heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best.",
