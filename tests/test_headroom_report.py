@@ -93,17 +93,25 @@ def test_live_report_refuses_a_record_without_minrtt():
         live_cells([rec])
 
 
-def test_live_headroom_data_has_provenance_and_confirms_two_cells():
-    """The live runs kept in tests/data: every batch says when, on which kernel and stack, with
-    which command and load, and passed the testbed's verification; at least two scheduling-matters
-    cells show the searched best's realisation beating minRTT beyond both CIs, >= 3 runs each."""
+def test_live_headroom_data_has_provenance_and_says_what_docs_say():
+    """The live runs kept in tests/data (benchmarks/headroom_live.py): every batch says when, on
+    which kernel and stack, with which command and load, passed the testbed's verification and has
+    >= 3 finished runs per scheduler. What docs/cc_robustness.md reads from them: on the two
+    short-transfer cells XQUIC's minRTT puts almost nothing on the second path (it opens after the
+    handshake and a round trip of that path, when most of the file is out), so waiting for the fast
+    path gains nothing beyond the CIs there, unlike in the simulator (+26.2% and +15.3%)."""
     records = json.loads(LIVE.read_text())["cells"]
     for rec in records:
         assert rec["date"] and rec["kernel"] and rec["stack"].startswith("XQUIC ")
         assert rec["command"].startswith("python benchmarks/headroom_live.py")
         assert len(rec["load_before"]) == 3 and "passed" in rec["verification"]
     cells = live_cells(records)
-    confirmed = {(c.scenario, c.cc) for c in cells if c.significant and c.runs >= 3 and c.gain > 0.10}
-    assert len(confirmed) >= 2, format_live(records)
+    assert all(c.runs >= 3 for c in cells), format_live(records)
+    short = [r for r in records if r["scenario"] in ("hetero_small_file", "hetero_file")]
+    assert {r["scenario"] for r in short} == {"hetero_small_file", "hetero_file"}
+    for rec in short:
+        second = [run["path_bytes"][1] / sum(run["path_bytes"]) for run in rec["runs"] if run["scheduler"] == "minrtt"]
+        assert max(second) < 0.05, (rec["scenario"], second)
     for c in cells:
-        assert c.runs >= 3, c
+        if c.scenario in ("hetero_small_file", "hetero_file") and c.scheduler == "fast_only":
+            assert not c.significant and abs(c.gain) < 0.10, c
