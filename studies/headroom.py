@@ -24,9 +24,11 @@ a study with ``headroom: true`` adds it to its report beside its learners (``stu
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -236,6 +238,54 @@ def summary_lines(cells: list[Headroom], learners: dict[str, dict[tuple[str, str
     return out
 
 
+@dataclass(frozen=True)
+class LiveScheduler:
+    """One scheduler's live runs in one cell: mean and 95% CI of goodput over its finished runs,
+    its gain over minRTT's mean, and whether that gain lies beyond both CIs."""
+
+    scenario: str
+    cc: str
+    scheduler: str
+    runs: int
+    mean: float
+    ci: float
+    gain: float
+    significant: bool
+
+
+def live_cells(records: Sequence[dict]) -> list[LiveScheduler]:
+    """Per record of ``benchmarks/headroom_live.py`` (one cell's batch on one testbed) and
+    scheduler: its goodput over the finished runs against minRTT's in the same batch."""
+    out = []
+    for rec in records:
+        by: dict[str, list[float]] = {}
+        for run in rec["runs"]:
+            if run["outcome"] == "finished" and not run["error"]:
+                by.setdefault(run["scheduler"], []).append(run["goodput_mbps"])
+        if "minrtt" not in by:
+            raise ConfigError(f"live headroom record {rec['scenario']} / {rec['cc']} ({rec['date']}) has no "
+                              "finished minrtt run to compare with")
+        base, base_ci = mean_ci(np.array(by["minrtt"]))
+        for name in rec["schedulers"]:
+            m, h = mean_ci(np.array(by.get(name, [])))
+            out.append(LiveScheduler(rec["scenario"], rec["cc"], name, len(by.get(name, [])), m, h,
+                                     (m - base) / base, name != "minrtt" and m - base > h + base_ci))
+    return out
+
+
+def format_live(records: Sequence[dict]) -> str:
+    """Markdown: per live cell and scheduler, goodput (mean ± 95% CI over its runs) and the gain
+    over minRTT, with each batch's date, kernel, stack and load average."""
+    lines = ["| scenario | cc | scheduler | runs | goodput Mbit/s | vs minRTT | beyond both CIs |", "|" + "---|" * 7]
+    for c in live_cells(records):
+        lines.append(f"| {c.scenario} | {c.cc} | {c.scheduler} | {c.runs} | {c.mean:.2f} ± {c.ci:.2f} | "
+                     f"{100 * c.gain:+.1f}% | {'yes' if c.significant else '-'} |")
+    lines.append("")
+    lines += [f"- {r['scenario']} / {r['cc']}: {r['date']}, kernel {r['kernel']}, {r['stack']}, load average "
+              f"{r['load_before'][0]:.1f} before, {r['load_after'][0]:.1f} after; `{r['command']}`" for r in records]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m studies.headroom", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", nargs="+", default=["ispras_s1"], help="names or YAML files")
@@ -246,7 +296,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--metric", default="goodput_mbps")
     parser.add_argument("--verbose", action="store_true", help="print every candidate's search score")
+    parser.add_argument("--live", metavar="JSON", help="print the live runs of benchmarks/headroom_live.py instead")
     args = parser.parse_args(argv)
+    if args.live:
+        try:
+            print(format_live(json.loads(Path(args.live).read_text())["cells"]))
+        except (OSError, ValueError, KeyError, ConfigError) as err:
+            raise SystemExit(f"error: {args.live}: {err}") from None
+        return
     try:
         scenarios = resolve_scenarios(args.scenario)
         cells = [search(sc, cc, runs=args.runs, search_runs=args.search_runs, samples=args.samples, seed=args.seed,

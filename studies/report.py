@@ -119,6 +119,7 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
                     for i, e in enumerate(study.schedulers) if e.kind != HEURISTIC}
         lines = headroom.summary_lines(cells_headroom, learners)
         text += "\nHeadroom (headroom.md):\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+        text += "\n" + learning_verdict(study, results, cells_headroom, means, cis) + "\n"
         files["headroom.md"] = out_dir / "headroom.md"
         files["headroom.md"].write_text(
             f"# Headroom: study {study.name}\n\nThe best scheduler of a searched parametric family "
@@ -194,11 +195,148 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
         files["diagnostics.csv"] = out_dir / "diagnostics.csv"
         pd.DataFrame(rows_d).to_csv(files["diagnostics.csv"], index=False)
 
+    if len(ccs) > 1:
+        files["worst_cc.md"] = out_dir / "worst_cc.md"
+        files["worst_cc.md"].write_text(worst_cc_table(study, results, cells_headroom) + "\n")
+        files["worst_cc.png"] = _worst_bars(study, results, out_dir / "worst_cc.png")
     files["bars.png"] = _bars(study, means, cis, out_dir / "bars.png")
     files["heatmap.png"] = _heatmap(score.reshape(len(labels), -1), labels, [f"{s}\n{cc}" for s, cc in cells],
                                     "scenario / CC", f"normalised {study.metric} (1 = best in cell)",
                                     out_dir / "heatmap.png")
     return files
+
+
+RECOVER_SHARE = 0.5  # a learner "finds" a cell's headroom when it recovers at least this share of it
+HEADROOM_MATTERS = 0.10  # a cell where the searched best beats minRTT by more than this: scheduling matters
+CLONE_TOLERANCE = 0.02  # a clone of a heuristic within this of the cell's searched best is no failure
+
+
+def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray, cis: np.ndarray) -> str:
+    """Two checks of the learners against the searched headroom (``cells``: studies.headroom
+    per cell): every degenerate policy (constant or a clone) with how far the heuristic it
+    copies is from the cell's searched best (held-out; a heuristic outside the study's schedulers
+    at its search-seed score against the search's best), and for every cell whose headroom exceeds
+    ``HEADROOM_MATTERS`` beyond the CIs, the learners' recovered share with its interval (the
+    learner's 95% CI, over its training seeds when it has several)."""
+    found = {(h.scenario, h.cc): h for h in cells}
+    index = {e.label: i for i, e in enumerate(study.schedulers)}
+    scen = [s.name for s in study.scenarios]
+    out = ["Degenerate policies against the searched best (a clone is a failure unless the heuristic it copies "
+           f"is within {100 * CLONE_TOLERANCE:.0f}% of the cell's best):", ""]
+    bad = 0
+    for (label, s, cc), r in results.items():
+        d = r.get("diagnostics")
+        h = found.get((s, cc))
+        if d is None or not d.clone_of or h is None:
+            continue
+        k, c = scen.index(s), list(study.ccs).index(cc)
+        gaps = []
+        for name in d.clone_of:
+            if name in index and np.isfinite(means[index[name], k, c]):
+                gap = 1.0 - means[index[name], k, c] / h.best_mean
+            else:
+                search = dict(h.search)
+                top = max(v for v in search.values() if np.isfinite(v))
+                gap = 1.0 - search.get(name, math.nan) / top
+            gaps.append((name, gap))
+        ok = any(g <= CLONE_TOLERANCE for _, g in gaps)
+        bad += not ok
+        shown = ", ".join(f"{n} {100 * g:+.1f}% below" if np.isfinite(g) else f"{n} not scored" for n, g in gaps)
+        note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
+        out.append(f"- {label} / {s} / {cc}: clone of {', '.join(d.clone_of)} ({shown} the best): "
+                   + ("ok" if ok else "FAILS") + note)
+    if len(out) == 2:
+        out.append("- none")
+    out += ["", f"{bad} degenerate cell(s) copy a heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best.",
+            "", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the CIs) "
+            f"and the learners' recovered share (>= {100 * RECOVER_SHARE:.0f}% counts as found):", ""]
+    matters = [h for h in cells if h.significant and h.headroom > HEADROOM_MATTERS]
+    for h in matters:
+        k, c = scen.index(h.scenario), list(study.ccs).index(h.cc)
+        parts = []
+        for e in study.schedulers:
+            if e.kind == HEURISTIC:
+                continue
+            m, ci = means[index[e.label], k, c], cis[index[e.label], k, c]
+            if np.isfinite(m):
+                lo, hi = h.recovered(m - ci), h.recovered(m + ci)
+                parts.append(f"{e.label} {100 * h.recovered(m):.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]")
+        top = max((h.recovered(means[index[e.label], k, c]) for e in study.schedulers if e.kind != HEURISTIC),
+                  default=math.nan)
+        verdict = "found" if top >= RECOVER_SHARE else "NOT found by any learner"
+        out.append(f"- {h.scenario} / {h.cc}: {100 * h.headroom:+.1f}% ({h.best.label}); {verdict}: " + ", ".join(parts))
+    if not matters:
+        out.append("- none")
+    return "\n".join(out)
+
+
+def worst_cc(study: Study, results: dict) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
+    """Per scheduler and scenario, ``study.metric`` under the CC where it does worst: for a
+    learner trained with several seeds, each seed's worst CC (its minimum over the CCs of that
+    seed's mean), then mean and 95% CI half-width over the seeds; for a heuristic, the worst CC's
+    mean and CI over the runs. Arrays [scheduler, scenario] (NaN: n/a) and the worst CCs."""
+    scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
+    sign = 1.0 if study.higher_is_better else -1.0
+    means, cis = np.full((len(study.schedulers), len(scen)), np.nan), np.full((len(study.schedulers), len(scen)), np.nan)
+    where = [["" for _ in scen] for _ in study.schedulers]
+    for i, e in enumerate(study.schedulers):
+        for k, s in enumerate(scen):
+            per_cc = [results[(e.label, s, cc)] for cc in ccs]
+            if any(study.metric not in r["metrics"] for r in per_cc):
+                continue
+            seeds = [r.get("seed_means", {}).get(study.metric) for r in per_cc]
+            if all(x is not None for x in seeds) and len({len(x) for x in seeds}) == 1:  # type: ignore[arg-type]
+                stack = np.stack(seeds)  # type: ignore[arg-type]
+                j = np.argmin(sign * stack, axis=0)
+                means[i, k], cis[i, k] = mean_ci(stack[j, np.arange(stack.shape[1])])
+                where[i][k] = "/".join(sorted({ccs[x] for x in j}, key=ccs.index))
+            else:
+                cell = [mean_ci(spread(r, study.metric)) for r in per_cc]  # type: ignore[arg-type]
+                j0 = int(np.argmin([sign * mc[0] for mc in cell]))
+                (means[i, k], cis[i, k]), where[i][k] = cell[j0], ccs[j0]
+    return means, cis, where
+
+
+def worst_cc_table(study: Study, results: dict, cells: list | None) -> str:
+    """``worst_cc`` as markdown; with ``cells`` (the headroom search), the searched best's worst
+    cell per scenario as the last row."""
+    scen, ccs = [s.name for s in study.scenarios], list(study.ccs)
+    means, cis, where = worst_cc(study, results)
+    rows = [[e.label] + [f"{_fmt(means[i, k])} ± {_fmt(cis[i, k])} ({where[i][k]})" if np.isfinite(means[i, k])
+                         else "n/a" for k in range(len(scen))] for i, e in enumerate(study.schedulers)]
+    if cells:
+        sign = 1.0 if study.higher_is_better else -1.0
+        found = {(h.scenario, h.cc): h for h in cells}
+        row = ["searched best (per cell)"]
+        for s in scen:
+            hs = [found[(s, cc)] for cc in ccs if (s, cc) in found]
+            h = min(hs, key=lambda x: sign * x.best_mean) if hs else None
+            row.append(f"{_fmt(h.best_mean)} ± {_fmt(h.best_ci)} ({h.cc}: {h.best.label})" if h else "n/a")
+        rows.append(row)
+    return (f"# Worst CC: study {study.name}\n\nPer scheduler and scenario, {study.metric} under the CC where it "
+            f"does worst, mean ± 95% CI: for a learner trained with {study.seeds} seed(s), over the seeds of each "
+            "seed's worst CC (in parentheses: the CCs that were worst for some seed); for a heuristic, over the "
+            "runs of its worst cell.\n\n" + _md(["scheduler", *scen], rows))
+
+
+def _worst_bars(study: Study, results: dict, path: Path) -> Path:
+    """One panel per scenario: every scheduler's worst-CC value with its 95% CI (``worst_cc``)."""
+    means, cis, _ = worst_cc(study, results)
+    labels = [e.label for e in study.schedulers]
+    fig, axes = plt.subplots(1, len(study.scenarios), figsize=(4.2 * len(study.scenarios), 0.28 * len(labels) + 1.6),
+                             sharey=True, squeeze=False)
+    colours = ["tab:grey" if e.kind == HEURISTIC else "tab:blue" for e in study.schedulers]
+    for k, (ax, s) in enumerate(zip(axes[0], study.scenarios)):
+        y = np.arange(len(labels))
+        ax.barh(y, np.nan_to_num(means[:, k]), xerr=np.nan_to_num(cis[:, k]), color=colours, capsize=2)
+        ax.set_yticks(y, labels)
+        ax.invert_yaxis()
+        ax.set_title(s.name)
+        ax.set_xlabel(f"worst-CC {study.metric}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _bars(study: Study, means: np.ndarray, cis: np.ndarray, path: Path) -> Path:

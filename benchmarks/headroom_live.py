@@ -1,0 +1,132 @@
+"""Is a cell's headroom over minRTT real, or a simulator artefact? The scheduler that realises a
+cell's searched best (studies/headroom.py) against minRTT on the live XQUIC testbed, runs
+alternating on one verified testbed, every run kept with its provenance.
+
+    nice -n -10 flock /tmp/mpsched-live.lock python benchmarks/headroom_live.py \\
+        --scenario hetero_small_file --cc cubic --runs 3 \\
+        --scheduler minrtt --scheduler fast_only --checkpoint dqn_completion=outputs/.../checkpoint \\
+        --out tests/data/headroom_live.json
+
+``--scheduler`` takes XQUIC's schedulers (minrtt, rr, ecf, blest, ...; envs/live/xquic.py) and
+``fast_only``: the blocked rule (the fast path when it has window) with "wait" as the answer
+whenever it is blocked, run as an exported policy (an ISPRAS DQN header whose output bias makes
+"wait" win at every input: the same policy hook in get_path as a learned policy). ``--checkpoint
+label=DIR`` exports a trained checkpoint and runs it inside XQUIC. Each batch appends one record
+to ``--out`` (date, kernel, XQUIC commit, command, load average, the testbed's verification, and
+every run); ``python -m studies.headroom --live tests/data/headroom_live.json`` prints the
+table. Needs root, the live dependencies and the mpsched_xquic extension; wrap it in the shared
+live lock and keep a batch to minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.live.setup import unavailable_reason  # noqa: E402
+from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.xquic import XquicBackend, extension  # noqa: E402
+from envs.scenario import resolve_scenarios  # noqa: E402
+from studies.headroom import format_live  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Always:
+    def on_step(self, n, rewards, infos) -> bool:
+        return True
+
+
+def always_wait_header(out: Path) -> Path:
+    """fast_only as an exported policy: an (untrained) ISPRAS DQN whose bias on action 0 (wait for
+    the fast path) dominates every input."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from agents.registry import make_agent
+    from envs.vector_env import SB3VecEnv
+    from export import export_agent
+    cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "dqn.yaml"))
+    spec, env = cfg["agent"], cfg["env"]
+    torch.manual_seed(0)
+    agent = make_agent(spec, 6, 2, seed=0)
+    venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
+                     observation=env["observation"], reward=env["reward"]["name"])
+    agent.learn(venv, 1, Always())  # builds the network (no update before learning_starts)
+    last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([1.0, -1.0]))  # Q(wait) = 1 > Q(send) = -1 for every input
+    meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
+            "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": 0,
+            "finished": True, "config_hash": "fast_only", "scenarios": [], "ccs": []}
+    export_agent(agent, meta, out, prefix="fast_only")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--cc", required=True)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--scheduler", action="append", default=[], help="minrtt, ecf, blest, fast_only, ...")
+    ap.add_argument("--checkpoint", action="append", default=[], metavar="LABEL=DIR")
+    ap.add_argument("--out", default=str(ROOT / "tests" / "data" / "headroom_live.json"))
+    a = ap.parse_args()
+    if a.runs < 1:
+        sys.exit(f"error: --runs must be >= 1, got {a.runs}")
+    reason = unavailable_reason()
+    if reason:
+        sys.exit(f"live runs unavailable: {reason}")
+    ext = extension()
+    tmp = Path(tempfile.mkdtemp(prefix="mpsched-headroom-"))
+    scheds: dict[str, str] = {}
+    for name in a.scheduler or ["minrtt"]:
+        scheds[name] = f"policy={always_wait_header(tmp / 'fast_only.h')}" if name == "fast_only" else name
+    for item in a.checkpoint:
+        label, _, directory = item.partition("=")
+        if not directory:
+            sys.exit(f"error: --checkpoint takes LABEL=DIR, got {item!r}")
+        from export import export_checkpoint
+        export_checkpoint(directory, tmp / f"{label}.h", prefix=label)
+        scheds[label] = f"policy={tmp / f'{label}.h'}"
+    scen = resolve_scenarios(a.scenario)[0]
+    record = {"scenario": scen.name, "cc": a.cc, "workload": scen.workload.model_dump(mode="json"),
+              "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+              "kernel": platform.release(), "stack": f"XQUIC {ext.XQUIC_COMMIT}",
+              "command": "python benchmarks/headroom_live.py " + " ".join(sys.argv[1:]),
+              "load_before": list(os.getloadavg()), "schedulers": list(scheds), "runs": []}
+    with Testbed(scen, verify=True) as tb:
+        record["verification"] = tb.verification.table() if tb.verification is not None else "not run"
+        for run in range(a.runs):
+            for name, sched in scheds.items():
+                t0 = time.time()
+                r = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched).run()
+                m = r.metrics()
+                row = {"scheduler": name, "run": run, "outcome": r.extra.get("outcome"), "error": r.error or "",
+                       "goodput_mbps": float(m["goodput_mbps"][0]), "completion_s": float(r.completion_s),
+                       "path_bytes": [float(x) for x in r.path_bytes], "wall_s": time.time() - t0,
+                       "load1": os.getloadavg()[0]}
+                record["runs"].append(row)
+                print(f"{scen.name} / {a.cc} run {run} {name:16s}: {row['goodput_mbps']:7.2f} Mbit/s, "
+                      f"{row['outcome']}, path bytes {row['path_bytes']}", flush=True)
+    record["load_after"] = list(os.getloadavg())
+    out = Path(a.out)
+    data = json.loads(out.read_text()) if out.exists() else {"cells": []}
+    data["cells"].append(record)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(format_live([record]))
+    print(f"appended to {out}")
+
+
+if __name__ == "__main__":
+    main()
