@@ -54,17 +54,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
 from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
 from agents import checkpoint
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
-from envs.features import compute, feature_set, table
+from envs.features import feature_set
 from envs.metrics import mean_ci
 from envs.scenario import Scenario, resolve_scenarios
-from envs.sim import roles
 
 POLICY = "policy"
 HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them
@@ -170,18 +168,6 @@ def quantiles(features: np.ndarray, names: Sequence[str]) -> dict[str, list[floa
         return {}
     q = np.quantile(np.asarray(features, dtype=float), QUANTILES, axis=0)
     return {n: q[:, j].tolist() for j, n in enumerate(names)}
-
-
-@njit(cache=True)
-def blocked_rows(obs: np.ndarray, nsub: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Which rows of ``obs[N, P, OBS_*]`` are blocked decisions (``envs.sim.roles``: the fast path
-    without window, another path with); ``second[i]`` gets that row's second path (-1: none)."""
-    out = np.zeros(obs.shape[0], dtype=np.bool_)
-    for i in range(obs.shape[0]):
-        fast, sec, blocked = roles.blocked_rule(obs[i], int(nsub[i]))
-        second[i] = sec
-        out[i] = blocked and sec >= 0
-    return out
 
 
 # --------------------------------------------------------------------------------- the policy
@@ -300,33 +286,18 @@ class LiveTally:
     blocked: int = 0
     waits: int = 0
     features: list[np.ndarray] = field(default_factory=list)
-
-
-def decision_mix(rec: dict, feats: tuple[np.ndarray, ...] | None) -> tuple[int, int, np.ndarray | None]:
-    """From XQUIC's decision records (``XquicTransfer.decisions()``): the blocked decisions among
-    those with every path active, the waits among them, and the features at them (``feats``: a
-    feature table, ``envs.features.table``)."""
-    from envs.live.xquic import records_to_sim
-
-    obs, cobs, active = records_to_sim(rec)
-    keep = active.all(axis=1) if len(active) else np.zeros(0, dtype=bool)
-    obs, cobs, chosen = obs[keep], cobs[keep], np.asarray(rec["chosen"])[keep]
-    nsub = np.full(len(obs), float(obs.shape[1]))
-    second = np.zeros(len(obs), dtype=np.int64)
-    blocked = blocked_rows(obs, nsub, second) if len(obs) else np.zeros(0, dtype=bool)
-    waits = int(np.count_nonzero(chosen[blocked] == -1))
-    f = compute(feats, obs[blocked], cobs[blocked], nsub[blocked]) if feats is not None and blocked.any() else None
-    return int(blocked.sum()), waits, f
+    actions: list[np.ndarray] = field(default_factory=list)
 
 
 def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], decision_every: int,
-                 say: Callable[[str], None] = print) -> list[Measurement]:
+                 datasets: Path | None = None, say: Callable[[str], None] = print) -> list[Measurement]:
     """The cell's schedulers live in XQUIC on one verified testbed, their runs interleaved
-    (run 0 of each, then run 1, ...), every ``decision_every``-th decision recorded."""
+    (run 0 of each, then run 1, ...), every ``decision_every``-th decision recorded; each
+    scheduler's blocked decisions (with the policy's features) go to
+    ``datasets/<scenario>-<cc>-<scheduler>.npz`` (``envs.live.dataset``, for ``agents.offline``)."""
+    from envs.live.dataset import BlockedDecisions, run_transfer
     from envs.live.testbed import Testbed
-    from envs.live.xquic import XquicTransfer
 
-    feats = table(feature_set(p.meta["observation"], len(scenario.paths)))
     tallies = {name: LiveTally() for name in runs}
     sched = {name: f"policy={p.header}" if name == POLICY else name for name in runs}
     date = _now()
@@ -336,21 +307,10 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 if i >= n:
                     continue
                 t = tallies[name]
-                tr = XquicTransfer(tb, cc, scenario.workload, 10.0, sched[name], decision_every)
-                recs = []
-                try:
-                    tr.start()
-                    while not tr.wait(0.25):  # drain the decision ring while the transfer runs
-                        recs.append(_take(tr))
-                    r = tr.result()
-                finally:
-                    tr.stop()
-                recs.append(_take(tr))
-                for rec in recs:
-                    b, w, f = decision_mix(rec, feats if name == POLICY else None)
-                    t.blocked, t.waits = t.blocked + b, t.waits + w
-                    if f is not None:
-                        t.features.append(f)
+                r, d = run_transfer(tb, cc, scenario.workload, sched[name], decision_every, p.meta["observation"])
+                t.blocked, t.waits = t.blocked + len(d), t.waits + d.waits
+                t.features.append(d.features)
+                t.actions.append(d.actions)
                 g = float(r.metrics()["goodput_mbps"][0]) if not r.error else math.nan
                 t.goodput.append(g)
                 t.path_bytes.append([float(x) for x in r.path_bytes])
@@ -363,16 +323,17 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
     out = []
     for name, t in tallies.items():
         f = np.concatenate(t.features) if t.features else np.zeros((0, len(names)))
+        if datasets is not None:
+            datasets.mkdir(parents=True, exist_ok=True)
+            BlockedDecisions(names, f, np.concatenate(t.actions) if t.actions else np.zeros(0, np.int64), {
+                "scenario": scenario.name, "cc": cc, "scheduler": name, "observation": p.meta["observation"],
+                "goodput_mbps": t.goodput, "load_avg": t.load_avg, "date": date,
+                **provenance(sys.argv[1:])}).save(datasets / f"{scenario.name}-{cc}-{name}.npz")
+        if name != POLICY:  # the report shows the policy's features only
+            f = f[:0]
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
                                len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date))
     return out
-
-
-def _take(tr: Any) -> dict:
-    """The decision records the transfer collected since the last call (and forget them)."""
-    rec = tr.decisions()
-    tr._decisions.clear()
-    return rec
 
 
 def provenance(argv: Sequence[str]) -> dict[str, Any]:
@@ -661,8 +622,9 @@ def _positive(name: str) -> Callable[[str], int]:
 
 
 def measure(record: Record, p: Policy, scenarios: list[Scenario], ccs: list[str], a: argparse.Namespace,
-            save: Callable[[], None]) -> None:
-    """Every missing (side, cell, scheduler) of the selection, saved as each cell ends."""
+            out: Path, save: Callable[[], None]) -> None:
+    """Every missing (side, cell, scheduler) of the selection, saved as each cell ends (live
+    decision datasets in ``out/decisions``)."""
     runs = {POLICY: a.runs, **{h: a.runs if h == "minrtt" else a.heuristic_runs for h in a.heuristics}}
     seed = p.setup.seed + EVAL_SEED_OFFSET
     for scen in scenarios:
@@ -677,7 +639,7 @@ def measure(record: Record, p: Policy, scenarios: list[Scenario], ccs: list[str]
                 todo = {k: n for k, n in runs.items() if record.get("live", scen.name, cc, k) is None}
                 if todo:
                     print(f"live {scen.name} {cc}: {', '.join(f'{k} x{n}' for k, n in todo.items())}", flush=True)
-                    for m in measure_live(p, scen, cc, todo, a.decision_every):
+                    for m in measure_live(p, scen, cc, todo, a.decision_every, out / "decisions"):
                         record.put(m)
                     save()
 
@@ -730,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         commands = record.provenance.get("commands", []) + [prov["command"]]
         record.provenance = {**record.provenance, **prov, "commands": commands, "file_mb": a.file_mb,
                              "decision_every": a.decision_every, "sim_overrides": a.sim_override}
-        measure(record, p, scenarios, a.ccs, a, lambda: record.save(path))
+        measure(record, p, scenarios, a.ccs, a, out, lambda: record.save(path))
         record.save(path)
     if record is None:
         raise ConfigError(f"no measurements: {source} does not exist")
