@@ -32,6 +32,7 @@ from envs.errors import ConfigError, Interrupted
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.randomisation import randomise
+from envs.schema import TrainSettings
 from envs.metrics import DASH_METRICS, ITEM_METRICS, capped, mean_ci, metric_names
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
@@ -62,8 +63,8 @@ class Setup:
     torch_threads: int
     interface: dict[str, Any] = field(default_factory=dict)
     train_scenarios: list[Scenario] = field(default_factory=list)  # the scenarios, randomised with train.randomise
-    select: str = "last"  # which agent a run ends with (envs.schema.TrainSettings.select)
-    validation_runs: int = 16
+    select: str = TrainSettings.select  # which agent a run ends with
+    validation_runs: int = TrainSettings.validation_runs
 
     @property
     def config_hash(self) -> str:
@@ -74,14 +75,16 @@ def setup(cfg: DictConfig, out_dir: Path) -> Setup:
     config.validate(cfg)
     t = cfg.train
     scenarios = config.scenarios(cfg)
-    randomised = [randomise(sc, t.randomise) for sc in scenarios] if t.randomise.enabled else scenarios
-    if t.select == "validation" and not t.eval_every:
+    rnd = t.get("randomise")  # absent from the configs of checkpoints made before it existed
+    randomised = [randomise(sc, rnd) for sc in scenarios] if rnd is not None and rnd.enabled else scenarios
+    select = str(t.get("select") or TrainSettings.select)
+    if select == "validation" and not t.eval_every:
         raise ConfigError("train.select=validation scores the periodic evaluations: set train.eval_every > 0")
     return Setup(scenarios, config.ccs(cfg), config.env_kwargs(cfg.env), config.plain(cfg.agent),
                  int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
                  int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
-                 int(t.torch_threads), train_scenarios=randomised, select=str(t.select),
-                 validation_runs=int(t.validation_runs))
+                 int(t.torch_threads), train_scenarios=randomised, select=select,
+                 validation_runs=int(t.get("validation_runs") or TrainSettings.validation_runs))
 
 
 def apply_runtime(s: Setup) -> None:
