@@ -28,7 +28,7 @@ import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -58,7 +58,7 @@ class TraceRecorder(gym.Wrapper):
         self._obs = np.asarray(obs)
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.transitions.append({"obs": self._obs.tolist() if self._obs is not None else None, "action": int(action),
                                  "reward": float(reward), "next_obs": np.asarray(obs).tolist(),
@@ -92,9 +92,6 @@ def learn_live(agent: OnlineAgent, env: gym.Env, steps: int, monitor: Any | None
     the loop the vector interface and the terminal observations it expects)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    if not isinstance(agent, OnlineAgent):
-        raise ConfigError(f"online learning on the live transport takes an online learner (LinUCB, Q-learning, "
-                          f"Peekaboo, FALCON); got {type(agent).__name__}")
     agent.learn(DummyVecEnv([lambda: env]), steps, monitor or LiveMonitor())  # type: ignore[arg-type]
 
 
@@ -115,7 +112,7 @@ def preset(name: str) -> dict[str, Any]:
         raise unknown_name("agent", name, [p.stem for p in (CONFIG_DIR / "agent").glob("*.yaml")])
     cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     assert isinstance(cfg, dict)
-    return cfg
+    return {str(k): v for k, v in cfg.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -146,12 +143,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     live = LiveEnv(scen, a.cc, backend="xquic", decision="interval", interval_ms=a.interval_ms, modes=a.modes,
                    observation=observation, reward=reward.pop("name", "ispras"), reward_params=reward, seed=a.seed)
     interface = {"agent": spec.get("name"), "kind": spec.get("kind"), "observation": observation,
-                 "n_features": int(live.observation_space.shape[0]), "n_actions": len(a.modes),
+                 "n_features": len(live.features), "n_actions": len(a.modes),
                  "n_paths": live.P, "decision": "interval"}
     if a.checkpoint:
-        agent, meta = checkpoint.load(a.checkpoint, expect=interface)
+        loaded, meta = checkpoint.load(a.checkpoint, expect=interface)
     else:
-        agent, meta = make_agent(spec, interface["n_features"], interface["n_actions"], a.seed), {}
+        loaded, meta = make_agent(spec, interface["n_features"], interface["n_actions"], a.seed), {}
+    if not isinstance(loaded, OnlineAgent):
+        raise ConfigError(f"online learning on the live transport takes an online learner (LinUCB, Q-learning, "
+                          f"Peekaboo, FALCON); {a.agent} is {type(loaded).__name__}")
+    agent = loaded
     env = TraceRecorder(live)
     monitor = LiveMonitor()
     try:

@@ -567,10 +567,10 @@ def _figure(cells: list[CellSummary], scheds: list[str], path: Path) -> None:
     ax.set_title("simulator (hatched) vs live XQUIC")
     ax.legend(fontsize=7, ncol=2)
     for c in cells:
-        s, lv = c.diff["sim"], c.diff["live"]
+        sd, lv = c.diff["sim"], c.diff["live"]
         base = {side: c.goodput.get((side, "minrtt"), (math.nan,))[0] for side in SIDES}
-        xs, ys = 100 * s[0] / base["sim"], 100 * lv[0] / base["live"]
-        ax2.errorbar(xs, ys, xerr=100 * s[1] / base["sim"], yerr=100 * lv[1] / base["live"], fmt="o",
+        xs, ys = 100 * sd[0] / base["sim"], 100 * lv[0] / base["live"]
+        ax2.errorbar(xs, ys, xerr=100 * sd[1] / base["sim"], yerr=100 * lv[1] / base["live"], fmt="o",
                      color="green" if c.sign_match else "red", capsize=2)
         ax2.annotate(f"{c.scenario.removeprefix('ispras_')} {c.cc}", (xs, ys), fontsize=7)
     ax2.axhline(0, color="grey", lw=0.5)
