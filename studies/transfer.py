@@ -400,8 +400,9 @@ class CellSummary:
         return None if "?" in (self.sign_sim, self.sign_live) else self.sign_sim == self.sign_live
 
     @property
-    def accepted(self) -> bool:
-        return math.isfinite(self.ratio_live) and self.ratio_live >= ACCEPT_RATIO
+    def accepted(self) -> bool | None:
+        """Live policy >= ACCEPT_RATIO x live minRTT (None: not measured live)."""
+        return None if not math.isfinite(self.ratio_live) else self.ratio_live >= ACCEPT_RATIO
 
 
 def summarise(record: Record) -> list[CellSummary]:
@@ -480,13 +481,14 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
               f"Live policy / live minRTT >= {ACCEPT_RATIO} in every cell; above minRTT beyond the CI in a cell "
               f"where a live heuristic shows more than {100 * HEADROOM:.0f}% headroom over minRTT.", ""]
     rows = [[c.scenario, c.cc, f"{c.ratio_live:.3f}" if math.isfinite(c.ratio_live) else "n/a",
-             "yes" if c.accepted else "no", f"{_pct(c.headroom_live)} ({c.headroom_by})" if c.headroom_by else "n/a",
+             {True: "yes", False: "no", None: "n/a"}[c.accepted], f"{_pct(c.headroom_live)} ({c.headroom_by})" if c.headroom_by else "n/a",
              c.sign_live] for c in cells]
     lines += [_md(["scenario", "cc", "policy/minRTT live", f">= {ACCEPT_RATIO}", "best live heuristic headroom",
                    "policy vs minRTT live"], rows), ""]
     wins = [c for c in cells if c.headroom_live > HEADROOM and c.sign_live == "+"]
     chances = [c for c in cells if c.headroom_live > HEADROOM]
-    lines += [f"Cells at >= {ACCEPT_RATIO}: {sum(c.accepted for c in cells)} of {len(cells)}; cells with > "
+    measured = [c.accepted for c in cells if c.accepted is not None]
+    lines += [f"Cells at >= {ACCEPT_RATIO}: {sum(measured)} of {len(measured)} measured live; cells with > "
               f"{100 * HEADROOM:.0f}% live headroom: {len(chances)}, won beyond the CI there: {len(wins)}.", ""]
     lines += ["## Decision mix", "",
               "Path 1's share of the bytes delivered; waits among the blocked decisions (fast path without "
@@ -601,7 +603,7 @@ def log_mlflow(record: Record, files: dict[str, Path], record_path: Path, tracki
             metrics[f"{c.scenario}/{c.cc}/live_ratio_to_minrtt"] = c.ratio_live
         matches = [c.sign_match for c in cells if c.sign_match is not None]
         metrics["sign_matches"], metrics["sign_cells"] = float(sum(matches)), float(len(matches))
-        metrics["cells_accepted"] = float(sum(c.accepted for c in cells))
+        metrics["cells_accepted"] = float(sum(bool(c.accepted) for c in cells))
         mlflow.log_metrics({k: v for k, v in metrics.items() if math.isfinite(v)})
         for p in [*files.values(), record_path]:
             mlflow.log_artifact(str(p))
