@@ -3,7 +3,6 @@ a live setup on tests/data/transfer_dqn_bbr2.json (the main job's policy, proven
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
