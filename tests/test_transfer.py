@@ -125,3 +125,25 @@ def test_bad_input_is_refused(tmp_path):
         Record.load(tmp_path / "bad.json")
     with pytest.raises(SystemExit):
         transfer.main(["--runs", "0", "--side", "none"])
+
+
+def test_simulator_side_of_a_checkpoint_and_a_sim_override(tmp_path):
+    """The simulator side end to end for a fresh checkpoint (its own training environment), and a
+    ``--sim-override`` reaching that environment (here the step length, validated by the schema)."""
+    from agents.training import run
+
+    from conftest import compose_config
+
+    cfg = compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "train.eval_every=0",
+                         "train.eval_runs=2", "train.steps=400", "cc=bbr2", "file_mb=1")
+    ckpt = run(cfg, tmp_path / "train")["checkpoint"]
+    args = ["--policy", str(ckpt), "--side", "sim", "--scenarios", "ispras_s3", "--ccs", "bbr", "--runs", "2",
+            "--heuristic-runs", "2", "--file-mb", "1", "--out", str(tmp_path / "out"), "--no-mlflow"]
+    transfer.main(args)
+    r = Record.load(tmp_path / "out" / "record.json")
+    assert {m.scheduler for m in r.measurements} == {POLICY, "minrtt", "ecf", "blest"}
+    pol = r.get("sim", "ispras_s3", "bbr", POLICY)
+    assert len(pol.goodput_mbps) == 2 and pol.blocked > 0 and set(pol.feature_quantiles) == set(r.features)
+    assert r.provenance["file_mb"] == 1.0 and r.provenance["commands"][-1].endswith("--no-mlflow")
+    with pytest.raises(ConfigError, match="dt_ms must be"):
+        transfer.main(args[:-3] + ["--out", str(tmp_path / "bad"), "--sim-override", "env.dt_ms=-1"])
