@@ -102,19 +102,24 @@ def behaviour_clone(agent: Agent, data: BlockedDecisions, settings: CloneSetting
     return CloneResult(len(data), data.waits / len(data), before, after, float(loss.detach()))
 
 
-def finetune(source: Path, dataset: Path, out: Path, settings: CloneSettings | None = None) -> tuple[Path, CloneResult]:
-    """The checkpoint ``source`` cloned on ``dataset`` into ``out`` (a checkpoint directory)."""
+def finetune(source: Path, datasets: Sequence[Path], out: Path,
+             settings: CloneSettings | None = None) -> tuple[Path, CloneResult]:
+    """The checkpoint ``source`` cloned on ``datasets`` (pooled) into ``out`` (a checkpoint directory)."""
     agent, meta = checkpoint.load(source)
-    data = BlockedDecisions.load(dataset)
-    observation = data.provenance.get("observation")
-    if observation and observation != meta.get("observation"):
-        raise ConfigError(f"the dataset carries the {observation!r} features; {source} reads {meta.get('observation')!r}")
+    parts = [BlockedDecisions.load(d) for d in datasets]
+    if not parts:
+        raise ConfigError("give at least one decision dataset")
+    for path, part in zip(datasets, parts):
+        observation = part.provenance.get("observation")
+        if observation and observation != meta.get("observation"):
+            raise ConfigError(f"{path} carries the {observation!r} features; {source} reads {meta.get('observation')!r}")
+    data = BlockedDecisions.concat(parts, parts[0].feature_names)
     cfg = settings or CloneSettings()
     result = behaviour_clone(agent, data, cfg)
-    prov = {k: v for k, v in data.provenance.items() if k in ("scenario", "cc", "scheduler", "xquic_commit",
-                                                             "kernel", "date", "command")}
-    meta = {**meta, "finetuned": {"from": str(source), "dataset": str(dataset), "dataset_provenance": prov,
-                                  "settings": asdict(cfg), "result": asdict(result)}}
+    keep = ("scenario", "cc", "scheduler", "xquic_commit", "kernel", "date", "command")
+    prov = [{k: v for k, v in part.provenance.items() if k in keep} for part in parts]
+    meta = {**meta, "finetuned": {"from": str(source), "datasets": [str(d) for d in datasets],
+                                  "dataset_provenance": prov, "settings": asdict(cfg), "result": asdict(result)}}
     yaml = (source / checkpoint.CONFIG).read_text()
     checkpoint.save(out, agent, meta, OmegaConf.to_yaml(OmegaConf.create(yaml)))
     return out, result
@@ -124,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m agents.offline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", type=Path, required=True, help="the simulator-trained DQN checkpoint")
-    ap.add_argument("--dataset", type=Path, required=True, help="blocked decisions (envs.live.dataset, .npz)")
+    ap.add_argument("--dataset", type=Path, nargs="+", required=True,
+                    help="blocked decisions (envs.live.dataset, .npz; several are pooled)")
     ap.add_argument("--out", type=Path, required=True, help="the fine-tuned checkpoint directory")
     defaults = CloneSettings()
     for name, value in asdict(defaults).items():

@@ -17,7 +17,7 @@ from envs.live.dataset import SEND, WAIT, BlockedDecisions
 from envs.vector_env import SB3VecEnv
 from conftest import ROOT
 
-RECORDED = ROOT / "tests" / "data" / "xquic_decisions_s1_bbr2_ecf.npz"
+RECORDED = ROOT / "tests" / "data" / "xquic_decisions_s1_bbr_ecf.npz"
 
 
 class Always:
@@ -44,7 +44,8 @@ def dqn_checkpoint(tmp_path_factory) -> Path:
 
 
 def demonstrations() -> BlockedDecisions:
-    """The recorded live dataset (XQUIC, ECF on ispras_s1 under BBRv2; provenance inside)."""
+    """The recorded live dataset (XQUIC, ECF on ispras_s1 under BBRv1, the best live heuristic of that
+    cell; provenance inside)."""
     if not RECORDED.is_file():
         pytest.fail(f"{RECORDED} is missing (record it with python -m envs.live.dataset)")
     return BlockedDecisions.load(RECORDED)
@@ -57,7 +58,7 @@ def test_recorded_dataset_has_provenance_and_both_answers():
     assert set(np.unique(d.actions)) <= {WAIT, SEND}
     for key in ("xquic_commit", "kernel", "date", "command", "scheduler", "scenario", "cc"):
         assert d.provenance.get(key), key
-    assert d.provenance["scheduler"] == "ecf"
+    assert d.provenance["scheduler"] == "ecf" and (d.provenance["scenario"], d.provenance["cc"]) == ("ispras_s1", "bbr")
 
 
 def test_behaviour_cloning_fits_the_live_heuristic_and_exports_as_before(dqn_checkpoint, tmp_path):
@@ -66,11 +67,11 @@ def test_behaviour_cloning_fits_the_live_heuristic_and_exports_as_before(dqn_che
 
     data = demonstrations()
     data.save(tmp_path / "d.npz")
-    out, r = finetune(dqn_checkpoint, tmp_path / "d.npz", tmp_path / "finetuned", CloneSettings(epochs=40, seed=0))
+    out, r = finetune(dqn_checkpoint, [tmp_path / "d.npz"], tmp_path / "finetuned", CloneSettings(epochs=40, seed=0))
     majority = max(data.waits, len(data) - data.waits) / len(data)
     assert r.agreement_after >= max(r.agreement_before, majority) and r.agreement_after > 0.9, r
     agent, meta = checkpoint.load(out)
-    assert meta["finetuned"]["dataset_provenance"]["scheduler"] == "ecf"
+    assert meta["finetuned"]["dataset_provenance"][0]["scheduler"] == "ecf"
     assert np.mean(agent.act(data.features) == data.actions) == pytest.approx(r.agreement_after)
     header = export_checkpoint(out, tmp_path / "policy.h")
     policy = ExportedPolicy(header)
