@@ -27,6 +27,8 @@ def main(cfg: DictConfig) -> None:
           f"Evaluation on the training scenarios and CCs ({cfg.train.eval_runs} runs each, unseen seeds):")
     print(result["table"])
     print(f"\ncheckpoint:  {result['checkpoint']}")
+    if result["best_checkpoint"]:
+        print(f"selected:    {result['best_checkpoint']} (train.select=validation; the evaluation above is of this one)")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}  (browse: mlflow ui)")
     print(result["time"])
 

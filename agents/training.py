@@ -31,6 +31,8 @@ from envs import compilation, config
 from envs.errors import ConfigError, Interrupted
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
+from envs.randomisation import randomise
+from envs.schema import TrainSettings
 from envs.metrics import DASH_METRICS, ITEM_METRICS, capped, mean_ci, metric_names
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
@@ -38,6 +40,7 @@ from envs.sim.simulator import SimConfig
 from envs.vector_env import SB3VecEnv
 
 log = logging.getLogger(__name__)
+VALIDATION_SEED_OFFSET = 3_000_000  # validation episodes: neither training, evaluation nor headroom-search seeds
 
 
 @dataclass
@@ -59,6 +62,9 @@ class Setup:
     sim: SimConfig
     torch_threads: int
     interface: dict[str, Any] = field(default_factory=dict)
+    train_scenarios: list[Scenario] = field(default_factory=list)  # the scenarios, randomised with train.randomise
+    select: str = TrainSettings.select  # which agent a run ends with
+    validation_runs: int = TrainSettings.validation_runs
 
     @property
     def config_hash(self) -> str:
@@ -68,10 +74,17 @@ class Setup:
 def setup(cfg: DictConfig, out_dir: Path) -> Setup:
     config.validate(cfg)
     t = cfg.train
-    return Setup(config.scenarios(cfg), config.ccs(cfg), config.env_kwargs(cfg.env), config.plain(cfg.agent),
+    scenarios = config.scenarios(cfg)
+    rnd = t.get("randomise")  # absent from the configs of checkpoints made before it existed
+    randomised = [randomise(sc, rnd) for sc in scenarios] if rnd is not None and rnd.enabled else scenarios
+    select = str(t.get("select") or TrainSettings.select)
+    if select == "validation" and not t.eval_every:
+        raise ConfigError("train.select=validation scores the periodic evaluations: set train.eval_every > 0")
+    return Setup(scenarios, config.ccs(cfg), config.env_kwargs(cfg.env), config.plain(cfg.agent),
                  int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
                  int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
-                 int(t.torch_threads))
+                 int(t.torch_threads), train_scenarios=randomised, select=select,
+                 validation_runs=int(t.get("validation_runs") or TrainSettings.validation_runs))
 
 
 def apply_runtime(s: Setup) -> None:
@@ -104,7 +117,7 @@ class TimedVecEnv(SB3VecEnv):
 
 def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None = None,
              ccs: list[str] | None = None) -> TimedVecEnv:
-    return TimedVecEnv(batch, scenario=scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
+    return TimedVecEnv(batch, scenario=scenarios or s.train_scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
                        cc_params=s.ccs, **s.env_kwargs)
 
 
@@ -161,6 +174,20 @@ def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any
                     row["diagnostics"] = diagnostics
                 rows.append(row)
     return rows
+
+
+def validation_score(agent: Agent, s: Setup) -> float:
+    """Held-out validation (as SB3's ``EvalCallback``, on episodes no training or evaluation uses):
+    the agent's goodput over minRTT's on the same ``validation_runs`` episodes of every training
+    scenario (randomised as in training) and CC, averaged over the episodes."""
+    ratios = []
+    seed = s.seed + VALIDATION_SEED_OFFSET
+    for scen in s.train_scenarios or s.scenarios:
+        for cc in s.ccs:
+            mine = evaluate_agent(agent, s, scen, cc, s.validation_runs, seed)["goodput_mbps"]
+            base = evaluate_heuristic(scen, cc, "minrtt", s.validation_runs, seed, s.sim, s.ccs.get(cc))["goodput_mbps"]
+            ratios.append(np.asarray(mine) / np.maximum(np.asarray(base), 1e-9))
+    return float(np.mean(np.concatenate(ratios)))
 
 
 def diagnostic_metrics(rows: list[dict[str, Any]], prefix: str) -> dict[str, float]:
@@ -237,8 +264,10 @@ class Progress:
     runs after every evaluation, with a fresh checkpoint written."""
 
     def __init__(self, s: Setup, agent: Agent, tracker: Tracker, start_step: int, save,
-                 on_eval: EvalHook | None = None) -> None:
+                 on_eval: EvalHook | None = None, save_best: Callable[[float], None] | None = None) -> None:
         self.s, self.agent, self.tracker, self.save, self.on_eval = s, agent, tracker, save, on_eval
+        self.save_best = save_best
+        self.best_score, self.best_step = -math.inf, -1  # train.select=validation: the best agent so far
         self.steps = self.start_step = start_step
         self.episodes = 0
         self.returns = np.zeros(s.n_envs)
@@ -276,6 +305,8 @@ class Progress:
                 self.tracker.log({f"eval/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"]},
                                  self.steps)
             self.tracker.log(diagnostic_metrics(rows, "eval"), self.steps)
+            if self.s.select == "validation":
+                self.validate()
             if self.on_eval is not None:
                 self.save(finished=False)
                 saved = True
@@ -285,6 +316,18 @@ class Progress:
             if not saved:  # the evaluation's checkpoint is this step's
                 self.save(finished=False)
         return self.steps < self.s.steps
+
+    def validate(self) -> None:
+        """Score the agent on the held-out validation episodes; keep it (``save_best``) when it
+        beats every earlier score."""
+        start = time.perf_counter()
+        score = validation_score(self.agent, self.s)
+        self.eval_seconds += time.perf_counter() - start
+        self.tracker.log({"validation/score": score}, self.steps)
+        if score > self.best_score:
+            self.best_score, self.best_step = score, self.steps
+            if self.save_best is not None:
+                self.save_best(score)
 
     def close(self) -> None:
         self.bar.close()
@@ -373,14 +416,18 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
                              **({} if own_run else {"resumed_from_run": str(meta.get("mlflow_run_id"))})})
         tracker = Tracker()
 
-        def save(finished: bool) -> None:
+        def save(finished: bool, directory: Path = ckpt_dir, **extra: Any) -> None:
             meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
                     "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
                     "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
-                    "mlflow_run_id": active.info.run_id}
-            checkpoint.save(ckpt_dir, agent, meta, s.config_yaml)
+                    "mlflow_run_id": active.info.run_id, **extra}
+            checkpoint.save(directory, agent, meta, s.config_yaml)
 
-        progress = Progress(s, agent, tracker, start, save, on_eval)
+        best_dir = out_dir / "best"
+        progress = Progress(s, agent, tracker, start, save, on_eval, lambda score: save(
+            True, best_dir, validation_score=score, selected_step=progress.steps))
+        if resume and (best_dir / checkpoint.META).is_file():
+            progress.best_score = float(checkpoint.read_meta(best_dir).get("validation_score", -math.inf))
         learning = time.perf_counter()
         split.startup = learning - started
         try:
@@ -404,7 +451,14 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         split.agent = evaluating - learning - env.seconds - progress.eval_seconds
         save(finished=True)
         final = time.perf_counter()
-        rows = compare_with_minrtt(agent, s, s.eval_runs)
+        chosen = agent
+        if s.select == "validation":
+            progress.validate()  # the agent as training ended is a candidate too
+            chosen = checkpoint.load(best_dir, expect=s.interface)[0]
+            mlflow.log_metrics({"validation/best_score": progress.best_score,
+                                "validation/selected_step": float(checkpoint.read_meta(best_dir)["selected_step"])})
+            mlflow.log_artifacts(str(best_dir), "best")
+        rows = compare_with_minrtt(chosen, s, s.eval_runs)
         final = time.perf_counter() - final
         split.evaluation += final
         if on_eval is not None:
@@ -423,6 +477,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         split.other = time.perf_counter() - evaluating - final
         mlflow.log_metrics(split.metrics())
         return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": active.info.run_id,
+                "best_checkpoint": best_dir if s.select == "validation" else None,
                 "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes,
                 "time": split}
 

@@ -174,6 +174,39 @@ def env_config(node: Any) -> EnvConfig:
 
 
 # --------------------------------------------------------------------- train, mlflow, live, tune
+SELECTIONS = ("last", "validation")
+
+
+@dataclass
+class RandomiseSettings:
+    """``train.randomise.*``: domain randomisation of the training scenarios (``envs.randomisation``):
+    each episode draws every path's value from ``[lo, hi]`` around the scenario's (factors multiply
+    it, ``*_ms`` ranges add to it, clipped at 0); ``[1, 1]`` (``[0, 0]``) leaves a field alone."""
+
+    enabled: bool = False
+    bandwidth_factor: list[float] = field(default_factory=lambda: [1.0, 1.0])  # x bandwidth_mbps
+    delay_factor: list[float] = field(default_factory=lambda: [0.8, 1.25])  # x delay_ms (and reverse_delay_ms)
+    jitter_add_ms: list[float] = field(default_factory=lambda: [-1.0, 1.0])  # + jitter_ms (std, ms)
+    loss_factor: list[float] = field(default_factory=lambda: [0.5, 2.0])  # x loss_pct
+    queue_factor: list[float] = field(default_factory=lambda: [0.5, 2.0])  # x queue_bdp or queue_packets
+
+    @staticmethod
+    def check_more(node: Any, prefix: str) -> None:
+        """Each range is ``[lo, hi]`` with lo <= hi; factors > 0."""
+        for f in fields(RandomiseSettings):
+            if f.name == "enabled":
+                continue
+            value = node.get(f.name) if hasattr(node, "get") else getattr(node, f.name)
+            pair = list(value) if value is not None and not isinstance(value, str) else None
+            factor = f.name.endswith("_factor")
+            ok = (pair is not None and len(pair) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                               for x in pair) and pair[0] <= pair[1]
+                  and (not factor or pair[0] > 0))
+            if not ok:
+                raise out_of_range(f"{prefix}{f.name}", pair if pair is not None else value,
+                                   "[lo, hi] with 0 < lo <= hi" if factor else "[lo, hi] with lo <= hi")
+
+
 @dataclass
 class TrainSettings:
     """``train.*`` of ``train.py`` (a trial's budget in ``tune.py``)."""
@@ -185,6 +218,11 @@ class TrainSettings:
     checkpoint_every: int = setting(10000, ge=0, integer=True)  # 0: only at the end
     resume: str | None = None  # a checkpoint directory to continue from
     torch_threads: int = setting(1, ge=1, integer=True)  # small networks train fastest on one thread
+    randomise: RandomiseSettings = field(default_factory=RandomiseSettings)
+    # last: the agent as training ends | validation: the periodic evaluation (eval_every) that scores best on
+    # validation_runs held-out (randomised, with train.randomise) episodes per scenario and CC, as best/
+    select: str = setting("last", one_of=SELECTIONS)
+    validation_runs: int = setting(16, ge=1, integer=True)
 
 
 @dataclass
@@ -346,7 +384,7 @@ class EvaluateConfig(CommonConfig):
 
 
 _SCHEMAS: dict[str, type] = {c.__name__: c for c in (
-    RewardConfig, EnvConfig, TrainSettings, MlflowSettings, LiveOptions, ObjectiveSettings, TuneSchedulerSettings,
+    RewardConfig, EnvConfig, RandomiseSettings, TrainSettings, MlflowSettings, LiveOptions, ObjectiveSettings, TuneSchedulerSettings,
     TuneSettings, RaySettings, StudyRaySettings)}
 
 

@@ -229,6 +229,14 @@ class XquicTransfer:
         self._drain()
         return self._concat(self._decisions, len(self.tb.paths))
 
+    def take_decisions(self) -> dict:
+        """The decision records collected since the last call (which forgets them: a long transfer
+        is read in pieces without keeping every record twice)."""
+        rec = self.decisions()
+        with self._lock:
+            self._decisions.clear()
+        return rec
+
     def sample_now(self) -> Sample | None:
         """The newest interval record as a telemetry Sample (simulator units)."""
         self._drain()

@@ -1,0 +1,155 @@
+"""The transfer report (studies.transfer) on recorded live XQUIC measurements: CI runs it without
+a live setup on tests/data/transfer_dqn_bbr2.json (the main job's policy, provenance inside)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from envs.errors import ConfigError
+from studies import transfer
+from studies.transfer import POLICY, Measurement, Record, summarise, write_report
+from conftest import ROOT
+
+RECORDED = ROOT / "tests" / "data" / "transfer_dqn_bbr2.json"
+CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
+
+
+def recorded() -> Record:
+    if not RECORDED.is_file():
+        pytest.fail(f"{RECORDED} is missing (python -m studies.transfer --policy ... --out DIR; copy DIR/record.json)")
+    return Record.load(RECORDED)
+
+
+def test_recorded_measurements_are_complete_with_provenance():
+    r = recorded()
+    prov = r.provenance
+    for key in ("xquic_commit", "kernel", "date", "commands", "mpsched_commit", "file_mb"):
+        assert prov.get(key), key
+    assert r.policy["agent"] == "dqn" and r.policy["ccs"] == ["bbr2"] and r.policy["header_sha256"]
+    assert set(r.cells()) == set(CELLS)
+    live_cells = [(scen, cc) for scen, cc in CELLS if r.get("live", scen, cc, POLICY) is not None]
+    assert live_cells == CELLS  # every ISPRAS cell measured live
+    for scen, cc in CELLS:
+        for side in ("sim", "live") if (scen, cc) in live_cells else ("sim",):
+            for s in (POLICY, "minrtt"):
+                m = r.get(side, scen, cc, s)
+                assert m is not None and len(m.goodput_mbps) >= 5, (side, scen, cc, s)
+            for s in ("ecf", "blest"):
+                assert len(r.get(side, scen, cc, s).goodput_mbps) >= 3
+        assert r.get("sim", scen, cc, POLICY).feature_count > 0
+    for scen, cc in live_cells:
+        live = r.get("live", scen, cc, POLICY)
+        assert len(live.load_avg) == len(live.goodput_mbps) == len(live.outcomes)  # every run's load average
+        assert live.date and live.feature_count > 0 and set(live.feature_quantiles) == set(r.features)
+
+
+def test_report_on_recorded_data(tmp_path):
+    r = recorded()
+    files = write_report(r, tmp_path)
+    text = files["report.md"].read_text()
+    cells = summarise(r)
+    matches = [c.sign_match for c in cells if c.sign_match is not None]
+    assert f"Sign right in {sum(matches)} of {len(matches)} cells." in text
+    measured = [c for c in cells if c.accepted is not None]
+    assert f"Cells at >= 0.95: {sum(bool(c.accepted) for c in measured)} of {len(measured)} measured live" in text
+    assert files["transfer.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = files["cells.csv"].read_text().strip().splitlines()
+    assert len(rows) == 1 + len(r.measurements)  # one row per scheduler, side and cell
+    for c in measured:  # the numbers in the report are the recorded runs' statistics
+        live = r.get("live", c.scenario, c.cc, POLICY).goodput_mbps
+        assert c.goodput["live", POLICY][0] == pytest.approx(np.nanmean(live))
+        base = np.nanmean(r.get("live", c.scenario, c.cc, "minrtt").goodput_mbps)
+        assert c.ratio_live == pytest.approx(np.nanmean(live) / base)
+        assert f"| {c.scenario} | {c.cc} | {c.ratio_live:.3f} |" in text
+
+
+def m(side, scheduler, goodput, scenario="s", cc="cubic", **kw) -> Measurement:
+    return Measurement(side, scenario, cc, scheduler, list(goodput), [[g * 0.7, g * 0.3] for g in goodput], **kw)
+
+
+def test_sign_counts_only_differences_beyond_their_ci():
+    r = Record({"label": "t"}, ["f"])
+    r.put(m("sim", POLICY, [11, 11.2, 10.8, 11.1, 10.9]))
+    r.put(m("sim", "minrtt", [10, 10.2, 9.8, 10.1, 9.9]))
+    r.put(m("live", POLICY, [5, 9, 7, 6, 8]))  # within the noise of minRTT's
+    r.put(m("live", "minrtt", [6, 8, 7, 7.5, 6.5]))
+    r.put(m("live", "ecf", [9, 9.5, 8.5]))
+    (c,) = summarise(r)
+    assert (c.sign_sim, c.sign_live, c.sign_match) == ("+", "0", False)
+    assert c.ratio_live == pytest.approx(1.0) and c.accepted
+    assert c.headroom_by == "ecf" and c.headroom_live == pytest.approx(9 / 7 - 1)
+    d, h = transfer.welch([1, 2, 3], [1, 2, 3])
+    assert d == 0 and h > 0 and transfer.sign(d, h) == "0"
+    assert transfer.sign(math.nan, 1.0) == "?"
+
+
+def test_decision_mix_and_features_in_the_report(tmp_path):
+    r = Record({"label": "t"}, ["cwnd_1"])
+    for side in ("sim", "live"):
+        r.put(m(side, POLICY, [10, 11], blocked=200, waits=50, feature_count=200,
+                feature_quantiles={"cwnd_1": [0.1, 0.2, 0.3, 0.4, 0.5] if side == "sim" else [1, 2, 3, 4, 5]}))
+        r.put(m(side, "minrtt", [10, 11]))
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "| s | cubic | policy | 70.0% | 70.0% | 25.0% of 200 | 25.0% of 200 |" in text
+    assert "| s | cubic | cwnd_1 | 0.1 / 0.2 / 0.3 / 0.4 / 0.5 | 1 / 2 / 3 / 4 / 5 |" in text
+
+
+def test_mlflow_run_has_the_report_as_artifacts(tmp_path):
+    import mlflow
+
+    r = recorded()
+    files = write_report(r, tmp_path / "out")
+    r.save(tmp_path / "out" / "record.json")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    run_id = transfer.log_mlflow(r, files, tmp_path / "out" / "record.json", uri)
+    client = mlflow.tracking.MlflowClient(uri)
+    names = {a.path for a in client.list_artifacts(run_id)}
+    assert {"report.md", "cells.csv", "transfer.png", "record.json"} <= names
+    metrics = client.get_run(run_id).data.metrics
+    cells = summarise(r)
+    assert metrics["sign_cells"] == sum(c.sign_match is not None for c in cells) >= 1
+    assert metrics["sign_matches"] == sum(bool(c.sign_match) for c in cells)
+
+
+def test_command_line_report_from_a_record(tmp_path, capsys):
+    transfer.main(["--side", "none", "--record", str(RECORDED), "--out", str(tmp_path), "--no-mlflow"])
+    out = capsys.readouterr().out
+    assert "# Transfer report" in out and (tmp_path / "record.json").is_file()
+
+
+def test_bad_input_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="no measurements"):
+        transfer.main(["--side", "none", "--record", str(tmp_path / "none.json"), "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match="--policy is required"):
+        transfer.main(["--side", "sim", "--out", str(tmp_path)])
+    with pytest.raises(ConfigError, match="unknown --heuristics entry 'fifo'"):
+        transfer.main(["--heuristics", "fifo", "--side", "none", "--out", str(tmp_path)])
+    (tmp_path / "bad.json").write_text(json.dumps({"format": 99}))
+    with pytest.raises(ConfigError, match="transfer record format 99"):
+        Record.load(tmp_path / "bad.json")
+    with pytest.raises(SystemExit):
+        transfer.main(["--runs", "0", "--side", "none"])
+
+
+def test_simulator_side_of_a_checkpoint_and_a_sim_override(tmp_path):
+    """The simulator side end to end for a fresh checkpoint (its own training environment), and a
+    ``--sim-override`` reaching that environment (here the step length, validated by the schema)."""
+    from agents.training import run
+
+    from conftest import compose_config
+
+    cfg = compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "train.eval_every=0",
+                         "train.eval_runs=2", "train.steps=400", "cc=bbr2", "file_mb=1")
+    ckpt = run(cfg, tmp_path / "train")["checkpoint"]
+    args = ["--policy", str(ckpt), "--side", "sim", "--scenarios", "ispras_s3", "--ccs", "bbr", "--runs", "2",
+            "--heuristic-runs", "2", "--file-mb", "1", "--out", str(tmp_path / "out"), "--no-mlflow"]
+    transfer.main(args)
+    r = Record.load(tmp_path / "out" / "record.json")
+    assert {m.scheduler for m in r.measurements} == {POLICY, "minrtt", "ecf", "blest"}
+    pol = r.get("sim", "ispras_s3", "bbr", POLICY)
+    assert len(pol.goodput_mbps) == 2 and pol.blocked > 0 and set(pol.feature_quantiles) == set(r.features)
+    assert r.provenance["file_mb"] == 1.0 and r.provenance["commands"][-1].endswith("--no-mlflow")
+    with pytest.raises(ConfigError, match="dt_ms must be"):
+        transfer.main(args[:-3] + ["--out", str(tmp_path / "bad"), "--sim-override", "env.dt_ms=-1"])
