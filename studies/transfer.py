@@ -25,9 +25,10 @@ go in short batches (``--scenarios``/``--ccs``/``--side live``) and a rerun skip
 ``--side none`` only writes the report from a record (CI does that on ``tests/data``).
 
 The simulator side runs in the environment of the policy's own training config
-(``envs.schema.EnvConfig`` through ``agents.training.setup``); ``--sim-override KEY=VALUE``
-changes that config (validated by the schema) for the simulator side only, e.g. another
-simulator profile.
+(``envs.schema.EnvConfig`` through ``agents.training.setup``) under the XQUIC stack profile
+(``env.stack=xquic``, the stack measured live; README, "Stack profiles"); ``--sim-override
+KEY=VALUE`` changes that config (validated by the schema) for the simulator side only, e.g.
+``env.stack=linux`` to see the other profile's forecast.
 
     python -m studies.transfer --policy outputs/<date>/<time>/checkpoint
     python -m studies.transfer --policy "agent=dqn cc=bbr2" --scenarios ispras_s1 --ccs cubic --side live
@@ -63,6 +64,7 @@ from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.features import feature_set
 from envs.metrics import mean_ci
 from envs.scenario import Scenario, resolve_scenarios
+from envs.sim.stacks import BACKEND_STACK
 
 POLICY = "policy"
 HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them
@@ -202,9 +204,9 @@ def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | No
     agent, meta = checkpoint.load(directory)
     cfg = OmegaConf.load(directory / checkpoint.CONFIG)
     assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
-    if sim_overrides:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(sim_overrides)))
-        assert isinstance(cfg, DictConfig)
+    # the simulator imitates the stack measured live (XQUIC), whatever the policy was trained under
+    cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([f"env.stack={BACKEND_STACK['xquic']}", *sim_overrides]))
+    assert isinstance(cfg, DictConfig)
     s = setup(cfg, directory.parent)
     apply_runtime(s)
     if meta.get("decision") != "blocked":

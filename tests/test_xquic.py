@@ -309,6 +309,7 @@ def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
 
 
 @needs_live
+@pytest.mark.live
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_evaluate_py_with_xquic_prints_every_format(tmp_path, fmt):
     """``evaluate.py backend=live live.backend=xquic ... format=json`` used to run every transfer
