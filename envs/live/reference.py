@@ -20,8 +20,8 @@ dependency). Tables:
 Every cell holds every run's value and the 1-minute load average of the machine when that run
 ended (the recording machine is shared; the load says how busy it was). A cell holds at least
 ``MIN_RUNS`` runs; cells recorded with fewer (an interrupted recording) are kept apart in
-``incomplete`` and never served by ``cell()``. Runs that produced no value (an error) are kept,
-as text, in the cell's ``failed``.
+``incomplete`` and never served by ``cell()``. Runs not counted (an error, or a run found distorted and
+re-recorded, with the reason) are kept, as text, in the cell's ``failed``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class ReferenceCell:
     runs: tuple[float, ...]
     load: tuple[float, ...]  # 1-minute load average at each run
     outcomes: tuple[str, ...] = ()  # per run, how the transfer ended (e.g. "finished", "ooo_abort")
-    failed: tuple[str, ...] = ()  # runs that produced no value: what went wrong
+    failed: tuple[str, ...] = ()  # runs not in ``runs`` (an error, or replaced as distorted): what and why
 
     @property
     def mean(self) -> float:
