@@ -49,16 +49,6 @@ GAPS: dict[tuple[str, str], str] = {
         "every CC near the 140 Mbit/s capacity in the simulator (124.9-127.4); the live runs were recorded at "
         "a load average of 12 on 2 cores and XQUIC works per packet in user space; missing: that CPU "
         "bound (and QUIC's header overhead, MSS 1448 of payload assumed), not a transport mechanism",
-    ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr"):
-        "sim 0.93 vs live 0.36 [0.14-0.61] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, missing: xqc_bbr.c's response to the "
-        "tail drops of an overflowing 1 BDP buffer (its long-term bandwidth sampling, lt_bw), which the "
-        "model's BBRv1 ignores",
-    ("queue", "stack=xquic, buffer_bdp=1.0, cc=bbr2"):
-        "sim 0.79 vs live 0.18 [0.08-0.25] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's; if it is, XQUIC's BBRv2 backs off from tail drops "
-        "further than the model's inflight_hi (as in its ISPRAS cells); not identified",
-    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
-        "sim 1.71 vs live 0.26 [0.00-0.59] BDP: the recorder flags XQUIC's bbr and bbr2 queue cells as likely limited by the sender's CPU (load 9-13 on 2 cores, 18-42 of 50 Mbit/s carried), so the live figure may not be the CC's (an earlier run on an idle testbed measured about "
-        "3.4 BDP, docs/transport.md, where the model's small fluid extra_acked would be the missing part)",
     ("queue", "stack=xquic, buffer_bdp=5.0, cc=cubic"):
         "sim 4.21 vs live 3.65 [3.61-3.70] BDP (0.56 over the 0.5 mark): two XQUIC CUBIC flows fill the 5 "
         "BDP buffer less than the model's CUBIC (the same for both stacks; Linux's 4.42 matches); not "
@@ -74,6 +64,56 @@ GAPS: dict[tuple[str, str], str] = {
     ("ispras_linux", "scenario=ispras_s2, cc=reno"):
         "sim 13.9 vs live 10.5 [10.1-11.3] Mbit/s (x1.33): not identified (candidates: PRR's pacing of the "
         "recovery (RFC 6937), the kernel MPTCP scheduler where the model runs minRTT)",
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=0.0, cc=bbr2"):
+        "sim 44.33 vs live 30.90 [28.67-32.67] Mbit/s (x1.43): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=reno"):
+        "sim 2.71 vs live 1.11 [1.07-1.17] Mbit/s (x2.45): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
+        "sim 2.48 vs live 1.48 [1.45-1.54] Mbit/s (x1.67): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=bbr2"):
+        "sim 13.16 vs live 3.39 [3.13-3.76] Mbit/s (x3.89): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=reno"):
+        "sim 1.91 vs live 0.67 [0.43-0.84] Mbit/s (x2.84): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=cubic"):
+        "sim 1.70 vs live 1.14 [1.08-1.19] Mbit/s (x1.49): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=bbr2"):
+        "sim 5.58 vs live 2.13 [1.90-2.32] Mbit/s (x2.62): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=0.0, cc=reno"):
+        "sim 3.02 vs live 2.06 [1.85-2.23] Mbit/s (x1.46): random loss without reordering: XQUIC's recovery loses more than the model's; not identified (candidates: xqc_new_reno.c's recovery per loss event, XQUIC's ACK frequency)",
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=0.0, cc=bbr2"):
+        "sim 35.04 vs live 25.89 [24.23-28.61] Mbit/s (x1.35): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=reno"):
+        "sim 2.29 vs live 0.97 [0.90-1.03] Mbit/s (x2.35): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=cubic"):
+        "sim 1.97 vs live 1.29 [1.27-1.32] Mbit/s (x1.53): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=bbr2"):
+        "sim 12.39 vs live 3.01 [2.84-3.30] Mbit/s (x4.12): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=reno"):
+        "sim 1.76 vs live 0.55 [0.30-0.77] Mbit/s (x3.23): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=cubic"):
+        "sim 1.52 vs live 1.09 [1.08-1.11] Mbit/s (x1.39): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
+        "sim 13.99 vs live 9.86 [9.38-10.38] Mbit/s (x1.42): the model's BBRv1 keeps more of its rate under 5 ms of reordering jitter than XQUIC's; not identified (candidate: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr2"):
+        "sim 5.30 vs live 1.73 [1.45-2.04] Mbit/s (x3.07): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=reno"):
+        "sim 2.93 vs live 1.15 [1.14-1.16] Mbit/s (x2.55): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=cubic"):
+        "sim 2.69 vs live 1.66 [1.58-1.71] Mbit/s (x1.62): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=bbr2"):
+        "sim 13.59 vs live 3.56 [3.00-4.15] Mbit/s (x3.82): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=reno"):
+        "sim 2.02 vs live 0.68 [0.46-0.80] Mbit/s (x2.96): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=cubic"):
+        "sim 1.76 vs live 1.13 [1.09-1.17] Mbit/s (x1.55): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=bbr"):
+        "sim 13.89 vs live 9.48 [8.96-10.25] Mbit/s (x1.47): the model's BBRv1 keeps more of its rate under 5 ms of reordering jitter than XQUIC's; not identified (candidate: " + BURSTS + ")",
+    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=bbr2"):
+        "sim 6.93 vs live 1.95 [1.57-2.16] Mbit/s (x3.56): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
+        "sim 1.71 vs live 3.73 [3.67-3.76] BDP: two XQUIC BBR flows (re-recorded on an idle machine) hold about 3.1-3.7 BDP where the model's hold 1.1-1.7: missing: ACK aggregation as BBR's extra_acked term sees it live (the fluid core ACKs every step, so extra_acked stays small)",
+    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr2"):
+        "sim 1.10 vs live 3.12 [1.89-3.76] BDP: two XQUIC BBR flows (re-recorded on an idle machine) hold about 3.1-3.7 BDP where the model's hold 1.1-1.7: missing: ACK aggregation as BBR's extra_acked term sees it live (the fluid core ACKs every step, so extra_acked stays small)",
 }
 # CC orderings the model misses: (stack, scenario) -> why
 ORDER_GAPS: dict[tuple[str, str], str] = {
