@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from envs.live.setup import unavailable_reason
+from envs.sim.simulator import SimConfig
 from conftest import ROOT
 
 REASON = unavailable_reason()
@@ -340,7 +341,7 @@ def test_two_kernel_bbr_flows_hold_the_standing_queue_the_simulator_holds():
         time.sleep(30.0)
         live = queue.mean(10.0, 30.0) / bdp_wire
         goodput = flows.goodput_mbps()
-    sim = standing_queue_bdp("bbr")  # the simulator's side of the same law
+    sim = standing_queue_bdp("bbr", config=SimConfig(stack="linux"))  # the simulator's side, as Linux (kernel flows)
     print(f"two bbr flows, 5 BDP buffer: live {live:.2f} BDP (goodput {goodput}), simulator {sim:.2f} BDP")
     assert 0.6 <= live <= 1.4
     assert abs(live - sim) <= 0.4
