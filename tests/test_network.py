@@ -49,7 +49,9 @@ def acked_rates(sim: Simulator, start_s: float, end_s: float) -> np.ndarray:
 def test_rfc6356_coupled_pair_takes_one_tcp_share(cc: str, low: float, high: float) -> None:
     """RFC 6356 sec. 2 (goals 1-2): a multipath flow should take no more than a single TCP flow
     on its best path where they share a bottleneck. The pair against one Reno flow, 10-60 s."""
-    sim = Simulator(shared_bottleneck(60.0, {"flows": 1, "cc": "reno"}), cc, batch=2, seed=0)
+    # the coupled CCs are the Linux stack's (envs/sim/stacks.py), so the pair runs under its profile
+    sim = Simulator(shared_bottleneck(60.0, {"flows": 1, "cc": "reno"}), cc, batch=2, seed=0,
+                    config=SimConfig(stack="linux"))
     sim.reset()
     r = acked_rates(sim, 10.0, 60.0)
     ratio = r[:, :2].sum(axis=1) / r[:, 2]
@@ -121,7 +123,7 @@ def test_poisson_arrivals_come_and_go_reproducibly() -> None:
     competing = {"flows": 0, "cc": "reno", "arrivals": {"rate_per_s": 2.0, "mean_kb": 200, "slots": 8}}
     counts = []
     for _ in range(2):
-        sim = Simulator(shared_bottleneck(20.0, competing), "lia", batch=1, seed=3)
+        sim = Simulator(shared_bottleneck(20.0, competing), "lia", batch=1, seed=3, config=SimConfig(stack="linux"))
         sim.reset()
         active = []
         for _ in range(200):
