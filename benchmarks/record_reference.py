@@ -52,13 +52,13 @@ from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.verification import VerificationError  # noqa: E402
 from envs.scenario import Scenario, WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
+# the recording settings have one home, beside the simulator side that replays them
+from envs.fidelity import (GRID_BUFFER_BDP, GRID_DELAY_MS, GRID_MBPS, GRID_SECONDS, ISPRAS_FILE_MIB, MIB,  # noqa: E402
+                           QUEUE_DELAY_MS, QUEUE_END_S, QUEUE_MBPS, QUEUE_WARMUP_S)
+from envs.sim.stacks import LIVE_BACKEND  # noqa: E402
 
-MIB = 1 << 20
 STACK_CCS = {"xquic": ("reno", "cubic", "bbr", "bbr2"), "linux": ("reno", "cubic", "bbr")}
-BACKEND = {"xquic": "xquic", "linux": "mptcp"}
 QUEUE_CCS = {"linux": ("cubic", "bbr"), "xquic": ("cubic", "bbr", "bbr2")}
-QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0  # as sim_vs_live.py
-GRID_MBPS, GRID_DELAY_MS, GRID_BUFFER_BDP = 50.0, 20.0, 1.0
 HARNESS = ("Mininet testbed of this repository (envs.live.testbed: client - one router per path - server, "
            "bottleneck on the router's egress: HTB rate + pfifo drop-tail), emulation={mode} (random loss by nft "
            "numgen and delay + N(0, jitter) per packet by the NFQUEUE delay line, reordering, in both directions, "
@@ -191,9 +191,9 @@ def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,
                      capped: bool) -> tuple[tuple[float, ...] | None, str]:
     """One transfer's goodput (Mbit/s) and outcome; None and the error for a failed run. A
     ``capped`` XQUIC transfer ends at its time cap by design (outcome ``timeout``)."""
-    backend = get_backend(BACKEND[stack])
+    backend = get_backend(LIVE_BACKEND[stack])
     sched = {"scheduler": "minrtt"} if stack == "xquic" else {}
-    result, retried = run_transfer(backend, tb, cc, workload, LiveOptions(backend=BACKEND[stack]), sched)
+    result, retried = run_transfer(backend, tb, cc, workload, LiveOptions(backend=LIVE_BACKEND[stack]), sched)
     outcome = result.extra.get("outcome", "finished" if workload.type == "file" else "bulk")
     if capped and outcome == "timeout":
         outcome = f"capped at {workload.duration_s:g} s"
@@ -301,13 +301,13 @@ def main() -> int:
     p.add_argument("--stack", choices=tuple(STACK_CCS), required=True)
     p.add_argument("--scenarios", default="ispras_s1,ispras_s2,ispras_s3")
     p.add_argument("--ccs")
-    p.add_argument("--file-mib", type=float, default=20.0)
+    p.add_argument("--file-mib", type=float, default=ISPRAS_FILE_MIB)
     p = sub.add_parser("grid", parents=[common], help="single path: random loss x jitter x CCs, bulk")
     p.add_argument("--stack", choices=tuple(STACK_CCS), required=True)
     p.add_argument("--loss", default="0,0.5,2", help="random loss, %% per direction")
     p.add_argument("--jitter", default="0,2,5", help="jitter (standard deviation), ms per direction")
     p.add_argument("--ccs")
-    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--seconds", type=float, default=GRID_SECONDS)
     p = sub.add_parser("queue", parents=[common], help="two-flow standing queue, 1 and 5 BDP buffers")
     p.add_argument("--stacks", default="linux,xquic")
     p.add_argument("--buffers", default="1,5")

@@ -35,7 +35,7 @@ SPEARMAN_MIN = 0.8
 GRID_REL = 0.30
 QUEUE_ABS_BDP = 0.5
 MIB = 1 << 20
-# the settings the recorder (benchmarks/record_reference.py) measured with
+# the settings the live tables are recorded with (benchmarks/record_reference.py reads them here)
 ISPRAS_FILE_MIB = 20.0  # its --file-mib default
 GRID_MBPS, GRID_DELAY_MS, GRID_BUFFER_BDP, GRID_SECONDS = 50.0, 20.0, 1.0, 10.0  # 40 ms RTT; --seconds default
 QUEUE_MBPS, QUEUE_DELAY_MS, QUEUE_WARMUP_S, QUEUE_END_S = 50.0, 20.0, 10.0, 30.0
