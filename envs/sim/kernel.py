@@ -653,26 +653,46 @@ def _cancel_detection(c, ho, k):
 @njit(cache=True, _nrt=False)
 def _detect_due(t, c, ho):
     """Declare the losses whose detection is due at step t, in slot order (the order of the
-    additions to CN_PENDING), and note the next detection time."""
-    last = -1
-    while True:
-        best = ho.shape[0]
-        for i in range(int(c[CN_N_DET])):
-            k = int(ho[i, HOLE_DLIST])
-            if ho[k, HOLE_DETECT_AT] <= t and last < k < best:
-                best = k
-        if best == ho.shape[0]:
-            break
-        _add_pending(c, ho, best, ho[best, HOLE_UNDET])
-        ho[best, HOLE_UNDET] = 0.0
-        _cancel_detection(c, ho, best)
-        last = best
+    additions to CN_PENDING), and note the next detection time. One pass moves the due entries
+    to the end of the detection list, sorted so that the lowest slot comes last; each is then
+    the list's last entry when it leaves it (the list's order is otherwise free)."""
+    n = int(c[CN_N_DET])
+    due = 0
     nxt = math.inf
-    for i in range(int(c[CN_N_DET])):
-        da = ho[int(ho[i, HOLE_DLIST]), HOLE_DETECT_AT]
-        if da < nxt:
-            nxt = da
+    i = 0
+    while i < n - due:
+        k = int(ho[i, HOLE_DLIST])
+        da = ho[k, HOLE_DETECT_AT]
+        if da <= t:
+            due += 1
+            _list_swap(ho, i, n - due)
+        else:
+            if da < nxt:
+                nxt = da
+            i += 1
+    lo = n - due
+    for a in range(lo + 1, n):  # insertion sort of the due entries, highest slot first
+        j = a
+        while j > lo and ho[j - 1, HOLE_DLIST] < ho[j, HOLE_DLIST]:
+            _list_swap(ho, j - 1, j)
+            j -= 1
+    for a in range(n - 1, lo - 1, -1):
+        k = int(ho[a, HOLE_DLIST])
+        _add_pending(c, ho, k, ho[k, HOLE_UNDET])
+        ho[k, HOLE_UNDET] = 0.0
+        _cancel_detection(c, ho, k)
     c[CN_NEXT_DETECT] = nxt
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _list_swap(ho, i, j):
+    """Swap entries i and j of the detection list."""
+    ki = ho[i, HOLE_DLIST]
+    kj = ho[j, HOLE_DLIST]
+    ho[i, HOLE_DLIST] = kj
+    ho[int(kj), HOLE_DPOS] = i
+    ho[j, HOLE_DLIST] = ki
+    ho[int(ki), HOLE_DPOS] = j
 
 
 @njit(cache=True, _nrt=False)
