@@ -12,7 +12,9 @@ ispras_s1 under bbr with a 1 ms step:
   simulation, reward, features) and its cost per call;
 - the batched core (minRTT inside the kernel) at B = 1, 64, 1024 with 2 paths, and how the cost
   grows with the number of paths (2, 4, 8) and with B: per connection-step, per path-step and per
-  packet sent;
+  packet sent, under the default stack profile (xquic) and, at B = 64, under each other profile
+  (``envs/sim/stacks.py``), with the packets each declares lost and retransmits per
+  connection-step (its loss path's work);
 - a network: MPTCP-TUT's full mesh (mptcp_tut_mesh_e3: 6 subflows over 5 shared bottlenecks,
   LIA, minRTT) at B = 64;
 - peak resident memory of each process and the size of the simulator's state arrays.
@@ -46,10 +48,11 @@ def _state_mb(sim) -> float:
     return sum(v.nbytes for v in vars(sim).values() if hasattr(v, "nbytes")) / 1e6
 
 
-def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
-    from envs.sim.layout import FL_SENT_PKTS
-    from envs.sim.simulator import Simulator
-    sim = Simulator(scenario(n_paths, sim_s), "bbr", batch=batch, seed=0)
+def case_core(batch: int, n_paths: int, sim_s: float, stack: str | None = None) -> dict:
+    from envs.sim.layout import FL_SENT_PKTS, OBS_LOSSES, OBS_RETRANS
+    from envs.sim.simulator import SimConfig, Simulator
+    sim = Simulator(scenario(n_paths, sim_s), "bbr", batch=batch, seed=0,
+                    config=SimConfig() if stack is None else SimConfig(stack=stack))
     sim.reset()
     sim.advance(1)  # compile / load outside the timing
     t0, c0 = time.perf_counter(), time.process_time()
@@ -60,6 +63,8 @@ def case_core(batch: int, n_paths: int, sim_s: float) -> dict:
             "sim_s_per_cpu_s": batch * sim_s / cpu, "us_per_conn_step": cpu / conn_steps * 1e6,
             "pkts_per_conn_step": float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum() / conn_steps),
             "ns_per_packet": cpu / max(float(sim.fl[:, :n_paths, FL_SENT_PKTS].sum()), 1.0) * 1e9,
+            "declared_per_conn_step": float(sim.obs[:, :n_paths, OBS_LOSSES].sum() / conn_steps),
+            "retrans_per_conn_step": float(sim.obs[:, :n_paths, OBS_RETRANS].sum() / conn_steps),
             "state_mb": _state_mb(sim)}
 
 
@@ -163,12 +168,16 @@ def main(quick: bool) -> None:
     grid = [(2, 1), (2, 64), (2, 1024), (4, 1), (4, 64), (4, 1024), (8, 1), (8, 64), (8, 1024)]
     if quick:
         grid = [(2, 1), (2, 64), (2, 1024), (4, 64), (8, 64)]
-    for n_paths, batch in grid:
-        r = run_case(["core", str(batch), str(n_paths), str(sim_s)])
-        print(f"  paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
-              f"{r['us_per_conn_step']:6.3f} us per connection-step, {r['us_per_conn_step'] / n_paths:6.3f} per path, "
-              f"{r['ns_per_packet']:5.1f} ns per packet ({r['pkts_per_conn_step']:.1f} packets), "
-              f"state {r['state_mb']:6.1f} MB, peak {r['peak_mb']:5.0f} MB")
+    from envs.sim.stacks import DEFAULT_STACK, STACKS
+    runs = [(n_paths, batch, DEFAULT_STACK) for n_paths, batch in grid]
+    runs += [(2, 64, stack) for stack in STACKS if stack != DEFAULT_STACK]
+    for n_paths, batch, stack in runs:
+        r = run_case(["core", str(batch), str(n_paths), str(sim_s), stack])
+        print(f"  stack={stack} paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time "
+              f"({r['sim_s_per_cpu_s']:9.0f}), {r['us_per_conn_step']:6.3f} us per connection-step, "
+              f"{r['us_per_conn_step'] / n_paths:6.3f} per path, {r['ns_per_packet']:5.1f} ns per packet "
+              f"({r['pkts_per_conn_step']:.1f} packets, {r['declared_per_conn_step']:.2f} declared lost, "
+              f"{r['retrans_per_conn_step']:.2f} retransmitted), state {r['state_mb']:6.1f} MB, peak {r['peak_mb']:5.0f} MB")
     r = run_case(["mesh", "64", str(sim_s)])
     print(f"\nnetwork, MPTCP-TUT full mesh (mptcp_tut_mesh_e3, 6 subflows over 5 shared bottlenecks, lia) B=   64: "
           f"{r['sim_s_per_wall_s']:9.0f} x real time ({r['sim_s_per_cpu_s']:9.0f}), "
@@ -184,7 +193,7 @@ if __name__ == "__main__":
         main(ns.quick)
     else:
         kind, *rest = ns.case
-        result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2])),
+        result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2]), *rest[3:]),
                   "gym": lambda: case_gym(rest[0], float(rest[1]), rest[2] == "sample", *rest[3:]), "cold": case_cold,
                   "mesh": lambda: case_mesh(int(rest[0]), float(rest[1]))}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
