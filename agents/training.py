@@ -10,7 +10,7 @@ import math
 import shlex
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -31,7 +31,7 @@ from envs import compilation, config
 from envs.errors import ConfigError, Interrupted
 from envs.decision import DecisionProcess
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
-from envs.randomisation import randomise
+from envs.randomisation import StackDraw, randomise, stack_draw
 from envs.schema import TrainSettings
 from envs.metrics import DASH_METRICS, ITEM_METRICS, capped, mean_ci, metric_names
 from envs.multipath_env import build_process
@@ -63,6 +63,7 @@ class Setup:
     torch_threads: int
     interface: dict[str, Any] = field(default_factory=dict)
     train_scenarios: list[Scenario] = field(default_factory=list)  # the scenarios, randomised with train.randomise
+    stack_draw: StackDraw | None = None  # the stack profile drawn per training episode (train.randomise)
     select: str = TrainSettings.select  # which agent a run ends with
     validation_runs: int = TrainSettings.validation_runs
 
@@ -76,14 +77,17 @@ def setup(cfg: DictConfig, out_dir: Path) -> Setup:
     t = cfg.train
     scenarios = config.scenarios(cfg)
     rnd = t.get("randomise")  # absent from the configs of checkpoints made before it existed
-    randomised = [randomise(sc, rnd) for sc in scenarios] if rnd is not None and rnd.enabled else scenarios
+    on = rnd is not None and rnd.enabled
+    randomised = [randomise(sc, rnd) for sc in scenarios] if on else scenarios
+    ccs = config.ccs(cfg)
+    draw = stack_draw(rnd, str(cfg.env.stack), list(ccs)) if on else None
     select = str(t.get("select") or TrainSettings.select)
     if select == "validation" and not t.eval_every:
         raise ConfigError("train.select=validation scores the periodic evaluations: set train.eval_every > 0")
-    return Setup(scenarios, config.ccs(cfg), config.env_kwargs(cfg.env), config.plain(cfg.agent),
+    return Setup(scenarios, ccs, config.env_kwargs(cfg.env), config.plain(cfg.agent),
                  int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
                  int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
-                 int(t.torch_threads), train_scenarios=randomised, select=select,
+                 int(t.torch_threads), train_scenarios=randomised, stack_draw=draw, select=select,
                  validation_runs=int(t.get("validation_runs") or TrainSettings.validation_runs))
 
 
@@ -118,7 +122,7 @@ class TimedVecEnv(SB3VecEnv):
 def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None = None,
              ccs: list[str] | None = None) -> TimedVecEnv:
     return TimedVecEnv(batch, scenario=scenarios or s.train_scenarios or s.scenarios, cc=ccs or list(s.ccs), seed=seed,
-                       cc_params=s.ccs, **s.env_kwargs)
+                       cc_params=s.ccs, stack_draw=s.stack_draw, **s.env_kwargs)
 
 
 def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> dict[str, Any]:
@@ -132,16 +136,18 @@ def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> 
 
 
 # ---------------------------------------------------------------------------------- evaluation
-def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int) -> dict[str, np.ndarray]:
+def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int,
+                   stack_draw: StackDraw | None = None) -> dict[str, np.ndarray]:
     """One episode per run with deterministic actions; per-run metrics."""
-    return evaluate_policy(agent, s, scenario, cc, runs, seed)[0]
+    return evaluate_policy(agent, s, scenario, cc, runs, seed, stack_draw)[0]
 
 
-def evaluate_policy(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int,
-                    seed: int) -> tuple[dict[str, np.ndarray], PolicyDiagnostics]:
+def evaluate_policy(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int,
+                    stack_draw: StackDraw | None = None) -> tuple[dict[str, np.ndarray], PolicyDiagnostics]:
     """``evaluate_agent`` plus the policy's diagnostics on the same episodes (action shares,
     agreement with the reference heuristics, warnings: ``agents.diagnostics``)."""
-    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs, **s.env_kwargs)
+    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs, stack_draw=stack_draw,
+                            **s.env_kwargs)
     process.reset()
     log = DecisionLog(process)
     while not process.sim.done.all():
@@ -179,13 +185,14 @@ def compare_with_minrtt(agent: Agent, s: Setup, runs: int) -> list[dict[str, Any
 def validation_score(agent: Agent, s: Setup) -> float:
     """Held-out validation (as SB3's ``EvalCallback``, on episodes no training or evaluation uses):
     the agent's goodput over minRTT's on the same ``validation_runs`` episodes of every training
-    scenario (randomised as in training) and CC, averaged over the episodes."""
+    scenario (randomised as in training, the stack profile too) and CC, averaged over the episodes."""
     ratios = []
     seed = s.seed + VALIDATION_SEED_OFFSET
+    sim = replace(s.sim, stack_draw=s.stack_draw)
     for scen in s.train_scenarios or s.scenarios:
         for cc in s.ccs:
-            mine = evaluate_agent(agent, s, scen, cc, s.validation_runs, seed)["goodput_mbps"]
-            base = evaluate_heuristic(scen, cc, "minrtt", s.validation_runs, seed, s.sim, s.ccs.get(cc))["goodput_mbps"]
+            mine = evaluate_agent(agent, s, scen, cc, s.validation_runs, seed, s.stack_draw)["goodput_mbps"]
+            base = evaluate_heuristic(scen, cc, "minrtt", s.validation_runs, seed, sim, s.ccs.get(cc))["goodput_mbps"]
             ratios.append(np.asarray(mine) / np.maximum(np.asarray(base), 1e-9))
     return float(np.mean(np.concatenate(ratios)))
 

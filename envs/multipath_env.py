@@ -7,7 +7,8 @@ workload. ``info`` carries the running goodput and, at the end, the episode's me
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,19 +20,25 @@ from envs.schema import EnvConfig
 from envs.sim.simulator import Simulator
 from envs.sim.stacks import check_ccs
 
+if TYPE_CHECKING:
+    from envs.randomisation import StackDraw
+
 
 def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
                   cc: str | Sequence[str] = "bbr", seed: int = 0,
-                  cc_params: Mapping[str, Mapping[str, float]] | None = None, **env: Any) -> DecisionProcess:
+                  cc_params: Mapping[str, Mapping[str, float]] | None = None, stack_draw: StackDraw | None = None,
+                  **env: Any) -> DecisionProcess:
     """The decision process behind both the single and the vector environment. ``env``: the
     settings of ``configs/env`` (``envs.schema.EnvConfig``: decision, interval_ms, modes,
     observation, reward (a preset name or a mapping) and reward_params, dt_ms, mss, record_bin_ms,
-    stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused."""
+    stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused.
+    ``stack_draw``: a stack profile drawn per episode around it (``envs.randomisation.stack_draw``)."""
     settings = EnvConfig.from_kwargs(**env)
     names = list(cc) if isinstance(cc, (list, tuple)) else [str(cc)]
     check_ccs(str(settings.stack), names)
     sim = Simulator(resolve_scenarios(scenario), names if isinstance(cc, (list, tuple)) else cc,
-                    batch=batch, seed=seed, config=settings.sim_config(), cc_overrides=dict(cc_params or {}))
+                    batch=batch, seed=seed,
+                    config=replace(settings.sim_config(), stack_draw=stack_draw), cc_overrides=dict(cc_params or {}))
     return DecisionProcess(sim, settings.decision_spec(), settings.observation, settings.reward_spec())
 
 

@@ -181,7 +181,8 @@ SELECTIONS = ("last", "validation")
 class RandomiseSettings:
     """``train.randomise.*``: domain randomisation of the training scenarios (``envs.randomisation``):
     each episode draws every path's value from ``[lo, hi]`` around the scenario's (factors multiply
-    it, ``*_ms`` ranges add to it, clipped at 0); ``[1, 1]`` (``[0, 0]``) leaves a field alone."""
+    it, ``*_ms`` ranges add to it, clipped at 0), and a stack from ``stacks`` with its profile's
+    constants x ``stack_factor``; ``[1, 1]`` (``[0, 0]``) leaves a field alone."""
 
     enabled: bool = False
     bandwidth_factor: list[float] = field(default_factory=lambda: [1.0, 1.0])  # x bandwidth_mbps
@@ -189,12 +190,15 @@ class RandomiseSettings:
     jitter_add_ms: list[float] = field(default_factory=lambda: [-1.0, 1.0])  # + jitter_ms (std, ms)
     loss_factor: list[float] = field(default_factory=lambda: [0.5, 2.0])  # x loss_pct
     queue_factor: list[float] = field(default_factory=lambda: [0.5, 2.0])  # x queue_bdp or queue_packets
+    # x each loss-detection, timer and CC constant of the stack profile (envs.randomisation.STACK_CONSTANTS)
+    stack_factor: list[float] = field(default_factory=lambda: [0.8, 1.25])
+    stacks: list[str] = field(default_factory=list)  # the stacks drawn per episode ([]: env.stack alone)
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
         """Each range is ``[lo, hi]`` with lo <= hi; factors > 0."""
         for f in fields(RandomiseSettings):
-            if f.name == "enabled":
+            if f.name in ("enabled", "stacks"):
                 continue
             value = node.get(f.name) if hasattr(node, "get") else getattr(node, f.name)
             pair = list(value) if value is not None and not isinstance(value, str) else None

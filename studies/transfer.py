@@ -175,8 +175,9 @@ def quantiles(features: np.ndarray, names: Sequence[str]) -> dict[str, list[floa
 # --------------------------------------------------------------------------------- the policy
 @dataclass
 class Policy:
-    """A checkpoint ready to measure: its directory, metadata, the exported header and the
-    training setup (``agents.training.Setup``) its simulator side runs in."""
+    """A checkpoint ready to measure: its directory, metadata, the exported header, the
+    training setup (``agents.training.Setup``) its simulator side runs in, and how it was trained
+    (``training``: the stack its simulator imitated, its randomisation and checkpoint selection)."""
 
     label: str
     source: str
@@ -185,6 +186,7 @@ class Policy:
     header: Path
     setup: Any
     agent: Any
+    training: dict[str, Any] = field(default_factory=dict)
 
 
 def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | None = None,
@@ -204,6 +206,7 @@ def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | No
     agent, meta = checkpoint.load(directory)
     cfg = OmegaConf.load(directory / checkpoint.CONFIG)
     assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
+    training = trained_with(cfg)
     # the simulator imitates the stack measured live (XQUIC), whatever the policy was trained under
     cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([f"env.stack={BACKEND_STACK['xquic']}", *sim_overrides]))
     assert isinstance(cfg, DictConfig)
@@ -215,7 +218,16 @@ def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | No
     header = work / "policy.h"
     export_checkpoint(directory, header)
     label = label or f"{meta.get('agent')}_{'+'.join(meta.get('ccs', []))}"
-    return Policy(label, ref, directory, meta, header, s, agent)
+    return Policy(label, ref, directory, meta, header, s, agent, training)
+
+
+def trained_with(cfg: DictConfig) -> dict[str, Any]:
+    """The stack the policy's training simulated (``none``: a checkpoint from before the stack
+    profiles), its ``train.randomise`` (False when off) and ``train.select``."""
+    rnd = OmegaConf.select(cfg, "train.randomise")
+    return {"stack": str(OmegaConf.select(cfg, "env.stack", default="none")),
+            "randomise": OmegaConf.to_container(rnd) if rnd is not None and rnd.enabled else False,
+            "select": str(OmegaConf.select(cfg, "train.select", default="last"))}
 
 
 def train_preset(overrides: list[str], agents_dir: Path, tracking_uri: str | None) -> Path:
@@ -235,9 +247,11 @@ def train_preset(overrides: list[str], agents_dir: Path, tracking_uri: str | Non
 
 def policy_record(p: Policy, features: Sequence[str]) -> Record:
     meta = {k: p.meta.get(k) for k in ("agent", "kind", "observation", "decision", "seed", "steps_done",
-                                       "config_hash", "scenarios", "ccs", "mlflow_run_id")}
+                                       "config_hash", "scenarios", "ccs", "mlflow_run_id", "selected_step",
+                                       "validation_score")}
     sha = hashlib.sha256(p.header.read_bytes()).hexdigest()[:16]
-    return Record({"label": p.label, "source": p.source, **meta, "header_sha256": sha}, list(features))
+    return Record({"label": p.label, "source": p.source, **meta, "training": p.training, "header_sha256": sha},
+                  list(features))
 
 
 # ------------------------------------------------------------------------------ the simulator
@@ -431,6 +445,19 @@ def summarise(record: Record) -> list[CellSummary]:
     return out
 
 
+def _training_line(pol: dict[str, Any]) -> str:
+    tr = pol.get("training")
+    if not tr:
+        return "Training: not recorded."
+    rnd = tr.get("randomise")
+    drawn = (", ".join(f"{k} {v}" for k, v in rnd.items() if k != "enabled" and v not in ([], None))
+             if isinstance(rnd, dict) else "off")
+    sel = tr.get("select", "last")
+    if sel == "validation" and pol.get("selected_step") is not None:
+        sel += f" (step {pol['selected_step']}, score {pol.get('validation_score', math.nan):.3f})"
+    return f"Training: simulator stack {tr.get('stack')}; randomisation: {drawn}; checkpoint selection: {sel}."
+
+
 def _cell(v: tuple[float, float, int] | None) -> str:
     if v is None or not math.isfinite(v[0]):
         return "n/a"
@@ -457,6 +484,7 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
              f"Policy: {pol.get('agent')} ({pol.get('kind')}), trained on {', '.join(pol.get('scenarios') or [])} "
              f"under {', '.join(pol.get('ccs') or [])}, {pol.get('steps_done')} steps, seed {pol.get('seed')}; "
              f"source `{pol.get('source')}`, header sha256 {pol.get('header_sha256')}.",
+             _training_line(pol),
              f"Live: XQUIC {prov.get('xquic_commit', '?')}, kernel {prov.get('kernel', '?')}; "
              f"measured {prov.get('date', '?')}; commands: "
              + "; ".join(f"`{c}`" for c in prov.get("commands", [prov.get("command", "?")])) + ".", "",
@@ -692,6 +720,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             if record is not None:
                 print(f"{source} holds another policy ({record.policy.get('label')}): starting a new record")
             record = fresh
+        else:  # the same policy: keep what the record says of it, add what it lacks
+            record.policy = {**fresh.policy, **record.policy}
         prov = provenance(argv)
         commands = record.provenance.get("commands", []) + [prov["command"]]
         record.provenance = {**record.provenance, **prov, "commands": commands, "file_mb": a.file_mb,

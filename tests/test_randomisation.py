@@ -9,8 +9,11 @@ import pytest
 from agents import checkpoint
 from agents.training import Progress, make_env, run, setup, validation_score
 from envs.errors import ConfigError
-from envs.randomisation import FIELDS
+from envs.plugins import cc_params
+from envs.randomisation import CC_CONSTANTS, FIELDS, STACK_CONSTANTS, StackDraw
 from envs.scenario import resolve_scenarios
+from envs.sim import stacks
+from envs.sim.simulator import SimConfig, Simulator
 from conftest import compose_config
 
 RANGES = ("train.randomise.delay_factor=[0.5,2.0]", "train.randomise.loss_factor=[0.25,3.0]",
@@ -70,6 +73,91 @@ def test_randomisation_is_reproducible_per_seed(tmp_path):
 def test_disabled_randomisation_trains_on_the_scenario_as_it_is(tmp_path):
     s = setup(compose_cfg(tmp_path), tmp_path)
     assert s.train_scenarios == s.scenarios and not s.train_scenarios[0].is_distribution
+
+
+STACK_RANGES = ("train.randomise.stack_factor=[0.5,1.4]", "train.randomise.stacks=[xquic,linux]", "cc=[cubic,bbr]")
+
+
+def test_stack_draws_stay_within_the_declared_ranges(tmp_path):
+    """Each training episode simulates a stack drawn from train.randomise.stacks, its constants
+    within the declared range around the profile's, in the rows the core reads for that connection."""
+    s = setup(compose_cfg(tmp_path, "train.randomise.enabled=true", *STACK_RANGES), tmp_path)
+    assert s.stack_draw is not None and s.sim.stack_draw is None  # the final comparison: the profile as it is
+    env = make_env(s, 4, s.seed)
+    sim = env.process.sim
+    seen: dict[str, list[float]] = {}
+    stacks_seen = set()
+    for _ in range(8):
+        sim.reset()
+        for b in range(sim.B):
+            prof, cc = sim.current_stack[b], sim.current_cc[b]
+            stacks_seen.add(prof.name)
+            nominal = stacks.profile(prof.name)
+            ranges = s.stack_draw.ranges(prof.name)
+            drawn = {n: getattr(prof, n) for n in STACK_CONSTANTS}
+            drawn.update({f"{c}.{k}": v for c, params in prof.cc_defaults.items() for k, v in params.items()
+                          if k in CC_CONSTANTS})
+            assert set(drawn) == set(ranges)
+            for key, v in drawn.items():
+                lo, hi = ranges[key]
+                assert lo - 1e-12 <= v <= hi + 1e-12, (prof.name, key, v, lo, hi)
+                if hi > lo:
+                    seen.setdefault(f"{prof.name}.{key}", []).append((v - lo) / (hi - lo))
+            for c, params in prof.cc_defaults.items():  # what is not drawn stays the profile's
+                assert {k: v for k, v in params.items() if k not in CC_CONSTANTS} == \
+                    {k: v for k, v in nominal.cc_defaults[c].items() if k not in CC_CONSTANTS}
+            assert (prof.rule, prof.packet_threshold, prof.undo) == (nominal.rule, nominal.packet_threshold, nominal.undo)
+            # the core reads the episode's draw: its stack row and its subflows' CC parameters
+            assert np.array_equal(sim.constants.stack[b], stacks.stack_vector(prof))
+            assert np.array_equal(sim.ccp[b, 0], cc_params(cc, stacks.cc_overrides(prof, cc)))
+    assert stacks_seen == {"xquic", "linux"}
+    assert "xquic.bbr.cwnd_gain" in seen and "linux.rto_min" in seen
+    for key, xs in seen.items():  # the draws cover each range, not one point of it
+        assert len(xs) >= 4 and min(xs) < 0.4 and max(xs) > 0.6, key
+
+
+def test_stack_draws_are_reproducible_per_seed(tmp_path):
+    def profiles(seed):
+        s = setup(compose_cfg(tmp_path, "train.randomise.enabled=true", *STACK_RANGES, f"seed={seed}"), tmp_path)
+        sim = make_env(s, 3, s.seed).process.sim
+        out = []
+        for _ in range(3):
+            sim.reset()
+            out += list(sim.current_stack)
+        return out
+    assert profiles(5) == profiles(5) != profiles(6)
+
+
+def test_each_connection_runs_its_own_drawn_stack():
+    """A batch drawing xquic or linux per connection (factor 1) gives each connection exactly the
+    run of a simulator configured with that stack: the core reads the stack per connection."""
+    scen = resolve_scenarios(["ispras_s1"])[0].with_workload(file_mb=1.0)
+    draw = Simulator(scen, "cubic", batch=6, seed=2, config=SimConfig(stack_draw=StackDraw(("xquic", "linux"), (1.0, 1.0))))
+    draw.reset()
+    draw.run()
+    got = draw.results()["goodput_mbps"]
+    names = [p.name for p in draw.current_stack]
+    assert set(names) == {"xquic", "linux"}
+    for stack in ("xquic", "linux"):
+        plain = Simulator(scen, "cubic", batch=6, seed=2, config=SimConfig(stack=stack))
+        plain.reset()
+        plain.run()
+        ref = plain.results()["goodput_mbps"]
+        for b, name in enumerate(names):
+            if name == stack:
+                assert got[b] == ref[b], (b, stack)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("train.randomise.stacks=[xquic,linux]", "train.randomise.stacks: cc 'bbr2' is not in stack 'linux'"),
+    ("train.randomise.stacks=[quiche]", "train.randomise.stacks entry"),
+    ("train.randomise.stack_factor=[0.8,1.5]", "train.randomise.stack_factor must be a range keeping stack xquic's"),
+    ("train.randomise.stack_factor=[0,1]", "train.randomise.stack_factor must be [lo, hi] with 0 < lo <= hi"),
+])
+def test_bad_stack_randomisation_is_refused_naming_the_field(tmp_path, override, field):
+    with pytest.raises(ConfigError) as err:
+        setup(compose_cfg(tmp_path, "cc=bbr2", "train.randomise.enabled=true", override), tmp_path)
+    assert field in str(err.value)
 
 
 @pytest.mark.parametrize("override, field", [

@@ -153,3 +153,21 @@ def test_simulator_side_of_a_checkpoint_and_a_sim_override(tmp_path):
     assert r.provenance["file_mb"] == 1.0 and r.provenance["commands"][-1].endswith("--no-mlflow")
     with pytest.raises(ConfigError, match="dt_ms must be"):
         transfer.main(args[:-3] + ["--out", str(tmp_path / "bad"), "--sim-override", "env.dt_ms=-1"])
+
+
+def test_the_record_says_how_the_policy_was_trained(tmp_path):
+    from conftest import compose_config
+
+    cfg = compose_config("train", "train.randomise.enabled=true", "train.select=validation",
+                         "train.randomise.stack_factor=[0.9,1.1]")
+    tr = transfer.trained_with(cfg)
+    assert tr["stack"] == "xquic" and tr["select"] == "validation"
+    assert tr["randomise"]["stack_factor"] == [0.9, 1.1] and tr["randomise"]["delay_factor"] == [0.8, 1.25]
+    assert transfer.trained_with(compose_config("train", "stack=linux", "cc=cubic")) == \
+        {"stack": "linux", "randomise": False, "select": "last"}
+    r = Record({"label": "t", "training": tr, "selected_step": 40000, "validation_score": 1.01}, ["f"])
+    r.put(m("sim", POLICY, [10, 11]))
+    r.put(m("sim", "minrtt", [10, 11]))
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "Training: simulator stack xquic; randomisation: " in text and "stack_factor [0.9, 1.1]" in text
+    assert "checkpoint selection: validation (step 40000, score 1.010)." in text

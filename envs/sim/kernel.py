@@ -52,9 +52,10 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
                                                (CCs, schedulers) from stream B + b (``envs/sim/rng.py``)
 =========  ===========  =====================  ====================================================
 
-``Constants``: ``mss`` (bytes), ``dt`` (s per step), the stack's spurious-declaration table of
-``envs/sim/reordering.py`` (``spur_grid``: natural logs of its spacing grid, ``spur_wgrid``: its
-window grid, ``spur_prob``) and the stack profile ``stack`` (``envs/sim/stacks.py``). Other short
+``Constants``: ``mss`` (bytes), ``dt`` (s per step), the spurious-declaration tables of
+``envs/sim/reordering.py`` (``spur_grid``: natural logs of their spacing grid, ``spur_wgrid``: their
+window grid, ``spur_prob``: one table per loss-detection rule) and each connection's stack profile
+``stack[B, N_STK]`` (``envs/sim/stacks.py``; its ``STK_RULE`` picks the table). Other short
 names: ``conn`` a ``Connection``, ``m`` the ``Constants``, ``b`` the connection's index (and its
 network stream), ``snd`` its sender stream, ``t`` the step, ``f`` a flow, ``p`` a path, ``s`` a
 FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the connection's subflows/flows.
@@ -152,8 +153,8 @@ class Constants(NamedTuple):
     dt: float  # seconds per step
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
-    spur_prob: np.ndarray  # the stack's table: probability per packet at each (window, spacing) / jitter
-    stack: np.ndarray  # the stack profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
+    spur_prob: np.ndarray  # per rule (STK_RULE), probability per packet at each (window, spacing) / jitter
+    stack: np.ndarray  # per connection, its stack profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
 @njit(cache=True, _nrt=False)
@@ -1110,7 +1111,8 @@ def _depart(b, t, conn, m, nsub, nflows):
     link has its packets spaced further apart than back-to-back, and is reordered less. Spacing
     and window are measured against the jitter of a round trip (the data's and its ACK's)."""
     o, fb, bnb, c, sg, si, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
-    mss, dt, spur_r, spur_w, spur_p = m.mss, m.dt, m.spur_grid, m.spur_wgrid, m.spur_prob
+    stk = m.stack[b]
+    mss, dt, spur_r, spur_w, spur_p = m.mss, m.dt, m.spur_grid, m.spur_wgrid, m.spur_prob[int(stk[STK_RULE])]
     Qm = sg.shape[1] - 1
     for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1148,7 +1150,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
-                        window = reorder_window(o, fb, f, m.stack) / dt
+                        window = reorder_window(o, fb, f, stk) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
                         rtt_jit = jit * SQRT2
@@ -1207,16 +1209,17 @@ def _run(b, conn, m, max_steps):
     snd = b + conn.rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
     prm = conn.sched[:SCHED_STATE]
     st = conn.sched[SCHED_STATE:]
+    stk = m.stack[b]
     steps = 0
     while steps < max_steps:
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
             _apply_schedules(t, conn, mss, now, nsub, nflows)
-            _receive(t, conn, mss, dt, m.stack, nsub, nflows)
+            _receive(t, conn, mss, dt, stk, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
                 _autotune_window(t, conn, dt, nsub)
-            _feedback(b, snd, t, conn, mss, dt, m.stack, nsub, nflows)
+            _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
             _refresh_windows(conn, nflows, nsub, mss, dt)  # before a break: terminal obs

@@ -254,7 +254,8 @@ REC_DELIVERED = 0  # bytes delivered in order by the end of the bin (cumulative)
 REC_REORDER = 1  # reorder-buffer occupancy summed over the bin's steps (byte-steps)
 N_REC = 2
 
-# --- the stack profile as the core reads it: ``Constants.stack[N_STK]`` (envs/sim/stacks.py) -----
+# --- the stack profile as the core reads it: ``Constants.stack[B, N_STK]``, one row per connection
+# (envs/sim/stacks.py; train.randomise draws a row per episode) -----------------------------------
 STK_TIME_THRESHOLD = 0  # loss detection window: fraction of the srtt (RFC 9002 time threshold)
 STK_REO_WND = 1  # ... plus this fraction of min_rtt per RACK reo_wnd step
 STK_REO_ADAPT = 2  # 1: DSACKs widen the window (RACK reo_wnd_steps)
@@ -265,4 +266,5 @@ STK_RTO_VAR_FLOOR = 6
 STK_RTO_ACK_DELAY = 7
 STK_RTO_MIN = 8  # ... and at least this (s)
 STK_PKT_THRESHOLD = 9  # later packets whose arrival declares a packet lost (RFC 9002: 3; RACK: 1)
-N_STK = 10
+STK_RULE = 10  # the loss-detection rule: index into ``Constants.spur_prob`` (envs/sim/reordering.py RULES)
+N_STK = 11

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.error import ResetNeeded
@@ -22,8 +22,11 @@ from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim.reordering import GRID, RULES, W_GRID, spurious_table
 from envs.sim import stacks
+
+if TYPE_CHECKING:
+    from envs.randomisation import StackDraw
 
 MAX_PATHS = 8
 
@@ -39,6 +42,8 @@ class SimConfig:
     end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
     record_bin_ms: float = 100.0  # time bin of the delivered-bytes and reorder-buffer records (metrics)
     stack: str = stacks.DEFAULT_STACK  # the transport stack the core imitates (envs/sim/stacks.py): xquic | linux
+    # per episode, a stack and its constants drawn around the profile's (train.randomise, envs/randomisation.py)
+    stack_draw: StackDraw | None = None
 
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
@@ -89,7 +94,8 @@ class Simulator:
         self.seed = int(seed)
         self.B = batch
         self.stack = stacks.profile(self.cfg.stack)
-        self._cc_params = {name: self._params(name, (cc_overrides or {}).get(name)) for name in self.ccs}
+        self._cc_overrides = dict(cc_overrides or {})
+        self._cc_params = {name: self._params(name, self._cc_overrides.get(name)) for name in self.ccs}
         for name in self.ccs:
             cc_id(name)
         self.scheduler = scheduler
@@ -99,12 +105,15 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID, spurious_table(self.stack.rule),
-                                          stacks.stack_vector(self.stack))
+        self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
+        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID,
+                                          np.stack([spurious_table(rule) for rule in RULES]),
+                                          np.tile(stacks.stack_vector(self.stack), (self.B, 1)))
 
-    def _params(self, cc: str, overrides: dict | None = None) -> np.ndarray:
-        """CC ``cc``'s parameters under the simulated stack: its constants, then ``overrides``."""
-        return cc_params(cc, stacks.cc_overrides(self.stack.name, cc, overrides))
+    def _params(self, cc: str, overrides: dict | None = None, stack: stacks.StackProfile | None = None) -> np.ndarray:
+        """CC ``cc``'s parameters under the simulated stack (or the episode's ``stack``): its
+        constants, then ``overrides``."""
+        return cc_params(cc, stacks.cc_overrides(stack or self.stack, cc, overrides))
 
     @property
     def n_paths(self) -> int | None:
@@ -221,6 +230,13 @@ class Simulator:
         self.current[b] = scen
         self.current_cc[b] = cc
         self.episode[b] += 1
+        draw = self.cfg.stack_draw
+        if draw is not None:  # from a stream apart from the episode's, which draws as without it
+            prof = draw.sample(np.random.default_rng([self.seed, b, int(self.episode[b]), 2]))
+            self.current_stack[b] = prof
+            self.constants.stack[b] = stacks.stack_vector(prof)
+        prof = self.current_stack[b]
+        sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
         dt, dt_ms, mss = self.dt, self.cfg.dt_ms, self.cfg.mss
         nsub = len(scen.paths)
         if nsub > self.P:
@@ -245,7 +261,7 @@ class Simulator:
             self._set_route(b, p, route.bottleneck, route.forward_ms, route.reverse_ms, route.jitter_ms)
             self.fl[b, p, FL_IS_SUB] = 1.0
             self.fl[b, p, FL_CC] = cc_id(cc)
-            self.ccp[b, p] = self._cc_params[cc]
+            self.ccp[b, p] = sub_params
             for i, (t_s, value) in enumerate(transit_schedule(net, route)):
                 self.atrace[b, p, i] = (round(t_s * 1000 / dt_ms), value if value >= 0 else round(value * 1000 / dt_ms))
         f = nsub
@@ -258,7 +274,7 @@ class Simulator:
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
                 self.fl[b, f, FL_CC] = comp_cc
-                self.ccp[b, f] = self._params(comp.cc)
+                self.ccp[b, f] = self._params(comp.cc, None, prof)
                 if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
                     for i, (t_s, n_active) in enumerate(schedule):
                         self.atrace[b, f, i] = (round(t_s * 1000 / dt_ms), math.inf if n_active > j else 0.0)

@@ -21,7 +21,8 @@ import numpy as np
 
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
-                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_TIME_THRESHOLD, STK_UNDO)
+                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_UNDO)
+from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
 
@@ -168,9 +169,12 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
     v[STK_RTO_MIN] = prof.rto_min
+    v[STK_RULE] = RULES.index(prof.rule)
     return v
 
 
-def cc_overrides(stack: str, cc: str, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
-    """The parameter overrides of CC ``cc`` under ``stack``: the stack's constants, then the user's."""
-    return {**profile(stack).cc_defaults.get(cc, {}), **(overrides or {})}
+def cc_overrides(stack: str | StackProfile, cc: str, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The parameter overrides of CC ``cc`` under ``stack`` (a name or a profile): the stack's
+    constants, then the user's."""
+    prof = profile(stack) if isinstance(stack, str) else stack
+    return {**prof.cc_defaults.get(cc, {}), **(overrides or {})}
