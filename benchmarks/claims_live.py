@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from envs.live.network_testbed import make_testbed  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
+from envs.live.verification import VerificationError  # noqa: E402
 from envs.live.xquic import XquicTransfer, extension  # noqa: E402
 from envs.live.xquic_build import bindings_digest  # noqa: E402
 from envs.scenario import WorkloadSpec, load_scenario  # noqa: E402
@@ -134,9 +135,8 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
         if not todo:
             print(f"{name} {scen_name}: complete")
             continue
-        tb = make_testbed(scenario, seed=seed)
+        tb = start_verified(scenario, seed, entry.setdefault("verification_failures", []))
         try:
-            tb.start()
             print(tb.describe())
             print(tb.verification.table())
             entry.setdefault("testbeds", {})[scen_name] = {"describe": tb.describe(),
@@ -158,6 +158,24 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
             problems = tb.close()
             if problems:
                 print(f"teardown left: {problems}", file=sys.stderr)
+
+
+def start_verified(scenario, seed: int, failures: list, attempts: int = 4, pause_s: float = 30.0):
+    """A started, verified testbed; a verification that fails (on this shared machine, mostly
+    the RTT spread when other jobs load it) is kept in ``failures`` and retried after a pause."""
+    for attempt in range(attempts):
+        tb = make_testbed(scenario, seed=seed)
+        try:
+            return tb.start()
+        except VerificationError as err:
+            failures.append({"scenario": scenario.name, "time": dt.datetime.now(dt.UTC).isoformat(
+                timespec="seconds"), "load": os.getloadavg()[0], "error": str(err).splitlines()[0]})
+            print(f"verification failed (attempt {attempt + 1}/{attempts}, load {os.getloadavg()[0]:.1f}): "
+                  f"{str(err).splitlines()[0]}", flush=True)
+            if attempt + 1 == attempts:
+                raise
+            time.sleep(pause_s)
+    raise AssertionError("unreachable")
 
 
 def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:

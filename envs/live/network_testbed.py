@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from envs.live.competition import Competition
 from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction, LinkEmulation
 from envs.live.system import LiveError, check_cc, load_mininet, netns, ns_inode, run
 from envs.live.testbed import Testbed, netem_available
@@ -235,7 +236,7 @@ class NetworkTestbed(Testbed):
                 self.junctions.setdefault((a, b), len(self.junctions))
         if len(self.junctions) > MAX_LINKS:
             raise LiveError(f"scenario {scenario.name!r}: more than {MAX_LINKS} junctions between links")
-        self.competition = None  # envs.live.competition.Competition while it runs
+        self.competition: Competition | None = None  # the competing traffic while it runs
 
     # ------------------------------------------------------------------ names
     def competing_links(self) -> list[int]:
@@ -357,10 +358,10 @@ class NetworkTestbed(Testbed):
             cmds[self.links[first].b] += [f"addr add 10.204.{j}.1/24 dev {ja}", f"link set {ja} up"]
             cmds[self.links[second].a] += [f"addr add 10.204.{j}.2/24 dev {jb}", f"link set {jb} up"]
         for p, route in zip(self.paths, self.network.routes):
-            first, last = self.links[route.links[0]], self.links[route.links[-1]]
-            cmds[first.a] += [f"addr add {p.router_client_ip}/24 dev {p.router_client_if}",
+            entry, exit_ = self.links[route.links[0]], self.links[route.links[-1]]
+            cmds[entry.a] += [f"addr add {p.router_client_ip}/24 dev {p.router_client_if}",
                               f"link set {p.router_client_if} up"]
-            cmds[last.b] += [f"addr add {p.router_server_ip}/24 dev {p.router_server_if}",
+            cmds[exit_.b] += [f"addr add {p.router_server_ip}/24 dev {p.router_server_if}",
                              f"link set {p.router_server_if} up"]
             table = 100 + p.index
             for pos, k in enumerate(route.links):
@@ -454,7 +455,6 @@ class NetworkTestbed(Testbed):
     def start(self) -> NetworkTestbed:
         super().start()
         if self.competing_links() and self.competition is None:
-            from envs.live.competition import Competition
             try:
                 self.competition = Competition(self, seed=self.seed).start()
             except BaseException:
