@@ -311,6 +311,8 @@ def live_tail(path: Path = LIVE_FILE) -> str:
     parts = []
     for name, fam in record["families"].items():
         runs = [r for by in fam["cells"].values() for c in by.values() for r in c["runs"]]
+        if not runs:
+            continue
         loads = [r["load"] for r in runs]
         batches = fam["batches"]
         dates = sorted(r["time"][:16] for r in runs)
