@@ -19,6 +19,7 @@ study's 160 runs, one per combination), the figure issue #3 asks for.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,8 @@ def m(cells: dict, label: str, scen: str, cc: str, metric: str) -> float:
     return mean_ci(cells[(label, scen, cc)][metric])[0]
 
 
-Row = tuple[str, str, bool]
+Row = tuple[str, str, bool, str]  # claim, our numbers, holds, kind (what the live column checks the same way)
+Cells = dict  # (label, scenario, cc) -> {metric: per-run values}
 
 
 def sod(runs: int, out: Path) -> list[Row]:
@@ -62,7 +64,7 @@ def sod(runs: int, out: Path) -> list[Row]:
             wins += r["sod"] < min(r["rr"], r["atlb"])
             parts.append(f"{s}: {r['sod']:.0f}/{r['rr']:.0f}/{r['atlb']:.0f}")
         rows.append((f"SOD ({cc}): smaller max reorder buffer than RR and ATLB (kB, SOD/RR/ATLB)",
-                     f"{wins}/6 scenarios; " + ", ".join(parts), wins == 6))
+                     f"{wins}/6 scenarios; " + ", ".join(parts), wins == 6, "sod"))
     return rows
 
 
@@ -70,26 +72,36 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     cells, wall = run(study, runs, out)
     prefix = "mptcp_tut_mesh_e" if study == "mptcp_tut_mesh" else "mptcp_tut_e"
     where = " (full mesh)" if study == "mptcp_tut_mesh" else ""
-    hetero = tuple(f"{prefix}{k}" for k in (2, 3, 6, 7))
-    ccs = ("lia", "olia", "balia", "wvegas")
-    scheds = ("rr", "minrtt", "hsr", "lws", "lts")
+    rows = mptcp_tut_checks(cells, [f"{prefix}{k}" for k in range(8)], [f"{prefix}{k}" for k in (2, 3, 6, 7)],
+                            ("lia", "olia", "balia", "wvegas"), where, " (e2, e3, e6, e7 x 4 CCs)")
+    return rows, wall
+
+
+MPTCP_TUT_SCHEDULERS = ("rr", "minrtt", "hsr", "lws", "lts")
+
+
+def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tuple[str, ...], where: str,
+                     grid: str) -> list[Row]:
+    """RR worst on the heterogeneous experiments; HSR, LWS, LTS at or above LL (minRTT) within LL's CI."""
+    scheds = MPTCP_TUT_SCHEDULERS
     worst = [min(scheds, key=lambda x: m(cells, x, s, cc, "goodput_mbps")) for s in hetero for cc in ccs]
     n_rr = sum(w == "rr" for w in worst)
-    rows = [(f"MPTCP-TUT{where}: RR worst on heterogeneous capacities (e2, e3, e6, e7 x 4 CCs)",
+    rows = [(f"MPTCP-TUT{where}: RR worst on heterogeneous capacities{grid}",
              f"RR worst in {n_rr}/{len(worst)} cells (others worst: "
              + ", ".join(f"{x} {worst.count(x)}" for x in scheds if x != 'rr' and worst.count(x)) + ")",
-             n_rr >= 0.75 * len(worst))]
+             n_rr >= 0.75 * len(worst), "mptcp_tut:rr")]
     for x in ("hsr", "lws", "lts"):
         ok, ratios = 0, []
-        for s in (f"{prefix}{k}" for k in range(8)):
+        for s in scens:
             for cc in ccs:
                 mine, ll = cells[(x, s, cc)]["goodput_mbps"], cells[("minrtt", s, cc)]["goodput_mbps"]
                 ok += mean_ci(mine)[0] >= mean_ci(ll)[0] - mean_ci(ll)[1]  # at or above LL, within LL's CI
                 ratios.append(mean_ci(mine)[0] / max(mean_ci(ll)[0], 1e-9))
+        n = len(scens) * len(ccs)
         rows.append((f"MPTCP-TUT{where}: {x.upper()} at or above LL (minRTT) goodput",
-                     f"{ok}/32 cells; goodput ratio to LL median {np.median(ratios):.2f} "
-                     f"(min {min(ratios):.2f})", ok >= 0.75 * 32))
-    return rows, wall
+                     f"{ok}/{n} cells; goodput ratio to LL median {np.median(ratios):.2f} "
+                     f"(min {min(ratios):.2f})", ok >= 0.75 * n, f"mptcp_tut:{x}"))
+    return rows
 
 
 def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
@@ -118,25 +130,32 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
              "LTS at or above LL (within 1%) on e2, e3, e6, e7 x 4 CCs",
              f"RR worst in {worst.count('rr')}/{cells} cells; at or above LL: "
              + ", ".join(f"{x.upper()} {n}/{cells}" for x, n in ok.items()),
-             worst.count("rr") >= 0.75 * cells and min(ok.values()) >= 0.75 * cells)]
+             worst.count("rr") >= 0.75 * cells and min(ok.values()) >= 0.75 * cells, "mptcp_tut:all")]
 
 
 def kato(runs: int, out: Path, study: str = "kato") -> list[Row]:
     cells, _ = run(study, runs, out)
     scens = ("kato_churn_3", "kato_churn_6") if study == "kato_churn" else tuple(f"kato_{k}" for k in range(1, 7))
     where = " (arriving and leaving competition)" if study == "kato_churn" else ""
+    return kato_checks(cells, scens, "lia", where)
+
+
+def kato_checks(cells: Cells, scens: tuple[str, ...], cc: str, where: str) -> list[Row]:
+    """Per alpha: KATO's 1 s throughput variance below minRTT's beyond both 95% CIs, at a mean
+    within 10%, in at least 2/3 of the scenarios."""
     rows = []
     for alpha in ("0.25", "0.5", "0.75"):
         label, parts, wins = f"kato_{alpha}", [], 0
         for s in scens:
-            (v, cv), (v0, cv0) = (mean_ci(cells[(x, s, "lia")]["throughput_var_mbps2"]) for x in (label, "minrtt"))
-            mu, mu0 = m(cells, label, s, "lia", "throughput_mean_mbps"), m(cells, "minrtt", s, "lia", "throughput_mean_mbps")
+            (v, cv), (v0, cv0) = (mean_ci(cells[(x, s, cc)]["throughput_var_mbps2"]) for x in (label, "minrtt"))
+            mu, mu0 = m(cells, label, s, cc, "throughput_mean_mbps"), m(cells, "minrtt", s, cc, "throughput_mean_mbps")
             similar = abs(mu - mu0) <= 0.1 * mu0
             wins += v0 - v > np.hypot(cv, cv0) and similar  # lower beyond the runs' noise, mean within 10%
             parts.append(f"{s}: var {v:.2f}/{v0:.2f}, mean {mu:.2f}/{mu0:.2f}")
         rows.append((f"KATO{where} alpha={alpha}: lower 1 s throughput variance than minRTT (beyond the 95% CIs) "
-                     "at a mean within 10% (LIA; KATO/minRTT)",
-                     f"{wins}/{len(scens)} scenarios; " + "; ".join(parts), wins >= 2 * len(scens) / 3))
+                     f"at a mean within 10% ({cc.upper() if cc == 'lia' else cc}; KATO/minRTT)",
+                     f"{wins}/{len(scens)} scenarios; " + "; ".join(parts), wins >= 2 * len(scens) / 3,
+                     f"kato:{alpha}"))
     return rows
 
 
@@ -144,12 +163,18 @@ def leeyoo(runs: int, out: Path, study: str = "leeyoo") -> list[Row]:
     cells, _ = run(study, runs, out)
     s = "leeyoo_flow_dash" if study == "leeyoo_flow" else "leeyoo_static_dash"
     where = " (quic-go flow control)" if study == "leeyoo_flow" else ""
-    e, mr = (cells[(x, s, "cubic")]["download_time_s"] for x in ("ecf", "minrtt"))
+    return [leeyoo_check(cells, s, "cubic", where)]
+
+
+def leeyoo_check(cells: Cells, s: str, cc: str, where: str = "") -> Row:
+    """ECF's chunk download time below minRTT's beyond both 95% CIs."""
+    e, mr = (cells[(x, s, cc)]["download_time_s"] for x in ("ecf", "minrtt"))
     (me, ce), (mm, cm) = mean_ci(e), mean_ci(mr)
-    br = m(cells, "ecf", s, "cubic", "avg_bitrate_mbps"), m(cells, "minrtt", s, "cubic", "avg_bitrate_mbps")
-    return [(f"LEEYOO static{where}: ECF beats minRTT on chunk download time",
-             f"ECF {me * 1e3:.0f} ± {ce * 1e3:.0f} ms vs minRTT {mm * 1e3:.0f} ± {cm * 1e3:.0f} ms per chunk; "
-             f"bitrate {br[0]:.2f} vs {br[1]:.2f} Mbit/s", me + ce < mm - cm)]
+    text = f"ECF {me * 1e3:.0f} ± {ce * 1e3:.0f} ms vs minRTT {mm * 1e3:.0f} ± {cm * 1e3:.0f} ms per chunk"
+    if "avg_bitrate_mbps" in cells[("ecf", s, cc)]:
+        br = m(cells, "ecf", s, cc, "avg_bitrate_mbps"), m(cells, "minrtt", s, cc, "avg_bitrate_mbps")
+        text += f"; bitrate {br[0]:.2f} vs {br[1]:.2f} Mbit/s"
+    return (f"LEEYOO static{where}: ECF beats minRTT on chunk download time", text, me + ce < mm - cm, "leeyoo")
 
 
 # Where each claim stands in its study (the comparison docs/scenarios.md describes; the studies'
@@ -187,19 +212,114 @@ CAUSES: dict[str, str] = {
                                             "few RTTs and then never limits; ECF's extra waiting "
                                             "remains (see the row above)",
 }
-# Claims checked on a live testbed (envs/live): none yet.
-LIVE: dict[str, str] = {}
+# What the live runs (tests/data/claims_live.json, benchmarks/claims_live.py) found where the
+# simulator and the live stack differ, by claim kind; written from the numbers of that file.
+LIVE_CAUSES: dict[str, str] = {}
+LIVE_FILE = ROOT / "tests" / "data" / "claims_live.json"
+LIVE_METRICS = {"completion_s": "download_time_s"}  # live field -> the simulator metric it stands for
 
 
-def docs_table(rows: list[Row]) -> str:
+def live_cells(family: dict) -> tuple[Cells, list[str], str]:
+    """A recorded family as the checks read the simulator's cells (every finished run), its
+    scenarios and its CC."""
+    cells: Cells = {}
+    cc = family["cc"]
+    for scen, by_label in family["cells"].items():
+        for label, cell in by_label.items():
+            runs = cell["runs"]
+            metrics = {k: np.array([r[k] for r in runs], dtype=float)
+                       for k in ("goodput_mbps", "throughput_mean_mbps", "throughput_var_mbps2", "completion_s")}
+            for k, sim_name in LIVE_METRICS.items():
+                metrics[sim_name] = metrics[k]
+            cells[(label, scen, cc)] = metrics
+    return cells, list(family["cells"]), cc
+
+
+def live_rows(path: Path = LIVE_FILE) -> dict[str, tuple[str, bool, dict]]:
+    """kind -> (the live numbers, whether the claim holds live, the family's record) for every
+    claim kind the recorded file covers (empty without the file)."""
+    if not path.is_file():
+        return {}
+    record = json.loads(path.read_text())
+    out: dict[str, tuple[str, bool, dict]] = {}
+    fams = record["families"]
+
+    def complete(fam: dict, labels: tuple[str, ...]) -> list[str]:
+        return [s for s, by in fam["cells"].items() if all(len(by.get(x, {}).get("runs", [])) >= 3 for x in labels)]
+
+    if "leeyoo" in fams:
+        fam = fams["leeyoo"]
+        cells, _, cc = live_cells(fam)
+        for scen in complete(fam, ("ecf", "minrtt")):
+            _, text, ok, kind = leeyoo_check(cells, scen, cc)
+            out[kind] = (text, ok, fam)
+    if "kato" in fams:
+        fam = fams["kato"]
+        cells, _, cc = live_cells(fam)
+        scens = tuple(complete(fam, ("minrtt", "kato_0.25", "kato_0.5", "kato_0.75")))
+        if scens:
+            for _, text, ok, kind in kato_checks(cells, scens, cc, ""):
+                out[kind] = (text, ok, fam)
+    if "mptcp_tut" in fams:
+        fam = fams["mptcp_tut"]
+        cells, _, cc = live_cells(fam)
+        scens = complete(fam, MPTCP_TUT_SCHEDULERS)
+        if scens:
+            checks = mptcp_tut_checks(cells, scens, scens, (cc,), "", "")
+            for _, text, ok, kind in checks:
+                out[kind] = (text, ok, fam)
+            out["mptcp_tut:all"] = ("; ".join(t for _, t, _, _ in checks), all(ok for _, _, ok, _ in checks), fam)
+    return out
+
+
+def live_text(text: str, ok: bool, fam: dict) -> str:
+    n = min(len(c["runs"]) for by in fam["cells"].values() for c in by.values())
+    scens = ", ".join(fam["cells"])
+    return f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {text}: {'holds' if ok else 'does not hold'}"
+
+
+def verdict(ok: bool, live: tuple[str, bool, dict] | None) -> str:
+    if live is None:
+        return "reproduced" if ok else "not reproduced, not checked live"
+    if ok:
+        return "reproduced" + ("; holds live too" if live[1] else "; does not hold live")
+    return "not reproduced in simulation; holds live: simulator gap" if live[1] else \
+        "not reproduced; does not hold live either"
+
+
+def docs_table(rows: list[Row], live: dict[str, tuple[str, bool, dict]] | None = None) -> str:
+    """The claims table; ``live`` (``live_rows()``) fills the live column by claim kind."""
+    live = live or {}
     lines = ["| claim | study | simulator | live | verdict | cause |", "|---|---|---|---|---|---|"]
-    for claim, ours, ok in rows:
+    for claim, ours, ok, kind in rows:
         key = claim.split(":")[0].split(" alpha=")[0]
         study = WHERE[next(k for k in WHERE if claim.startswith(k))]
-        live = LIVE.get(key, "not run")
-        verdict = "reproduced" if ok else ("not reproduced, not checked live" if live == "not run" else "not reproduced")
-        lines.append(f"| {claim} | {study} | {ours} | {live} | {verdict} | {'' if ok else CAUSES.get(key, '')} |")
+        here = live.get(kind)
+        cause = "" if ok else CAUSES.get(key, "")
+        if here is not None and kind in LIVE_CAUSES:
+            cause = f"{cause}. Live: {LIVE_CAUSES[kind]}" if cause else f"Live: {LIVE_CAUSES[kind]}"
+        lines.append(f"| {claim} | {study} | {ours} | {live_text(*here) if here else 'not run'} | "
+                     f"{verdict(ok, here)} | {cause} |")
     return "\n".join(lines)
+
+
+def live_tail(path: Path = LIVE_FILE) -> str:
+    """The page's closing paragraph: where the live column comes from and how it was recorded."""
+    if not path.is_file():
+        return DOCS_TAIL_NONE
+    record = json.loads(path.read_text())
+    parts = []
+    for name, fam in record["families"].items():
+        runs = [r for by in fam["cells"].values() for c in by.values() for r in c["runs"]]
+        if not runs:
+            continue
+        loads = [r["load"] for r in runs]
+        batches = fam["batches"]
+        dates = sorted(r["time"][:16] for r in runs)
+        parts.append(f"- {name}: {fam['workload']}. Substitution: {fam['substitution']}. XQUIC "
+                     f"{batches[-1]['xquic_commit'][:12]}, kernel {batches[-1]['kernel']}, {dates[0]} to {dates[-1]} "
+                     f"UTC, load average {min(loads):.1f}-{max(loads):.1f} at the runs.")
+    return DOCS_TAIL_LIVE + "\n".join(parts) + "\n"
 
 
 def main() -> None:
@@ -214,14 +334,14 @@ def main() -> None:
             + kato(args.runs, args.out, "kato_churn") + leeyoo(args.runs, args.out)
             + leeyoo(args.runs, args.out, "leeyoo_flow"))
     print("\n| claim | our numbers | reproduced |\n|---|---|---|")
-    for claim, ours, ok in rows:
+    for claim, ours, ok, _ in rows:
         print(f"| {claim} | {ours} | {'yes' if ok else 'no'} |")
     timing = (f"MPTCP-TUT grid (5 schedulers x 4 coupled CCs x 8 experiments x 60 s, 1 run each, 2 workers): "
               f"{grid_wall:.1f} s wall one path per bottleneck, {mesh_wall:.1f} s on the full mesh (6 subflows)")
     print(f"\n{timing}")
     if args.docs:
-        args.docs.write_text(f"{DOCS_HEAD}\n{docs_table(rows)}\n\n{timing}; `--runs {args.runs}` for the others.\n"
-                             f"{DOCS_TAIL}", encoding="utf-8")
+        args.docs.write_text(f"{DOCS_HEAD}\n{docs_table(rows, live_rows())}\n\n{timing}; `--runs {args.runs}` for the "
+                             f"others.\n{live_tail()}", encoding="utf-8")
         print(f"wrote {args.docs}")
 
 
@@ -233,11 +353,20 @@ numbers are in that script; the scenarios in docs/scenarios.md and configs/scena
 that rebuild the studies' settings (docs/transport.md, "Network"): shared bottlenecks, competing
 flows that come and go, a receive window that limits.
 """
-DOCS_TAIL = """
-Live: no claim was checked on the live kernel MPTCP testbed for this table (envs/live builds
-one path per router; the full mesh of shared bottlenecks and the arriving and leaving
-competition are not built there yet), so every claim that does not reproduce in simulation
-remains unchecked live.
+DOCS_TAIL_NONE = """
+Live: no claim was checked live for this table (no tests/data/claims_live.json; record it with
+benchmarks/claims_live.py).
+"""
+DOCS_TAIL_LIVE = """
+Live: the "live" column is read from `tests/data/claims_live.json`, recorded with
+`benchmarks/claims_live.py` (every run with its load average, the testbeds and their
+verification): XQUIC with the workbench's schedulers inside it (`bindings/src/mps_rules.c`) on
+the scenarios' networks as `envs/live/network_testbed.py` builds them (a router pair per link, so
+subflows share bottleneck queues; competing kernel TCP flows, long-lived and arriving and
+leaving, on the links that have them). Upstream Linux MPTCP runs only its default scheduler, so
+it cannot compare schedulers. The claims are tested live exactly as in simulation (same code, the
+recorded runs as cells). What differs from the studies:
+
 """
 
 

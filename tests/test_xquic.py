@@ -162,6 +162,53 @@ def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
     assert waits > 50 and on_s > 50  # both of its answers were compared
 
 
+needs_new_rules = pytest.mark.skipif(mpsched_xquic is not None and "kato" not in mpsched_xquic.MODES,
+                                     reason="the installed mpsched_xquic predates hsr/lws/lts/kato: "
+                                            "python -m envs.live.setup --xquic")
+
+
+@needs_ext
+@needs_new_rules
+@pytest.mark.parametrize("name,alpha", [("hsr", None), ("lws", None), ("lts", None), ("kato", 0.0), ("kato", 1.0)])
+def test_the_c_hsr_lws_lts_and_kato_decide_as_the_python_heuristics(name, alpha):
+    """Random path states (2-4 paths) fed to the Python heuristic (simulator units) and the C rule
+    (XQUIC's units); KATO in sequences (its running mean carries over, one sample per call: the
+    calls are at least 1 ms apart) with alpha 0 (always the path above the mean) and 1 (always
+    the one below), where its draw cannot differ."""
+    from envs.plugins import scheduler_id, scheduler_params
+    from envs.plugins.dispatch import pick
+    sid = scheduler_id(name)
+    prm = scheduler_params(name, None if alpha is None else {"alpha": alpha}, 4)
+    rng = np.random.default_rng(1)
+    chosen = set()
+    for seq in range(20):
+        n = int(rng.integers(2, 5))
+        rules = mpsched_xquic.Rules(kato_alpha=0.5 if alpha is None else alpha)
+        st, t_us = np.zeros(16), 0
+        for _ in range(100):
+            srtt_ms = rng.integers(2, 200, n)
+            cwnd = rng.integers(2, 80, n)
+            infl = np.minimum(rng.integers(0, 90, n), cwnd + 5)
+            avail = (infl + 1 <= cwnd) & (rng.random(n) < 0.8)
+            sampled = (rng.random(n) < 0.9).astype(int)
+            c_obs = state(srtt_ms, cwnd, infl, avail, rttvar_ms=np.ones(n, int), sampled=sampled)
+            c_obs[:, OBS_LATEST_RTT] = np.where(sampled, rng.integers(2, 200, n) * 1000, 0)
+            t_us += int(rng.integers(1, 40)) * 1000
+            c_conn = conn(int(rng.integers(0, 2000)), 10 * MB, t_us)
+            py_obs = c_obs.astype(float)
+            for i in (OBS_SRTT, OBS_LATEST_RTT, OBS_RTTVAR):
+                py_obs[:, i] /= 1e6
+            py_conn = c_conn.astype(float)
+            py_conn[COBS_ELAPSED] /= 1e6
+            mask = int(pick(sid, prm, st, py_obs, py_conn, n, float(MSS), np.array([1], np.uint64), 0))
+            expect = mask.bit_length() - 1
+            got = rules.pick(name, c_obs, c_conn)
+            assert got == expect, (name, seq, c_obs[:, [OBS_SRTT, OBS_LATEST_RTT, OBS_CWND, OBS_INFLIGHT,
+                                                         OBS_AVAILABLE]])
+            chosen.add(got)
+    assert {-1, 0, 1} <= chosen  # waits and several paths were compared
+
+
 # ------------------------------------------------------------------ live transfers# ------------------------------------------------------------------ live transfers
 
 S3 = "ispras_s3"

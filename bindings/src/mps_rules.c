@@ -12,6 +12,15 @@
  *    call, before the rule): up by a step, to at most lambda_max, when the free window was at
  *    most 2 MSS at some call since the last adaptation, else down by a step, to at least its
  *    start value.
+ *  - HSR, LWS, LTS (Kimura, Lima and Loureiro, IEEE Comm. Letters 21(11), 2017): among the
+ *    available paths the largest cwnd / latest RTT (the srtt before a first sample); the largest
+ *    window space cwnd - inflight; the lowest srtt / window space. LWS and LTS consider only paths
+ *    with window space and fall back to the lowest srtt among the available paths. Ties: lower index.
+ *  - KATO: every path's throughput estimate cwnd / srtt joins a running mean, sampled at most once
+ *    per millisecond of elapsed time (the simulator samples once per step, so the mean weighs
+ *    time, not packets); among the available paths High is the nearest to the mean from above (at
+ *    the mean included), Low the nearest from below; with both, Low with probability alpha (a
+ *    SplitMix64 stream seeded per transfer), else High; with one, that one.
  * Windows and flights are in packets of mss bytes, as in the papers. Deliberate differences from
  * the Python versions, for XQUIC (documented there too): for ECF and BLEST a second path without
  * an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets the packet: a
@@ -29,8 +38,12 @@ enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING, C_ITEM_ACK
 
 void
 mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, double blest_step,
-              double blest_lambda_max)
+              double blest_lambda_max, double kato_alpha, uint64_t seed)
 {
+    s->kato_sum = s->kato_count = 0.0;
+    s->kato_stamp = UINT64_MAX;
+    s->kato_alpha = kato_alpha;
+    s->rng = seed;
     s->rr_next = 0;
     s->ecf_waiting = 0;
     s->blest_lambda = blest_lambda;
@@ -121,6 +134,94 @@ pick_blest(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], co
     return sp;
 }
 
+/* inactive paths reach the rules with an infinite srtt (mps_xquic.c) */
+static int
+active(const uint64_t *o)
+{
+    return o[O_SRTT] != UINT64_MAX && o[O_SRTT] > 0;
+}
+
+static int
+pick_hsr(int n, const uint64_t obs[][MPS_N_OBS])
+{
+    int i, best = -1;
+    double best_rate = -1.0;
+    for (i = 0; i < n; ++i) {
+        double rtt, rate;
+        if (!obs[i][O_AVAILABLE] || !active(obs[i]))
+            continue;
+        rtt = (double)(obs[i][O_LATEST_RTT] ? obs[i][O_LATEST_RTT] : obs[i][O_SRTT]);
+        rate = (double)obs[i][O_CWND] / rtt;
+        if (rate > best_rate)
+            best_rate = rate, best = i;
+    }
+    return best;
+}
+
+/* LWS (per_time = 0) or LTS (1), falling back to the lowest srtt among the available paths */
+static int
+pick_window_space(int n, const uint64_t obs[][MPS_N_OBS], int per_time)
+{
+    int i, best = -1;
+    double best_score = 0.0;
+    for (i = 0; i < n; ++i) {
+        double ws, score;
+        if (!obs[i][O_AVAILABLE] || !active(obs[i]) || obs[i][O_CWND] <= obs[i][O_INFLIGHT])
+            continue;
+        ws = (double)(obs[i][O_CWND] - obs[i][O_INFLIGHT]);
+        score = per_time ? (double)obs[i][O_SRTT] / ws : -ws;
+        if (best < 0 || score < best_score)
+            best_score = score, best = i;
+    }
+    if (best >= 0)
+        return best;
+    for (i = 0; i < n; ++i)
+        if (obs[i][O_AVAILABLE] && active(obs[i]) && (best < 0 || obs[i][O_SRTT] < obs[best][O_SRTT]))
+            best = i;
+    return best;
+}
+
+static double
+uniform01(mps_rule_state *s)
+{
+    uint64_t z = (s->rng += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int
+pick_kato(mps_rule_state *s, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs)
+{
+    int i, high = -1, low = -1;
+    double mean, high_thr = 0.0, low_thr = 0.0;
+    uint64_t ms = cobs[C_ELAPSED] / 1000;
+    if (ms != s->kato_stamp) {
+        s->kato_stamp = ms;
+        for (i = 0; i < n; ++i)
+            if (active(obs[i])) {
+                s->kato_sum += (double)obs[i][O_CWND] / (double)obs[i][O_SRTT];
+                s->kato_count += 1.0;
+            }
+    }
+    mean = s->kato_count > 0.0 ? s->kato_sum / s->kato_count : 0.0;
+    for (i = 0; i < n; ++i) {
+        double thr;
+        if (!obs[i][O_AVAILABLE] || !active(obs[i]))
+            continue;
+        thr = (double)obs[i][O_CWND] / (double)obs[i][O_SRTT];
+        if (thr >= mean) {
+            if (high < 0 || thr < high_thr)
+                high = i, high_thr = thr;
+        } else if (low < 0 || thr > low_thr) {
+            low = i, low_thr = thr;
+        }
+    }
+    if (high < 0 || low < 0)
+        return high < 0 ? low : high;
+    return uniform01(s) < s->kato_alpha ? low : high;
+}
+
 int
 mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
               uint64_t mss)
@@ -130,6 +231,12 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
         return -1;
     if (mode == MPS_RR)
         return pick_rr(s, n, obs);
+    if (mode == MPS_HSR)
+        return pick_hsr(n, obs);
+    if (mode == MPS_LWS || mode == MPS_LTS)
+        return pick_window_space(n, obs, mode == MPS_LTS);
+    if (mode == MPS_KATO)
+        return pick_kato(s, n, obs, cobs);
     roles(n, obs, &f, &sp);
     if (mode == MPS_BLEST)
         adapt_blest(s, f, obs, cobs, (double)mss);

@@ -69,7 +69,7 @@ def unsupported(scenario: Scenario) -> list[str]:
     if scenario.is_distribution:
         out.append("a distribution (sample it first: Scenario.sample(rng))")
     if scenario.links is not None:
-        return out + ["links (a network of shared links; the testbed builds one router per path)"]
+        return out + ["links (a network of shared links; envs.live.network_testbed builds it)"]
     for i, p in enumerate(scenario.paths):
         where = f"paths[{i}]"
         if p.bandwidth_trace:
@@ -78,7 +78,7 @@ def unsupported(scenario: Scenario) -> list[str]:
             out.append(f"{where}.outages")
         if p.competing.flows or p.competing.arrivals is not None \
                 or (not isinstance(p.competing.udp_mbps, float) or p.competing.udp_mbps > 0):
-            out.append(f"{where}.competing (cross traffic)")
+            out.append(f"{where}.competing (cross traffic; envs.live.network_testbed runs it)")
         if not scenario.is_distribution and max_value(p.capacity) > MAX_RATE_MBPS:
             out.append(f"{where}.bandwidth_mbps above {MAX_RATE_MBPS:g} (Mininet's TCLink limit)")
     return out

@@ -22,6 +22,7 @@ from envs.evaluation import REPORTED, evaluate_heuristic, summary
 from envs.live.backends import get_backend
 from envs.live.mptcp import MptcpFallback
 from envs.live.system import LiveError
+from envs.live.network_testbed import make_testbed
 from envs.live.testbed import Testbed
 from envs.scenario import Scenario
 from envs.schema import LiveOptions  # configs/live: fields, defaults, ranges
@@ -114,8 +115,8 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
                 if testbed is not None:
                     testbed.close()
                     info.timings.append(dict(testbed.timings))
-                testbed = Testbed(concrete, emulation=opts.emulation, seed=seed + run, mss=opts.mss,
-                                  verify=opts.verify)
+                testbed = make_testbed(concrete, emulation=opts.emulation, seed=seed + run, mss=opts.mss,
+                                       verify=opts.verify)
                 testbed.start()
                 info.emulation = testbed.emulation_mode
                 info.testbeds.append(testbed.describe())

@@ -310,6 +310,8 @@ def network_counters(tb) -> tuple[np.ndarray, np.ndarray]:
     """Per path, packets offered to the forward bottleneck and packets lost in the network on
     the forward direction (queue drops + random loss): the ground truth of loss_rate."""
     P = len(tb.paths)
+    if not getattr(tb, "counters_per_path", True):  # a shared link counts other paths' packets too
+        return np.full(P, np.nan), np.full(P, np.nan)
     sent, lost = np.zeros(P), np.zeros(P)
     drops = tb.emulation.loss_drops() if tb.emulation is not None else {}
     for p in tb.paths:

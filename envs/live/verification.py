@@ -111,6 +111,11 @@ def binomial_interval(n: int, p: float, alpha: float) -> tuple[int, int]:
     return int(stats.binom.ppf(alpha / 2, n, p)), int(stats.binom.isf(alpha / 2, n, p))
 
 
+def ping_resolution_ms(rtt_ms: float) -> float:
+    """The step in which iputils ping prints an echo's time (ms): 3 significant digits."""
+    return 1.0 if rtt_ms >= 100 else 0.1 if rtt_ms >= 10 else 0.01 if rtt_ms >= 1 else 0.001
+
+
 _PING_TIME = re.compile(r"time=([0-9.]+) ms")
 
 
@@ -263,7 +268,9 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
             # spread as the interquartile range of a normal (IQR / 1.349): robust to the few echoes
             # that ping itself answers late on a busy machine
             std = float(np.subtract(*np.percentile(rtts, [75, 25]))) / 1.349 if len(rtts) > 3 else math.nan
-            tol = jitter_rel * jit + jitter_abs_ms
+            # plus ping's display resolution: iputils prints 3 significant digits (1 ms from 100 ms on),
+            # and the spread of a constant RTT printed so is up to one step
+            tol = jitter_rel * jit + jitter_abs_ms + ping_resolution_ms(expected)
             report.checks.append(Check(p.index, "rtt spread ms", jit, std, max(jit - tol, 0.0), jit + tol,
                                        "IQR/1.349"))
         # --- rate: overload each direction for a moment

@@ -2,8 +2,8 @@
 host with XQUIC (alibaba/xquic) through the ``mpsched_xquic`` extension (``bindings/``), one UDP
 socket per path on the client (bound to the path's address, so source routing sends it over that
 path) and one on the server. XQUIC runs one CC instance per path and calls our scheduler once per
-packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf and blest
-(``bindings/src/mps_rules.c``), or ``policy``: an exported policy header (``python -m export``)
+packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts and
+kato (``bindings/src/mps_rules.c``; an extension built before the last four says to rebuild), or ``policy``: an exported policy header (``python -m export``)
 compiled into a shared object (``envs.policy_library.build_library``) whose ``decide`` runs inside
 ``get_path`` on XQUIC's per-path state in the header's units.
 
@@ -46,7 +46,7 @@ from envs.sim.layout import COBS_NAMES, OBS_NAMES
 from envs.transport import from_raw
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
-SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest")  # plus policy=<header>
+SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
 
 
@@ -71,6 +71,10 @@ def parse_scheduler(name: str) -> tuple[str, Path | None]:
         return "policy", header
     if name not in SCHEDULERS:
         raise unknown_name("XQUIC scheduler", name, (*SCHEDULERS, "policy=<header.h>"))
+    modes = getattr(extension(), "MODES", SCHEDULERS)
+    if name not in modes:
+        raise LiveError(f"the installed mpsched_xquic extension has no scheduler {name!r} (it has "
+                        f"{', '.join(modes)}): rebuild it with python -m envs.live.setup --xquic")
     return name, None
 
 
@@ -122,7 +126,8 @@ class XquicTransfer:
 
     def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
                  scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
-                 ecf_beta: float = 0.25, blest_lambda_step: float = 0.1) -> None:
+                 ecf_beta: float = 0.25, blest_lambda_step: float = 0.1, kato_alpha: float = 0.5,
+                 seed: int = 0) -> None:
         self.tb, self.cc = testbed, XquicBackend.check(cc)
         self.mx = extension()
         self.mode, header = parse_scheduler(scheduler)
@@ -137,6 +142,9 @@ class XquicTransfer:
             raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
         self.telemetry_ms, self.decision_every = float(telemetry_ms), int(decision_every)
         self.ecf_beta, self.blest_lambda_step = ecf_beta, blest_lambda_step
+        if not 0.0 <= kato_alpha <= 1.0:
+            raise LiveError(f"kato alpha must be in [0, 1], got {kato_alpha}")
+        self.kato_alpha, self.seed = float(kato_alpha), int(seed)
         self.done = threading.Event()
         self.t0: float | None = None
         self._socks: list[socket.socket] = []
@@ -174,7 +182,8 @@ class XquicTransfer:
         self._t = self.mx.Transfer(
             [c.fileno() for c in clients], [c.getsockname() for c in clients], server.fileno(), server.getsockname(),
             self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s), self.ecf_beta,
-            self.blest_lambda_step, self.decision_every, self.telemetry_ms, 1 << 14, -1)
+            self.blest_lambda_step, self.decision_every, self.telemetry_ms, 1 << 14, -1,
+            **({"kato_alpha": self.kato_alpha, "seed": self.seed} if "kato" in self.mx.MODES else {}))
         self._wall0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()

@@ -1,0 +1,231 @@
+"""The claims the simulator does not reproduce (docs/claims.md), checked live: XQUIC with the
+workbench's schedulers inside it (``bindings/src/mps_rules.c``) on the scenarios' networks built
+by ``envs.live.network_testbed`` (shared bottlenecks, competing flows arriving and leaving).
+
+    sudo python benchmarks/claims_live.py leeyoo --runs 5
+    sudo python benchmarks/claims_live.py kato --runs 3 [--scenarios kato_4]
+    sudo python benchmarks/claims_live.py mptcp_tut --runs 3 [--scenarios mptcp_tut_mesh_e3]
+
+Every run is appended with its provenance to ``--out`` (default ``tests/data/claims_live.json``)
+as soon as it ends, and a rerun gives each cell only the runs it lacks, so recording goes in short
+batches; ``benchmarks/reproduce_claims.py`` reads the file for the "live" column of docs/claims.md.
+One testbed per scenario, verified before its runs (and before its competing traffic starts);
+the schedulers of a scenario take turns run by run, so a change of the machine's load falls on
+all of them alike. Each run records the machine's 1-minute load average.
+
+What the live stacks cannot run is substituted, and the file says so: the coupled CCs (LIA,
+OLIA, BALIA, wVegas) exist neither in XQUIC nor in upstream Linux MPTCP, so MPTCP-TUT and KATO
+run XQUIC's Reno (uncoupled, one instance per path); the studies' long transfers (MPTCP-TUT's
+60 s of 3 MB messages, KATO's web map service, LEEYOO's 300-chunk video) become file transfers of
+the sizes below, a fresh connection each (XQUIC's transfers are files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from envs.live.network_testbed import make_testbed  # noqa: E402
+from envs.live.system import LiveError  # noqa: E402
+from envs.live.verification import VerificationError  # noqa: E402
+from envs.live.xquic import XquicTransfer, extension  # noqa: E402
+from envs.live.xquic_build import bindings_digest  # noqa: E402
+from envs.scenario import WorkloadSpec, load_scenario  # noqa: E402
+
+DEFAULT_OUT = ROOT / "tests" / "data" / "claims_live.json"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One claim family's live cells: scenarios x schedulers under one CC and one workload."""
+
+    scenarios: tuple[str, ...]
+    schedulers: tuple[tuple[str, str, float], ...]  # (label, XQUIC scheduler, kato alpha)
+    cc: str
+    file_mb: float
+    time_limit_s: float
+    warmup_s: float  # competing traffic runs this long before the first transfer
+    substitution: str
+    workload: str
+
+
+FAMILIES = {
+    "leeyoo": Family(
+        ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0,
+        "none for the schedulers and the CC (CUBIC, as the simulated study); MPQUIC (quic-go) is XQUIC here",
+        "one chunk: 1.25 MB (1 s at the ladder's top 10 Mbit/s, the bitrate the simulated client streams), a "
+        "fresh connection per chunk; download time = completion time after the handshake"),
+    "kato": Family(
+        ("kato_4", "kato_churn_3"),
+        (("minrtt", "minrtt", 0.5), ("kato_0.25", "kato", 0.25), ("kato_0.5", "kato", 0.5),
+         ("kato_0.75", "kato", 0.75)), "reno", 3.0, 120.0, 5.0,
+        "LIA (coupled) does not exist in XQUIC or upstream Linux MPTCP: XQUIC's Reno, one per path (LIA's increase "
+        "is at most Reno's per subflow; uncoupled Reno is the closest CC there)",
+        "a 3 MB file (about 15-20 s beside the competition) standing for the 60 s bulk transfer; throughput over "
+        "whole 1 s windows of the acknowledged bytes"),
+    "mptcp_tut": Family(
+        ("mptcp_tut_mesh_e3", "mptcp_tut_mesh_e7"),
+        (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
+         ("lts", "lts", 0.5)), "reno", 40.0, 90.0, 0.0,
+        "LIA, OLIA, BALIA and wVegas (coupled) exist in neither XQUIC nor upstream Linux MPTCP: XQUIC's Reno, one "
+        "per path",
+        "a 40 MB file (about 10 s at the client-side bottlenecks' 35 Mbit/s) standing for 500 messages of 3 MB over "
+        "60 s; goodput = file size / completion time"),
+}
+
+
+def load_record(path: Path) -> dict:
+    if path.is_file():
+        return json.loads(path.read_text())
+    return {"families": {}}
+
+
+def save_record(path: Path, record: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def window_stats(t: np.ndarray, acked: np.ndarray, end_s: float, window_s: float = 1.0) -> tuple[float, float]:
+    """Mean and variance (Mbit/s, (Mbit/s)^2) of the throughput over the whole windows of
+    ``window_s`` from 0 to ``end_s``, from the cumulative acknowledged bytes sampled at ``t``."""
+    n = int(math.floor(end_s / window_s))
+    if n < 2 or len(t) < 2:
+        return math.nan, math.nan
+    grid = np.arange(n + 1) * window_s
+    cum = np.interp(grid, t, acked, left=0.0)
+    thr = np.diff(cum) * 8 / window_s / 1e6
+    return float(thr.mean()), float(thr.var(ddof=1))
+
+
+def provenance() -> dict:
+    mx = extension()
+    return {"stack": "xquic", "xquic_commit": mx.XQUIC_COMMIT, "extension": Path(mx.__file__).name,
+            "extension_modes": list(mx.MODES), "bindings_digest": bindings_digest(),
+            "kernel": platform.release(), "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": "python benchmarks/claims_live.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+            "machine": f"{os.cpu_count()} cores, shared with other jobs (load average beside every run)"}
+
+
+def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Path, seed: int) -> None:
+    record = load_record(out)
+    entry = record["families"].setdefault(name, {"cc": fam.cc, "file_mb": fam.file_mb, "workload": fam.workload,
+                                                 "substitution": fam.substitution, "cells": {}, "batches": []})
+    entry["batches"].append(provenance())
+    save_record(out, record)
+    for scen_name in scenarios:
+        scenario = load_scenario(scen_name)
+        cells = entry["cells"].setdefault(scen_name, {})
+        todo = [(label, mode, alpha) for label, mode, alpha in fam.schedulers
+                if len(cells.get(label, {}).get("runs", [])) < runs]
+        if not todo:
+            print(f"{name} {scen_name}: complete")
+            continue
+        tb = start_verified(scenario, seed, entry.setdefault("verification_failures", []))
+        try:
+            print(tb.describe())
+            print(tb.verification.table())
+            entry.setdefault("testbeds", {})[scen_name] = {"describe": tb.describe(),
+                                                           "verification": tb.verification.table()}
+            if fam.warmup_s:
+                time.sleep(fam.warmup_s)
+            for _ in range(runs):
+                for label, mode, alpha in todo:
+                    cell = cells.setdefault(label, {"scheduler": mode, "kato_alpha": alpha if mode == "kato" else None,
+                                                    "runs": [], "failed": []})
+                    if len(cell["runs"]) >= runs:
+                        continue
+                    row = one_run(tb, fam, mode, alpha, seed=seed * 1000 + len(cell["runs"]) + len(cell["failed"]))
+                    (cell["runs"] if row["ok"] else cell["failed"]).append(row)
+                    save_record(out, record)
+                    print(f"{name} {scen_name} {label} run {len(cell['runs'])}: {summary(row)} (load {row['load']:.2f})",
+                          flush=True)
+        finally:
+            problems = tb.close()
+            if problems:
+                print(f"teardown left: {problems}", file=sys.stderr)
+
+
+def start_verified(scenario, seed: int, failures: list, attempts: int = 4, pause_s: float = 30.0):
+    """A started, verified testbed; a verification that fails (on this shared machine, mostly
+    the RTT spread when other jobs load it) is kept in ``failures`` and retried after a pause."""
+    for attempt in range(attempts):
+        tb = make_testbed(scenario, seed=seed)
+        try:
+            return tb.start()
+        except VerificationError as err:
+            failures.append({"scenario": scenario.name, "time": dt.datetime.now(dt.UTC).isoformat(
+                timespec="seconds"), "load": os.getloadavg()[0], "error": str(err).splitlines()[0]})
+            print(f"verification failed (attempt {attempt + 1}/{attempts}, load {os.getloadavg()[0]:.1f}): "
+                  f"{str(err).splitlines()[0]}", flush=True)
+            if attempt + 1 == attempts:
+                raise
+            time.sleep(pause_s)
+    raise AssertionError("unreachable")
+
+
+def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
+    work = WorkloadSpec(type="file", file_mb=fam.file_mb)
+    competition = getattr(tb, "competition", None)
+    if competition is not None:
+        competition.check()
+    transfer = XquicTransfer(tb, fam.cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
+                             kato_alpha=alpha, seed=seed)
+    res = transfer.run()
+    m = res.metrics()
+    ex = res.extra
+    from envs.sim.layout import COBS_ACKED
+    mean, var = window_stats(res.times, res.cobs[:, COBS_ACKED] if len(res.times) else np.zeros(0), res.span_s)
+    row = {"time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "load": os.getloadavg()[0],
+           "outcome": ex.get("outcome"), "ok": ex.get("outcome") in ("finished", "ooo_abort") and not res.error,
+           "error": res.error, "completion_s": float(res.completion_s), "span_s": float(res.span_s),
+           "goodput_mbps": float(m["goodput_mbps"][0]), "throughput_mean_mbps": mean, "throughput_var_mbps2": var,
+           "path_recv_bytes": [int(x) for x in ex.get("path_recv", [])], "paths_created": ex.get("paths_created"),
+           "seed": seed}
+    if competition is not None:
+        row["competition"] = competition.stats()
+    return row
+
+
+def summary(row: dict) -> str:
+    return (f"{row['outcome']}, goodput {row['goodput_mbps']:.2f} Mbit/s, completion {row['completion_s']:.3f} s, "
+            f"1 s windows mean {row['throughput_mean_mbps']:.2f} var {row['throughput_var_mbps2']:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("family", choices=sorted(FAMILIES))
+    ap.add_argument("--runs", type=int, default=3, help="runs per cell (at least 3)")
+    ap.add_argument("--scenarios", nargs="+", help="a part of the family's scenarios")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = ap.parse_args()
+    if args.runs < 3:
+        ap.error("--runs: at least 3 runs per cell")
+    fam = FAMILIES[args.family]
+    scenarios = args.scenarios or list(fam.scenarios)
+    unknown = [s for s in scenarios if s not in fam.scenarios]
+    if unknown:
+        ap.error(f"--scenarios: {', '.join(unknown)} not in {args.family}'s {', '.join(fam.scenarios)}")
+    try:
+        run_family(args.family, fam, args.runs, scenarios, args.out, args.seed)
+    except LiveError as err:
+        sys.exit(f"error: {err}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Networks on the live testbed (envs/live/network_testbed.py, envs/live/competition.py) and the
+live column of docs/claims.md (benchmarks/claims_live.py -> tests/data/claims_live.json ->
+benchmarks/reproduce_claims.py).
+
+The planning, the competing traffic's draws and the claims table run anywhere; building a network
+needs what tests/test_live.py needs (root, Mininet, the delay line) and is skipped with the reason
+otherwise."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from envs.live.competition import pareto_sizes
+from envs.live.network_testbed import has_network, plan_links, route_directions
+from envs.live.setup import unavailable_reason
+from envs.live.system import LiveError
+from envs.scenario import load_scenario, scenario_from_dict
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import claims_live  # noqa: E402
+import reproduce_claims  # noqa: E402
+
+RECORD = ROOT / "tests" / "data" / "claims_live.json"
+REASON = unavailable_reason()
+
+
+def shared(**core):
+    """Two paths over their own access links into one shared core link."""
+    return scenario_from_dict({
+        "name": "shared_core",
+        "links": {"a0": {"bandwidth_mbps": 100}, "a1": {"bandwidth_mbps": 100, "delay_ms": 5},
+                  "core": {"bandwidth_mbps": 20, "delay_ms": 10, "queue_packets": 40, **core}},
+        "paths": [{"links": ["a0", "core"]}, {"links": ["a1", "core"]}],
+        "workload": {"type": "file", "file_mb": 1}})
+
+
+# ------------------------------------------------------------------ planning (no testbed)
+
+def test_links_are_planned_once_and_paths_add_up_their_links():
+    net, links = plan_links(load_scenario("mptcp_tut_mesh_e3"))
+    assert len(links) == 2 * 5  # each link once, both directions, however many paths cross it
+    fwd = {d.path: d for d in links if d.forward}
+    assert [fwd[k].rate_mbps for k in range(5)] == [10, 25, 50, 75, 100]
+    # path 3 (b0 -> b4): the lower rate, the bottleneck's queue, summed delays
+    d = route_directions(net, links, 2)
+    assert [x.direction for x in d] == ["forward", "reverse"]
+    assert d[0].rate_mbps == 10 and d[0].delay_ms == 5 + 80 and d[0].queue_packets == fwd[0].queue_packets
+    # loss combines over the links: 1 - (1 - 0.01)(1 - 0.12) on mesh e7's b1 -> b4
+    net7, links7 = plan_links(load_scenario("mptcp_tut_mesh_e7"))
+    assert route_directions(net7, links7, 5)[0].loss_pct == pytest.approx(100 * (1 - 0.99 * 0.88))
+
+
+def test_the_network_testbed_is_chosen_only_where_a_scenario_needs_it():
+    assert not has_network(load_scenario("ispras_s1"))  # two plain paths: the one-router-per-path testbed
+    assert has_network(load_scenario("kato_4"))  # competing flows on the paths
+    assert has_network(load_scenario("mptcp_tut_mesh_e3"))  # named links
+
+
+def test_what_the_live_network_cannot_emulate_is_refused_by_field_before_anything_is_built():
+    with pytest.raises(LiveError, match=r"links\.core\.competing\.udp_mbps"):
+        plan_links(shared(competing={"udp_mbps": 2.0}))
+    with pytest.raises(LiveError, match=r"links\.core\.outages"):
+        plan_links(shared(outages=[[1.0, 2.0]]))
+
+
+def test_arriving_flow_sizes_are_pareto_with_the_asked_mean_and_seeded():
+    a = pareto_sizes(np.random.default_rng([0, 1]), 200_000, 1e6, 2.5)
+    assert a.min() >= 0.6e6 * 0.999  # the scale: mean (shape - 1) / shape
+    assert a.mean() == pytest.approx(1e6, rel=0.03)
+    assert np.array_equal(a[:100], pareto_sizes(np.random.default_rng([0, 1]), 100, 1e6, 2.5))
+
+
+def test_window_throughput_of_the_acknowledged_bytes():
+    t = np.linspace(0, 10, 1001)
+    mean, var = claims_live.window_stats(t, t * 1.25e6, 10.0)  # 10 Mbit/s steady
+    assert mean == pytest.approx(10.0) and var == pytest.approx(0.0, abs=1e-9)
+    step = np.where(t < 5, t * 1.25e6, 6.25e6 + (t - 5) * 2.5e6)  # 10 then 20 Mbit/s
+    mean, var = claims_live.window_stats(t, step, 10.0)
+    assert mean == pytest.approx(15.0) and var == pytest.approx(np.var([10] * 5 + [20] * 5, ddof=1))
+    assert all(math.isnan(x) for x in claims_live.window_stats(t[:2], t[:2], 1.5))  # under 2 windows
+
+
+# ------------------------------------------------------------------ the recorded claims
+
+@pytest.mark.skipif(not RECORD.is_file(), reason="no recorded live claims (benchmarks/claims_live.py)")
+def test_the_live_column_comes_from_the_recorded_file():
+    """No live run: the claims checks read the recorded runs, and docs_table writes what they
+    give into the live column and the verdict."""
+    record = json.loads(RECORD.read_text())
+    live = reproduce_claims.live_rows(RECORD)
+    fam = record["families"]["leeyoo"]
+    runs = {label: [r["completion_s"] for r in c["runs"]] for label, c in fam["cells"]["leeyoo_static_dash"].items()}
+    assert all(len(v) >= 3 for v in runs.values())
+    text, holds, _ = live["leeyoo"]
+    assert f"ECF {1e3 * np.mean(runs['ecf']):.0f} ±" in text and f"minRTT {1e3 * np.mean(runs['minrtt']):.0f} ±" in text
+    row = ("LEEYOO static: ECF beats minRTT on chunk download time", "sim numbers", False, "leeyoo")
+    table = reproduce_claims.docs_table([row], live)
+    assert text in table
+    assert ("holds live: simulator gap" if holds else "does not hold live either") in table
+    assert "not run" in reproduce_claims.docs_table([row], {})  # without the file: not checked live
+    for name, fam in record["families"].items():  # provenance and every run kept
+        assert fam["batches"] and all(b["xquic_commit"] and b["kernel"] and b["command"] for b in fam["batches"])
+        for cells in fam["cells"].values():
+            for cell in cells.values():
+                assert all("load" in r and "time" in r and "outcome" in r for r in cell["runs"]), name
+
+
+# ------------------------------------------------------------------ live
+
+@pytest.mark.live
+@pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")
+def test_paths_sharing_a_link_meet_in_its_queue_beside_competing_flows():
+    """Two paths into one 20 Mbit/s core with a long-lived competing flow and arrivals on it:
+    every path verifies alone, the competition runs, the two paths' TCP flows and the competitor
+    together get the core's rate (not 20 each), and nothing is left after teardown."""
+    from envs.live.bottleneck import BulkFlows
+    from envs.live.network_testbed import NetworkTestbed
+
+    scen = shared(competing={"flows": 1, "cc": "cubic",
+                             "arrivals": {"rate_per_s": 2.0, "mean_kb": 200, "shape": 1.5, "slots": 4}})
+    tb = NetworkTestbed(scen, seed=1)
+    try:
+        tb.start()
+        assert tb.verification.ok and {c.path for c in tb.verification.checks} == {0, 1}
+        core = tb.network.names.index("core")
+        before = tb.link_queue(core)["packets"]
+        with BulkFlows(tb, 0, "cubic", 1) as f0, BulkFlows(tb, 1, "cubic", 1) as f1:
+            time.sleep(6.0)
+            ours = f0.goodput_mbps()[0] + f1.goodput_mbps()[0]
+        stats = tb.competition.stats()["core"]
+        tb.competition.check()
+        assert stats["received_bytes"] > 0 and stats["arrivals_started"] > 0
+        assert 0.5 < ours < 0.95 * 20  # the competitor took its part of the shared core
+        assert tb.link_queue(core)["packets"] - before > 0.9 * ours * 1e6 / 8 * 6.0 / 1500
+    finally:
+        problems = tb.close()
+    assert problems == [] and tb.leftovers() == []
