@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -73,10 +74,13 @@ def finish() -> None:
     (which torch's optimisers import, and which imports triton) and MLflow made: 1-2 s at the
     end of ``python train.py agent=dqn cc=bbr2`` (README, "Performance"), for nothing, as the
     process is ending. Only from the top level of the program the interpreter was started with
-    (``python train.py``); run from other code (a profiler, a debugger, a test running the
-    script in its own process) it returns, and that code ends as it would."""
+    (``python train.py``) and with no other thread left to finish; run from other code (a
+    profiler, a debugger, a test running the script in its own process) it returns, and that
+    code ends as it would."""
     if sys._getframe(1).f_back is not None:  # the caller's module was run by other code
         return
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        return  # the interpreter's own end waits for them
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
