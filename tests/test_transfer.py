@@ -1,5 +1,7 @@
 """The transfer report (studies.transfer) on recorded live XQUIC measurements: CI runs it without
-a live setup on tests/data/transfer_dqn_bbr2.json (the main job's policy, provenance inside)."""
+a live setup on the records in tests/data (provenance inside): transfer_dqn_bbr2.json, the main
+job's policy trained before the stack profiles; transfer_dqn_bbr2_xquic.json, the same job trained
+under the XQUIC profile with randomisation (stack profile included) and validated selection."""
 
 import json
 import math
@@ -12,18 +14,22 @@ from studies import transfer
 from studies.transfer import POLICY, Measurement, Record, summarise, write_report
 from conftest import ROOT
 
-RECORDED = ROOT / "tests" / "data" / "transfer_dqn_bbr2.json"
+DATA = ROOT / "tests" / "data"
+RECORDED = DATA / "transfer_dqn_bbr2.json"
+RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn_bbr2_xquic.json"}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 
 
-def recorded() -> Record:
-    if not RECORDED.is_file():
-        pytest.fail(f"{RECORDED} is missing (python -m studies.transfer --policy ... --out DIR; copy DIR/record.json)")
-    return Record.load(RECORDED)
+def recorded(name: str = "before_profiles") -> Record:
+    path = RECORDS[name]
+    if not path.is_file():
+        pytest.fail(f"{path} is missing (python -m studies.transfer --policy ... --out DIR; copy DIR/record.json)")
+    return Record.load(path)
 
 
-def test_recorded_measurements_are_complete_with_provenance():
-    r = recorded()
+@pytest.mark.parametrize("name", RECORDS)
+def test_recorded_measurements_are_complete_with_provenance(name):
+    r = recorded(name)
     prov = r.provenance
     for key in ("xquic_commit", "kernel", "date", "commands", "mpsched_commit", "file_mb"):
         assert prov.get(key), key
@@ -45,8 +51,19 @@ def test_recorded_measurements_are_complete_with_provenance():
         assert live.date and live.feature_count > 0 and set(live.feature_quantiles) == set(r.features)
 
 
-def test_report_on_recorded_data(tmp_path):
-    r = recorded()
+def test_the_randomised_xquic_policy_record_says_how_it_was_trained():
+    r = recorded("xquic_randomised")
+    tr = r.policy["training"]
+    assert tr["stack"] == "xquic" and tr["select"] == "validation"
+    assert tr["randomise"]["enabled"] and tr["randomise"]["stack_factor"][0] < 1 < tr["randomise"]["stack_factor"][1]
+    assert r.policy["selected_step"] and r.policy["validation_score"] > 0
+    sim = r.get("sim", "ispras_s1", "bbr2", "minrtt")  # its simulator side ran the XQUIC profile (bbr2: 27.1 without)
+    assert np.mean(sim.goodput_mbps) < 22
+
+
+@pytest.mark.parametrize("name", RECORDS)
+def test_report_on_recorded_data(tmp_path, name):
+    r = recorded(name)
     files = write_report(r, tmp_path)
     text = files["report.md"].read_text()
     cells = summarise(r)
