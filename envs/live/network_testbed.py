@@ -450,6 +450,9 @@ class NetworkTestbed(Testbed):
         """Measure every path alone, one after another (before any competing traffic), and refuse
         (VerificationError) when one misses its route."""
         from envs.live.verification import Report, VerificationError, verify
+        if self.competition is not None:
+            raise LiveError("a network is verified before its competing traffic starts, which would take the "
+                            "paths' rate: live.verify_every_run does not combine with competing traffic")
         report = Report()
         for i in range(len(self.paths)):
             view = _PathView(self, i)
