@@ -283,7 +283,7 @@ def verdict(ok: bool, live: tuple[str, bool, dict] | None) -> str:
         return "reproduced" if ok else "not reproduced, not checked live"
     if ok:
         return "reproduced" + ("; holds live too" if live[1] else "; does not hold live")
-    return "not reproduced in simulation; holds live: simulator gap" if live[1] else \
+    return "not reproduced in simulation; holds live (see cause)" if live[1] else \
         "not reproduced; does not hold live either"
 
 

@@ -48,6 +48,7 @@ class Direction:
     jitter_ms: float
     loss_pct: float
     reorder: bool  # jitter reorders packets (netem) or preserves order
+    loss_after_pct: float | None = None  # of loss_pct, the part after the rate limit (None: all of it)
 
     @property
     def forward(self) -> bool:

@@ -80,15 +80,23 @@ def unsupported(scenario: Scenario) -> list[str]:
 
 def plan_links(scenario: Scenario, mss: int = 1448) -> tuple[Network, list[Direction]]:
     """The network and both directions of every link (``Direction.path`` is the link's index);
-    refuses what the testbed cannot emulate."""
+    refuses what the testbed cannot emulate. A link that is no path's bottleneck and carries no
+    competition (a transit link: the simulator gives it no queue) gets at least the buffer of
+    the largest bottleneck of the paths crossing it, so that it does not drop their bursts."""
     problems = unsupported(scenario)
     if problems:
         raise LiveError(f"scenario {scenario.name!r} cannot run live: the network testbed does not emulate "
                         + "; ".join(problems))
     net = scenario.network()
+    queues = [max(2, int(math.ceil(net.queue_bytes(k, mss) / mss - 1e-9))) for k in range(len(net.links))]
+    necks = {r.bottleneck for r in net.routes} | {k for k, link in enumerate(net.links) if _competing(link)}
     out = []
     for k, link in enumerate(net.links):
-        queue = max(2, int(math.ceil(net.queue_bytes(k, mss) / mss - 1e-9)))
+        queue = queues[k]
+        if k not in necks:
+            # a transit link queues nothing in the model; live, bursts reach it at the speed of a
+            # veth, so it gets at least the buffer of the largest bottleneck behind or before it
+            queue = max([queue] + [queues[r.bottleneck] for r in net.routes if k in r.links])
         for direction, delay in (("forward", link.forward_ms()), ("reverse", link.reverse_ms())):
             out.append(Direction(k, direction, link.nominal_mbps(), queue, float(delay), float(link.jitter_ms),
                                  float(link.loss_pct), bool(scenario.jitter_reorders)))
@@ -102,14 +110,20 @@ def route_directions(net: Network, links: list[Direction], path: int) -> list[Di
     route = net.routes[path]
     out = []
     for direction in ("forward", "reverse"):
-        hops = [d for d in links if d.path in route.links and d.direction == direction]
-        keep = 1.0
-        for d in hops:
+        order = list(route.links) if direction == "forward" else list(reversed(route.links))
+        by_link = {d.path: d for d in links if d.direction == direction}
+        hops = [by_link[k] for k in order]
+        slowest = min(range(len(hops)), key=lambda j: hops[j].rate_mbps)
+        keep = keep_after = 1.0
+        for j, d in enumerate(hops):
             keep *= 1.0 - d.loss_pct / 100.0
-        neck = next(d for d in hops if d.path == route.bottleneck)
-        out.append(replace(neck, path=path, rate_mbps=min(d.rate_mbps for d in hops),
+            if j >= slowest:  # a link's loss is at its receiving end, after its own rate limit
+                keep_after *= 1.0 - d.loss_pct / 100.0
+        neck = by_link[route.bottleneck]
+        out.append(replace(neck, path=path, rate_mbps=hops[slowest].rate_mbps,
                            delay_ms=sum(d.delay_ms for d in hops),
-                           jitter_ms=math.sqrt(sum(d.jitter_ms ** 2 for d in hops)), loss_pct=100.0 * (1.0 - keep)))
+                           jitter_ms=math.sqrt(sum(d.jitter_ms ** 2 for d in hops)), loss_pct=100.0 * (1.0 - keep),
+                           loss_after_pct=100.0 * (1.0 - keep_after)))
     return out
 
 
@@ -436,6 +450,9 @@ class NetworkTestbed(Testbed):
         """Measure every path alone, one after another (before any competing traffic), and refuse
         (VerificationError) when one misses its route."""
         from envs.live.verification import Report, VerificationError, verify
+        if self.competition is not None:
+            raise LiveError("a network is verified before its competing traffic starts, which would take the "
+                            "paths' rate: live.verify_every_run does not combine with competing traffic")
         report = Report()
         for i in range(len(self.paths)):
             view = _PathView(self, i)

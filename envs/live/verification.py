@@ -111,6 +111,16 @@ def binomial_interval(n: int, p: float, alpha: float) -> tuple[int, int]:
     return int(stats.binom.ppf(alpha / 2, n, p)), int(stats.binom.isf(alpha / 2, n, p))
 
 
+def after_rate_limit(keep: float, d: Direction) -> float:
+    """Of the measured share of packets kept, the part kept after the rate limit (what thins the
+    arrivals the rate is measured from): all of it on one link; on a route whose random loss
+    partly comes before its bottleneck (``d.loss_after_pct``), the same share of the log-survival."""
+    if d.loss_after_pct is None or d.loss_pct <= 0:
+        return keep
+    share = math.log1p(-d.loss_after_pct / 100.0) / math.log1p(-d.loss_pct / 100.0)
+    return keep ** share
+
+
 def ping_resolution_ms(rtt_ms: float) -> float:
     """The step in which iputils ping prints an echo's time (ms): 3 significant digits."""
     return 1.0 if rtt_ms >= 100 else 0.1 if rtt_ms >= 10 else 0.01 if rtt_ms >= 1 else 0.001
@@ -296,7 +306,7 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
             arr = sorted(s.arrivals)
             if len(arr) >= 20 and arr[-1] > arr[0]:
                 got = (len(arr) - 1) * (payload + ETH_IP_UDP) * 8 / (arr[-1] - arr[0]) / 1e6
-                got /= max(1.0 - measured_loss[(d.path, d.direction)], 0.05)
+                got /= max(after_rate_limit(1.0 - measured_loss[(d.path, d.direction)], d), 0.05)
             else:
                 got = 0.0
             offered = s.sent[PHASE_RATE] * (payload + ETH_IP_UDP) * 8 / max(s.send_s[PHASE_RATE], 1e-9) / 1e6
