@@ -33,11 +33,12 @@ class RewardSpec:
     time_norm_s: float = 1.0  # completion: seconds that cost a reward of -1
     credit: float = 0.0  # ispras: weight of the change of bytes in flight off the fast path (0: as published)
     inorder: bool = False  # ispras: throughput as the connection's in-order delivery (False: per path, as published)
+    per_ms: float = 0.0  # ispras: bytes over this fixed interval instead of over the interval to the next decision (0: as published)
 
     def __post_init__(self) -> None:
         if self.name not in REWARDS:
             raise unknown_name("reward", self.name, REWARDS)
-        for k in ("alpha", "beta", "gamma", "credit"):
+        for k in ("alpha", "beta", "gamma", "credit", "per_ms"):
             if getattr(self, k) < 0:
                 raise out_of_range(f"reward.{k}", getattr(self, k), ">= 0")
         for k in ("thr_norm_mbps", "rtt_norm_ms", "time_norm_s"):
@@ -48,7 +49,7 @@ class RewardSpec:
         """Parameters in the order the compiled evaluator reads them."""
         return np.array([REWARDS.index(self.name), self.alpha, self.beta, self.gamma,
                          self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s, self.credit,
-                         float(self.inorder)])
+                         float(self.inorder), self.per_ms / 1000.0])
 
 
 # A snapshot of the sender's counters at a decision:
@@ -75,7 +76,12 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
       blocked decision moves onto the second path count when it moves them (they leave the term
       again when acknowledged or declared lost, when the throughput term counts them), not an RTT
       later, after many decisions; ``inorder`` makes the throughput term the connection's in-order
-      delivery instead of the sum over paths.
+      delivery instead of the sum over paths; ``per_ms`` > 0 divides the throughput and credit terms'
+      bytes by that fixed interval instead of by the interval to the next decision, so that a term
+      counts the bytes of one decision, whatever the CC makes that interval: a rate over the interval
+      makes a send's credit 1448 B over the ~38 ms until the next decision under XQUIC's CUBIC on
+      ispras_s1 and over ~2 ms under BBRv1, so the rewards (and a DQN's Q-values) of the CCs differ
+      by one to two orders of magnitude (README, "Learning that does not collapse").
     - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
     - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
     - chunk (LEEYOO, docs/schedulers.md): packets acknowledged in the interval (as goodput over
@@ -95,8 +101,9 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
             r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
             r += prm[2] * (cobs[b, COBS_ITEMS_ACKED] - prev[b, SNAP_ITEMS]) * cobs[b, COBS_ITEM_RATE] / prm[4]
         else:
+            per = prm[9] if kind == 1 and prm[9] > 0.0 else dt  # the throughput and credit terms' interval
             if kind == 1 and prm[8] > 0.0:
-                r = prm[1] * (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
+                r = prm[1] * (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / per / prm[4]
             fast = _fastest(prev[b], int(nsub[b]))
             for i in range(int(nsub[b])):
                 base = SNAP_PATHS + SNAP_PER_PATH * i
@@ -107,7 +114,7 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
                     moved = 0.0 if prm[8] > 0.0 else acked
                     if i != fast:
                         moved += prm[7] * (obs[b, i, OBS_INFLIGHT] - prev[b, base + 3])
-                    r += prm[1] * moved / dt / prm[4] - prm[2] * obs[b, i, OBS_SRTT] / prm[5] - prm[3] * loss
+                    r += prm[1] * moved / per / prm[4] - prm[2] * obs[b, i, OBS_SRTT] / prm[5] - prm[3] * loss
                 else:
                     r += acked / max(obs[b, i, OBS_LATEST_RTT], 1e-3) / prm[4]
         out[b] = r if live[b] else 0.0

@@ -92,6 +92,7 @@ class RewardConfig:
     time_norm_s: float = RewardSpec.time_norm_s
     credit: float = RewardSpec.credit
     inorder: bool = RewardSpec.inorder
+    per_ms: float = RewardSpec.per_ms
 
 
 @dataclass
@@ -143,7 +144,8 @@ class EnvConfig:
     def reward_spec(self) -> RewardSpec:
         r = self.reward
         return RewardSpec(r.name, float(r.alpha), float(r.beta), float(r.gamma), float(r.thr_norm_mbps),
-                          float(r.rtt_norm_ms), float(r.time_norm_s), float(r.credit), bool(r.inorder))
+                          float(r.rtt_norm_ms), float(r.time_norm_s), float(r.credit), bool(r.inorder),
+                          float(r.per_ms))
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:

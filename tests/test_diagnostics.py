@@ -163,6 +163,30 @@ def test_ispras_credit_adds_the_change_of_bytes_in_flight():
         build_process(1, reward="ispras", reward_params={"credit": -1.0})
 
 
+def test_ispras_per_ms_counts_bytes_per_decision():
+    """per_ms = 0 divides the throughput and credit terms' bytes by the interval to the next
+    decision (a rate, as published); per_ms = p by a fixed p ms, so each term is the bytes of one
+    decision: the same reward times interval / p, the RTT term untouched."""
+    out, dts = {}, []
+    for per_ms in (0.0, 2.0):
+        p = build_process(2, scenario=short_s1(), cc="cubic", seed=3, observation="ispras_dqn", reward="ispras",
+                          reward_params={"alpha": 1.0, "beta": 0.0, "credit": 1.0, "per_ms": per_ms})
+        p.reset()
+        rs = []
+        for i in range(40):
+            t0 = p.sim.cobs[:, 2].copy()
+            r, *_ = p.step(np.full(2, i % 3 != 0))
+            rs.append(r)
+            if per_ms == 0.0:
+                dts.append(p.sim.cobs[:, 2] - t0)
+        out[per_ms] = np.array(rs)
+    dt = np.array(dts)
+    assert dt.max() > 2 * dt.min() > 0  # decisions at unequal intervals: the two forms differ
+    np.testing.assert_allclose(out[2.0], out[0.0] * dt / 2e-3, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ConfigError, match="reward.per_ms"):
+        build_process(1, reward="ispras", reward_params={"per_ms": -1.0})
+
+
 def test_study_headroom_key_and_checkpoint_as_scheduler(tmp_path):
     from omegaconf import OmegaConf
 
