@@ -22,7 +22,7 @@ from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim.reordering import GRID, W_GRID, detection_tables
 from envs.sim import stacks
 
 MAX_PATHS = 8
@@ -99,7 +99,7 @@ class Simulator:
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
-        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID, spurious_table(self.stack.rule),
+        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID, detection_tables(self.stack.rule),
                                           stacks.stack_vector(self.stack))
 
     def _params(self, cc: str, overrides: dict | None = None) -> np.ndarray:
