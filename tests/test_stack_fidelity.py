@@ -39,10 +39,10 @@ GAPS: dict[tuple[str, str], str] = {
         "(extra_acked is small in the fluid core's per-step ACKs, see the two-flow queue) and the loss "
         "pattern it leaves; not identified further",
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
-        "sim 9.85 vs live 5.55 [4.47-6.52] Mbit/s (x1.77): XQUIC's BBRv2 falls to CUBIC's level (the ISPRAS "
+        "sim 9.83 vs live 5.55 [4.47-6.52] Mbit/s (x1.77): XQUIC's BBRv2 falls to CUBIC's level (the ISPRAS "
         "headline), the model's keeps 1.8x that; missing mechanism not identified: " + BBR2_SPURIOUS,
     ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
-        "sim 13.77 vs live 4.64 [4.04-5.06] Mbit/s (x2.97): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
+        "sim 13.83 vs live 4.64 [4.04-5.06] Mbit/s (x2.98): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
         "missing mechanism not identified (see ispras_s1 bbr2)",
     ("ispras_xquic", "scenario=ispras_s3, cc=reno"):
         "sim 126.72 vs live 100.6 [92.1-113.3] Mbit/s (x1.26, the mark is 1.25): loss- and jitter-free paths, "
@@ -56,11 +56,11 @@ GAPS: dict[tuple[str, str], str] = {
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
         "sim 68.86 vs live 41.8 [27.9-49.4] Mbit/s (x1.65): " + LINUX_BBR,
     ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
-        "sim 76.23 vs live 57.3 [54.5-59.0] Mbit/s (x1.33): " + LINUX_BBR,
+        "sim 76.40 vs live 57.3 [54.5-59.0] Mbit/s (x1.33): " + LINUX_BBR,
     ("grid_xquic", "loss_pct=0.5, jitter_ms=0.0, cc=bbr2"):
         "sim 44.08 vs live 30.90 [28.67-32.67] Mbit/s (x1.43): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
     ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=bbr2"):
-        "sim 9.63 vs live 3.39 [3.13-3.76] Mbit/s (x2.84): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
+        "sim 9.62 vs live 3.39 [3.13-3.76] Mbit/s (x2.84): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=2.0, jitter_ms=0.0, cc=bbr2"):
         "sim 35.01 vs live 25.89 [24.23-28.61] Mbit/s (x1.35): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
     ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=bbr2"):
@@ -70,15 +70,15 @@ GAPS: dict[tuple[str, str], str] = {
         "per round trip, live under 2 (XQUIC's floor is 2, XQC_kMinimumWindow); not identified (candidate: PTOs "
         "at a 2-packet window, where too few later packets are left to declare a loss)",
     ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr2"):
-        "sim 2.31 vs live 1.73 [1.45-2.04] Mbit/s (x1.34): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
+        "sim 2.34 vs live 1.73 [1.45-2.04] Mbit/s (x1.36): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=cubic"):
         "sim 1.13 vs live 1.66 [1.58-1.71] Mbit/s (x0.68): with the unpaced trains modelled the model's CUBIC sits "
         "near its 4-packet floor (xqc_cubic.c XQC_CUBIC_MIN_WIN), live at about 6 packets per round trip; not "
         "identified (candidate: xqc_cubic.c's per-ACK growth at small windows, tcp_cwnd_cnt)",
     ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=bbr2"):
-        "sim 10.08 vs live 3.56 [3.00-4.15] Mbit/s (x2.83): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
+        "sim 10.14 vs live 3.56 [3.00-4.15] Mbit/s (x2.85): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=bbr2"):
-        "sim 3.90 vs live 1.95 [1.57-2.16] Mbit/s (x2.01): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
+        "sim 3.95 vs live 1.95 [1.57-2.16] Mbit/s (x2.03): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
         "sim 1.71 vs live 3.73 [3.67-3.76] BDP: two XQUIC BBR flows (re-recorded on an idle machine) hold about 3.1-3.7 BDP where the model's hold 1.1-1.7: missing: ACK aggregation as BBR's extra_acked term sees it live (the fluid core ACKs every step, so extra_acked stays small)",
     ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr2"):

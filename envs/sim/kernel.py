@@ -115,6 +115,7 @@ from envs.sim.workload import step as workload_step
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
 MAX_PACKETS_PER_STEP = 100000
 DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
+PKT_RTT_TAIL = 0.125  # segments whose jitter draw is below this quantile give a per-packet RTT sample
 EPS = 1e-6
 SQRT2 = math.sqrt(2.0)
 
@@ -1155,11 +1156,12 @@ def _depart(b, t, conn, m, nsub, nflows):
                             n_spur += 1.0
                     sg[f, s, SEG_SPUR] += n_spur
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
-            if jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
+            if u < PKT_RTT_TAIL and jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
                 # the least RTT sample among the segment's packets: each packet and its ACK get
                 # their own jitter, so the sender's per-packet samples reach below the segment's
                 # (BBR's min_rtt filters read them): the least of k round-trip jitters, by the
-                # segment's own uniform (an early segment gives a low sample)
+                # segment's own uniform (an early segment gives a low sample); only the lowest
+                # eighth of segments, as a filter holding seconds of samples keeps their least
                 k = math.ceil(sg[f, s, SEG_BYTES] / mss - EPS)
                 pkt = t - sg[f, s, SEG_SENT] + dfwd + fb[f, FL_DREV] + jit * SQRT2 * quantile_min(u, k)
                 slot = int(arrive + fb[f, FL_DREV]) & (rg.shape[1] - 1)
