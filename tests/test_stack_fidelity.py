@@ -19,33 +19,33 @@ from envs.live.reference import ReferenceCell, available_references, load_refere
 
 RUNS = 5  # simulated connections per cell
 
-BURSTS = ("the bursts of an unpaced sender (its window released per ACK at line rate) that set how many "
-          "later packets overtake a late one: the core spaces a flow's packets at its mean departure rate")
+BBR2_SPURIOUS = ("modelled: XQUIC's per-ACK loss rate over the last round trip with its whole-packet threshold "
+                 "(xqc_bbr2_is_inflight_too_high) and the per-packet min_rtt (2.5 s filter) under jitter; the "
+                 "model's BBRv2 still has 35-60% of its packets declared lost at 2 ms of jitter and holds "
+                 "inflight_lo near 80 packets (bw_latest and inflight_latest, its delivery with the resends "
+                 "counted, stay high), where XQUIC's falls to about 12; the xqc_bbr2.c response that does this "
+                 "is not identified")
+LINUX_BBR = ("modelled now: tcp_bbr.c's packet conservation in recovery, cwnd -= rs->losses and long-term "
+             "bandwidth sampling (bbr_lt_bw_sampling), and the per-packet min_rtt that sets RACK's window; they "
+             "change little: the model's RACK window widens on DSACKs until reordering costs nothing (2% of "
+             "packets declared lost, the random loss), far from bbr_lt_loss_thresh's 50/256, while Linux BBR "
+             "with loss and 5 ms of jitter runs at a third of its jitter-free rate; not identified")
 # (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
 GAPS: dict[tuple[str, str], str] = {
-    ("ispras_xquic", "scenario=ispras_s1, cc=reno"):
-        "sim 4.34 vs live 2.17 [2.16-2.18] Mbit/s (x2.0): XQUIC declares about twice the spurious losses the "
-        "RFC 9002 thresholds give at the flow's mean packet spacing; missing: " + BURSTS,
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
-        "sim 32.4 vs live 44.1 [43.2-44.9] Mbit/s (x0.73): the simulated BBRv1 under XQUIC's constants "
-        "(cwnd gain 2.5, twice the extra_acked term) overflows the 1 BDP buffers (14% of its packets "
-        "dropped) and resends every spurious declaration; missing: the burstier live ACK stream "
+        "sim 32.28 vs live 44.1 [43.2-44.9] Mbit/s (x0.73): the simulated BBRv1 under XQUIC's constants "
+        "(cwnd gain 2.5, twice the extra_acked term) overflows the 1 BDP buffers and resends every spurious "
+        "declaration; missing: the burstier live ACK stream "
         "(extra_acked is small in the fluid core's per-step ACKs, see the two-flow queue) and the loss "
         "pattern it leaves; not identified further",
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
-        "sim 14.4 vs live 5.55 [4.47-6.52] Mbit/s (x2.6): XQUIC's BBRv2 falls to CUBIC's level (the ISPRAS "
-        "headline), the model's keeps 2.6x that; missing mechanism not identified: the model's BBRv2 "
-        "(paced, XQUIC's constants) sees fewer spurious declarations per round than XQUIC's, or XQUIC's "
-        "xqc_bbr2.c responds to them harder (its loss-rate accounting per round, inflight_lo)",
-    ("ispras_xquic", "scenario=ispras_s2, cc=reno"):
-        "sim 5.57 vs live 2.17 [2.14-2.20] Mbit/s (x2.6): as on ispras_s1; missing: " + BURSTS,
-    ("ispras_xquic", "scenario=ispras_s2, cc=cubic"):
-        "sim 4.98 vs live 3.03 [2.99-3.05] Mbit/s (x1.6): as reno; missing: " + BURSTS,
+        "sim 9.83 vs live 5.55 [4.47-6.52] Mbit/s (x1.77): XQUIC's BBRv2 falls to CUBIC's level (the ISPRAS "
+        "headline), the model's keeps 1.8x that; missing mechanism not identified: " + BBR2_SPURIOUS,
     ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
-        "sim 25.5 vs live 4.64 [4.04-5.06] Mbit/s (x5.5): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
+        "sim 13.83 vs live 4.64 [4.04-5.06] Mbit/s (x2.98): as on ispras_s1, XQUIC's BBRv2 at CUBIC's level; "
         "missing mechanism not identified (see ispras_s1 bbr2)",
     ("ispras_xquic", "scenario=ispras_s3, cc=reno"):
-        "sim 126.9 vs live 100.6 [92.1-113.3] Mbit/s (x1.26, the mark is 1.25): loss- and jitter-free paths, "
+        "sim 126.72 vs live 100.6 [92.1-113.3] Mbit/s (x1.26, the mark is 1.25): loss- and jitter-free paths, "
         "every CC near the 140 Mbit/s capacity in the simulator (124.9-127.4); the live runs were recorded at "
         "a load average of 12 on 2 cores and XQUIC works per packet in user space; missing: that CPU "
         "bound (and QUIC's header overhead, MSS 1448 of payload assumed), not a transport mechanism",
@@ -54,78 +54,43 @@ GAPS: dict[tuple[str, str], str] = {
         "BDP buffer less than the model's CUBIC (the same for both stacks; Linux's 4.42 matches); not "
         "identified (candidates: xqc_cubic.c's window growth per ACK, the unpaced bursts' drops)",
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
-        "sim 69.6 vs live 41.8 [27.9-49.4] Mbit/s (x1.67): the model's BBRv1 ignores loss entirely; missing: "
-        "Linux BBR's packet conservation in loss recovery (tcp_bbr.c bbr_set_cwnd_to_recover_or_restore) and "
-        "its long-term bandwidth sampling under heavy loss (bbr_lt_bw_sampling, bbr_lt_loss_thresh 50/256), "
-        "on paths whose 1 BDP buffers overflow",
+        "sim 68.86 vs live 41.8 [27.9-49.4] Mbit/s (x1.65): " + LINUX_BBR,
     ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
-        "sim 77.4 vs live 57.3 [54.5-59.0] Mbit/s (x1.35): as ispras_s1 bbr; missing: tcp_bbr.c's recovery "
-        "window and long-term bandwidth sampling",
-    ("ispras_linux", "scenario=ispras_s2, cc=reno"):
-        "sim 13.9 vs live 10.5 [10.1-11.3] Mbit/s (x1.33): not identified (candidates: PRR's pacing of the "
-        "recovery (RFC 6937), the kernel MPTCP scheduler where the model runs minRTT)",
+        "sim 76.40 vs live 57.3 [54.5-59.0] Mbit/s (x1.33): " + LINUX_BBR,
     ("grid_xquic", "loss_pct=0.5, jitter_ms=0.0, cc=bbr2"):
-        "sim 44.33 vs live 30.90 [28.67-32.67] Mbit/s (x1.43): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=reno"):
-        "sim 2.71 vs live 1.11 [1.07-1.17] Mbit/s (x2.45): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
-        "sim 2.48 vs live 1.48 [1.45-1.54] Mbit/s (x1.67): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+        "sim 44.08 vs live 30.90 [28.67-32.67] Mbit/s (x1.43): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
     ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=bbr2"):
-        "sim 13.16 vs live 3.39 [3.13-3.76] Mbit/s (x3.89): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=reno"):
-        "sim 1.91 vs live 0.67 [0.43-0.84] Mbit/s (x2.84): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=cubic"):
-        "sim 1.70 vs live 1.14 [1.08-1.19] Mbit/s (x1.49): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=bbr2"):
-        "sim 5.58 vs live 2.13 [1.90-2.32] Mbit/s (x2.62): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=0.0, cc=reno"):
-        "sim 3.02 vs live 2.06 [1.85-2.23] Mbit/s (x1.46): random loss without reordering: XQUIC's recovery loses more than the model's; not identified (candidates: xqc_new_reno.c's recovery per loss event, XQUIC's ACK frequency)",
+        "sim 9.62 vs live 3.39 [3.13-3.76] Mbit/s (x2.84): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=2.0, jitter_ms=0.0, cc=bbr2"):
-        "sim 35.04 vs live 25.89 [24.23-28.61] Mbit/s (x1.35): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=reno"):
-        "sim 2.29 vs live 0.97 [0.90-1.03] Mbit/s (x2.35): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=cubic"):
-        "sim 1.97 vs live 1.29 [1.27-1.32] Mbit/s (x1.53): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+        "sim 35.01 vs live 25.89 [24.23-28.61] Mbit/s (x1.35): random loss without reordering: XQUIC's BBRv2 backs off further than the model's (xqc_bbr2.c's loss_thresh and inflight_hi cuts per round); not identified",
     ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=bbr2"):
-        "sim 12.39 vs live 3.01 [2.84-3.30] Mbit/s (x4.12): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+        "sim 8.98 vs live 3.01 [2.84-3.30] Mbit/s (x2.98): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=reno"):
-        "sim 1.76 vs live 0.55 [0.30-0.77] Mbit/s (x3.23): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=cubic"):
-        "sim 1.52 vs live 1.09 [1.08-1.11] Mbit/s (x1.39): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
-        "sim 13.99 vs live 9.86 [9.38-10.38] Mbit/s (x1.42): the model's BBRv1 keeps more of its rate under 5 ms of reordering jitter than XQUIC's; not identified (candidate: " + BURSTS + ")",
+        "sim 0.80 vs live 0.55 [0.30-0.77] Mbit/s (x1.46): with the unpaced trains modelled Reno sits at 2-3 packets "
+        "per round trip, live under 2 (XQUIC's floor is 2, XQC_kMinimumWindow); not identified (candidate: PTOs "
+        "at a 2-packet window, where too few later packets are left to declare a loss)",
     ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr2"):
-        "sim 5.30 vs live 1.73 [1.45-2.04] Mbit/s (x3.07): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=reno"):
-        "sim 2.93 vs live 1.15 [1.14-1.16] Mbit/s (x2.55): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+        "sim 2.34 vs live 1.73 [1.45-2.04] Mbit/s (x1.36): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=cubic"):
-        "sim 2.69 vs live 1.66 [1.58-1.71] Mbit/s (x1.62): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
+        "sim 1.13 vs live 1.66 [1.58-1.71] Mbit/s (x0.68): with the unpaced trains modelled the model's CUBIC sits "
+        "near its 4-packet floor (xqc_cubic.c XQC_CUBIC_MIN_WIN), live at about 6 packets per round trip; not "
+        "identified (candidate: xqc_cubic.c's per-ACK growth at small windows, tcp_cwnd_cnt)",
     ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=bbr2"):
-        "sim 13.59 vs live 3.56 [3.00-4.15] Mbit/s (x3.82): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=reno"):
-        "sim 2.02 vs live 0.68 [0.46-0.80] Mbit/s (x2.96): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=cubic"):
-        "sim 1.76 vs live 1.13 [1.09-1.17] Mbit/s (x1.55): reordering by jitter costs XQUIC's loss-based CCs more than the model's RFC 9002 thresholds give; missing: " + BURSTS,
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=bbr"):
-        "sim 13.89 vs live 9.48 [8.96-10.25] Mbit/s (x1.47): the model's BBRv1 keeps more of its rate under 5 ms of reordering jitter than XQUIC's; not identified (candidate: " + BURSTS + ")",
+        "sim 10.14 vs live 3.56 [3.00-4.15] Mbit/s (x2.85): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=bbr2"):
-        "sim 6.93 vs live 1.95 [1.57-2.16] Mbit/s (x3.56): XQUIC's BBRv2 falls to CUBIC's level under reordering alone (as in its ISPRAS cells): each spurious declaration counts as loss in xqc_bbr2.c's per-round loss rate and cuts inflight_hi; the model declares fewer (missing: " + BURSTS + ")",
+        "sim 3.95 vs live 1.95 [1.57-2.16] Mbit/s (x2.03): XQUIC's BBRv2 falls to CUBIC's level under reordering (as in its ISPRAS cells); " + BBR2_SPURIOUS,
     ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr"):
         "sim 1.71 vs live 3.73 [3.67-3.76] BDP: two XQUIC BBR flows (re-recorded on an idle machine) hold about 3.1-3.7 BDP where the model's hold 1.1-1.7: missing: ACK aggregation as BBR's extra_acked term sees it live (the fluid core ACKs every step, so extra_acked stays small)",
     ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr2"):
         "sim 1.10 vs live 3.12 [1.89-3.76] BDP: two XQUIC BBR flows (re-recorded on an idle machine) hold about 3.1-3.7 BDP where the model's hold 1.1-1.7: missing: ACK aggregation as BBR's extra_acked term sees it live (the fluid core ACKs every step, so extra_acked stays small)",
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
-        "sim 47.92 vs live 34.78 [34.53-35.24] Mbit/s (x1.38): with loss and reordering Linux BBR backs off where the model's BBRv1 ignores loss; missing: tcp_bbr.c's packet conservation in recovery (bbr_set_cwnd_to_recover_or_restore) and its long-term bandwidth sampling (bbr_lt_bw_sampling), as in the ispras_linux bbr cells",
-    ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=reno"):
-        "sim 6.81 vs live 5.12 [4.69-5.82] Mbit/s (x1.33): just over the mark; not identified (candidates: PRR's pacing of the recovery, RFC 6937)",
+        "sim 47.50 vs live 34.78 [34.53-35.24] Mbit/s (x1.37): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=bbr"):
-        "sim 42.85 vs live 16.59 [15.28-17.41] Mbit/s (x2.58): with loss and reordering Linux BBR backs off where the model's BBRv1 ignores loss; missing: tcp_bbr.c's packet conservation in recovery (bbr_set_cwnd_to_recover_or_restore) and its long-term bandwidth sampling (bbr_lt_bw_sampling), as in the ispras_linux bbr cells",
-    ("grid_linux", "loss_pct=2.0, jitter_ms=2.0, cc=reno"):
-        "sim 3.28 vs live 2.46 [2.23-2.83] Mbit/s (x1.33): just over the mark; not identified (candidates: PRR's pacing of the recovery, RFC 6937)",
+        "sim 42.03 vs live 16.59 [15.28-17.41] Mbit/s (x2.53): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=2.0, cc=bbr"):
-        "sim 44.89 vs live 30.56 [28.35-31.69] Mbit/s (x1.47): with loss and reordering Linux BBR backs off where the model's BBRv1 ignores loss; missing: tcp_bbr.c's packet conservation in recovery (bbr_set_cwnd_to_recover_or_restore) and its long-term bandwidth sampling (bbr_lt_bw_sampling), as in the ispras_linux bbr cells",
+        "sim 44.91 vs live 30.56 [28.35-31.69] Mbit/s (x1.47): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
-        "sim 39.37 vs live 11.65 [11.35-12.07] Mbit/s (x3.38): with loss and reordering Linux BBR backs off where the model's BBRv1 ignores loss; missing: tcp_bbr.c's packet conservation in recovery (bbr_set_cwnd_to_recover_or_restore) and its long-term bandwidth sampling (bbr_lt_bw_sampling), as in the ispras_linux bbr cells",
+        "sim 35.43 vs live 11.65 [11.35-12.07] Mbit/s (x3.04): " + LINUX_BBR,
 }
 # CC orderings the model misses: (stack, scenario) -> why
 ORDER_GAPS: dict[tuple[str, str], str] = {
@@ -133,10 +98,6 @@ ORDER_GAPS: dict[tuple[str, str], str] = {
         "Spearman 0.40: on loss- and jitter-free paths the four CCs lie within 2% of each other in the "
         "simulator (124.9-127.4 Mbit/s) and their live ranges overlap (reno 92-113, cubic 113-118, bbr "
         "100-111, bbr2 109-117): the order is noise on both sides, not a missing mechanism",
-    ("linux", "ispras_s2"):
-        "Spearman 0.50: reno 13.9 and cubic 12.9 Mbit/s in the simulator (5 runs; 13.3 and 13.4 with 10), live "
-        "10.5 [10.1-11.3] and 12.2 [11.9-12.4]: CUBIC's lead over Reno is within the model's run-to-run spread; "
-        "bbr first on both sides",
     ("linux", "ispras_s3"):
         "Spearman -0.50: loss- and jitter-free paths, the three CCs within 3% in the simulator (123.3-127.2) "
         "and live (105.9-112.4, ranges overlapping): the order is noise, not a missing mechanism",

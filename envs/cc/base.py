@@ -8,6 +8,8 @@ A CC is a set of compiled functions over one connection's CC state matrix ``C[F,
 - ``on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)``
 - ``on_rto(C, P, f, now, inflight, mss)``
 
+``rtt`` is the ACK's RTT sample (its latest-sent segment's), ``min_rtt`` the least RTT among the
+packets it acknowledges, each packet with its own jitter (a windowed minimum RTT filter reads it).
 ``P[F, N_CCP]`` holds the CC's parameters. The module registers itself at its end with
 ``envs.plugins.register_cc(name, init=..., on_ack=..., on_loss=..., on_rto=..., defaults=DEFAULTS,
 state_slots=...)``: ``DEFAULTS`` maps each parameter to its default, one ``P[f, :]`` slot each in

@@ -26,10 +26,13 @@ BBRv1 (``envs.cc.bbr``) plus a loss response through bounds on the model:
 
 Readings chosen where the fluid core lacks per-packet state:
 
-- ``rs.tx_in_flight`` / ``rs.lost`` (loss since the acked packet was sent) become per-round
-  quantities: the data in flight when the current packet-timed round started, and the bytes
-  declared lost since. "Inflight too high" is ``lost_in_round > loss_thresh * flight_at_round_start``,
-  checked at each loss declaration. Rounds are the draft's packet-timed rounds, kept here (not the
+- ``rs.tx_in_flight`` / ``rs.lost`` (loss since the acked packet was sent, a sliding round trip)
+  become: the data in flight when the current packet-timed round started, and the bytes declared
+  lost in the last round trip (this round's and the part of the last round's one round trip back
+  covers, pro rata of time). "Inflight too high" is ``lost > loss_thresh * tx_in_flight``, checked
+  at every ACK and loss declaration; with ``loss_thresh_packets`` (XQUIC: xqc_bbr2.c
+  xqc_bbr2_is_inflight_too_high) both in whole packets and the threshold truncated to one, so
+  below 50 packets in flight any loss is too high. Rounds are the draft's packet-timed rounds, kept here (not the
   core's) so a phase can start a round (``BBRStartRound``): the acked packet's prior delivered count
   is ``delivered - rate * rtt``, the core's delivery-rate sample being ``(delivered - prior) / rtt``.
 - A "loss event" for the Startup exit is one loss declaration from the core (losses are
@@ -67,10 +70,11 @@ MIN_RTT_WIN_S = 8  # 10 s (MinRTTFilterLen)
 EXTRA_GAIN = 9  # 1: ACK aggregation term's gain (0: off)
 EXTRA_MAX_S = 10  # 0.1 s: ... at most this many seconds at the estimated bandwidth
 EXTRA_IN_STARTUP = 11  # 0: ... only after Startup (1: also in Startup, with a one-round window)
+LOSS_THRESH_PACKETS = 12  # 1: the loss-rate test counts whole packets, its threshold truncated
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7,
             "headroom": 0.15, "probe_rtt_s": 0.2, "probe_rtt_interval_s": 5.0,
             "probe_wait_base_s": 2.0, "min_rtt_window_s": 10.0, "extra_acked_gain": 1.0,
-            "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0}
+            "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0, "loss_thresh_packets": 0.0}
 
 PROBE_RTT_CWND_GAIN = 0.5
 PROBE_WAIT_RAND_S = 1.0
@@ -116,6 +120,10 @@ FULL_BW = FIRST_PRIVATE + 30
 FULL_BW_CNT = FIRST_PRIVATE + 31
 FILLED = FIRST_PRIVATE + 32
 AGG = FILLED + 1  # aggregation.SLOTS slots: the ACK aggregation estimate
+LOSS_NOW = AGG + aggregation.SLOTS  # bytes declared lost since the last round start (never reset by phases)
+LOSS_BEFORE = LOSS_NOW + 1  # ... in the round before
+ROUND_STAMP = LOSS_NOW + 2  # when the current round started (s)
+N_STATE = LOSS_NOW + 3
 
 
 @njit(cache=True, _nrt=False)
@@ -134,6 +142,9 @@ def init(C, P, f, now, mss):
     C[f, PRT_MIN] = math.inf
     C[f, PRT_MIN_STAMP] = now
     aggregation.init(C, f, AGG, now)
+    C[f, LOSS_NOW] = 0.0
+    C[f, LOSS_BEFORE] = 0.0
+    C[f, ROUND_STAMP] = now
 
 
 # ----------------------------------------------------------------------------- model helpers
@@ -268,7 +279,7 @@ def _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
+def _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, mss, rng, b):
     """BBRAdaptUpperBounds: one round after probing stopped, end the probe's samples and start a
     new cycle of the max-bw filter; while the loss rate is safe, raise inflight_hi to the flight
     seen and, in UP, along the probing slope."""
@@ -278,7 +289,11 @@ def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
         if _in_probe_bw(C, f):
             C[f, BW_HI0] = C[f, BW_HI1]  # BBRAdvanceMaxBwFilter
             C[f, BW_HI1] = 0.0
-    if _inflight_too_high(C, P, f) or C[f, INFLIGHT_HI] == math.inf:
+    if _inflight_too_high(C, P, f, now, rtt, mss):
+        if C[f, PROBE_SAMPLES] > 0.0:
+            _handle_inflight_too_high(C, P, f, now, rng, b, mss)
+        return
+    if C[f, INFLIGHT_HI] == math.inf:
         return
     C[f, INFLIGHT_HI] = max(C[f, INFLIGHT_HI], C[f, FLIGHT_RND])
     if C[f, MODE] == UP:
@@ -287,9 +302,14 @@ def _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss):
 
 # ----------------------------------------------------------------------------- loss response
 @njit(cache=True, _nrt=False)
-def _inflight_too_high(C, P, f):
-    """IsInflightTooHigh, per round: losses exceed loss_thresh of the round's flight."""
-    return C[f, LOST_RND] > P[f, LOSS_THRESH] * max(C[f, FLIGHT_RND], 1.0)
+def _inflight_too_high(C, P, f, now, rtt, mss):
+    """IsInflightTooHigh: the losses of the last round trip exceed loss_thresh of the flight."""
+    back = 1.0 - (now - C[f, ROUND_STAMP]) / rtt if rtt > 0.0 else 0.0
+    lost = C[f, LOSS_NOW] + C[f, LOSS_BEFORE] * min(max(back, 0.0), 1.0)
+    flight = max(C[f, FLIGHT_RND], 1.0)
+    if P[f, LOSS_THRESH_PACKETS] > 0.0:  # xqc_bbr2.c: lost_pkts > (uint32_t)(inflight_pkts * thresh)
+        return lost > 0.0 and math.floor(lost / mss + 0.5) > math.floor(math.floor(flight / mss) * P[f, LOSS_THRESH])
+    return lost > P[f, LOSS_THRESH] * flight
 
 
 @njit(cache=True, _nrt=False)
@@ -317,7 +337,7 @@ def _adapt_lower_bounds(C, P, f):
 
 
 @njit(cache=True, _nrt=False)
-def _check_startup_done(C, P, f, now, round_start, mss):
+def _check_startup_done(C, P, f, now, rtt, round_start, mss):
     """BBRCheckStartupFullBandwidth (plateau for 3 rounds) and BBRCheckStartupHighLoss."""
     if C[f, FILLED] > 0.0 or not round_start:
         return
@@ -329,7 +349,7 @@ def _check_startup_done(C, P, f, now, round_start, mss):
         C[f, FULL_BW_CNT] += 1.0
     if C[f, FULL_BW_CNT] >= 3.0:
         C[f, FILLED] = 1.0
-    elif C[f, MODE] == STARTUP and C[f, ROUND] > 1.0 and _inflight_too_high(C, P, f) \
+    elif C[f, MODE] == STARTUP and C[f, ROUND] > 1.0 and _inflight_too_high(C, P, f, now, rtt, mss) \
             and C[f, LOSS_EVENTS_RND] >= FULL_LOSS_CNT:
         C[f, FILLED] = 1.0
         C[f, INFLIGHT_HI] = max(_bdp(C, f, bw, 1.0, mss), C[f, INFLIGHT_LATEST])
@@ -428,7 +448,7 @@ def _set_rate_and_cwnd(C, P, f, acked, rtt, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _update_round(C, f, acked, rtt, rate):
+def _update_round(C, f, now, acked, rtt, rate):
     """Packet-timed rounds (BBRUpdateRound): True when the acknowledged packet was sent after the
     current round started."""
     C[f, DELIVERED] += acked
@@ -438,6 +458,9 @@ def _update_round(C, f, acked, rtt, rate):
         C[f, ROUND_END] = C[f, DELIVERED]
         C[f, ROUND] += 1.0
         C[f, ROUNDS_SINCE_PROBE] += 1.0
+        C[f, LOSS_BEFORE] = C[f, LOSS_NOW]
+        C[f, LOSS_NOW] = 0.0
+        C[f, ROUND_STAMP] = now
     return round_start
 
 
@@ -463,7 +486,7 @@ def _end_round(C, f, rate, rtt, inflight):
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
     """BBRUpdateModelAndState then BBRUpdateControlParameters, in the draft's order. The core's
     round_start is replaced by this module's rounds, which phase changes restart."""
-    round_start = _update_round(C, f, acked, rtt, rate)
+    round_start = _update_round(C, f, now, acked, rtt, rate)
     aggregation.update(C, f, AGG, now, acked, _bw(C, f), round_start,
                        P[f, EXTRA_IN_STARTUP] > 0.0 and C[f, FILLED] == 0.0, mss)
     C[f, BW_LATEST] = max(C[f, BW_LATEST], rate)
@@ -471,13 +494,13 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
     C[f, BW_HI1] = max(C[f, BW_HI1], rate)
     if round_start:
         _adapt_lower_bounds(C, P, f)
-    _check_startup_done(C, P, f, now, round_start, mss)
+    _check_startup_done(C, P, f, now, rtt, round_start, mss)
     if C[f, MODE] == DRAIN and inflight <= _bdp(C, f, _bw(C, f), 1.0, mss):
         _start_down(C, f, now, P, rng, b)
     if C[f, FILLED] > 0.0:
-        _adapt_upper_bounds(C, P, f, acked, inflight, round_start, mss)
+        _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, mss, rng, b)
         _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b)
-    expired = _update_min_rtt(C, P, f, now, rtt)
+    expired = _update_min_rtt(C, P, f, now, min(rtt, min_rtt))  # the ACK's least per-packet RTT
     _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b)
     if round_start:
         _end_round(C, f, rate, rtt, inflight)
@@ -487,8 +510,9 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start,
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     C[f, LOST_RND] += lost
+    C[f, LOSS_NOW] += lost
     C[f, LOSS_EVENTS_RND] += 1.0
-    if C[f, PROBE_SAMPLES] > 0.0 and _inflight_too_high(C, P, f):
+    if C[f, PROBE_SAMPLES] > 0.0 and _inflight_too_high(C, P, f, now, C[f, MIN_RTT], mss):
         _handle_inflight_too_high(C, P, f, now, rng, b, mss)
         C[f, CWND] = min(C[f, CWND], _cwnd_cap(C, P, f, mss))
 
@@ -500,4 +524,4 @@ def on_rto(C, P, f, now, inflight, mss):
 
 
 register_cc("bbr2", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
-            state_slots=AGG + aggregation.SLOTS)
+            state_slots=N_STATE)

@@ -5,14 +5,15 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.cc.base import CWND, FIRST_PRIVATE, RECOVERY_START, SSTHRESH, init_common
 from envs.plugins import register_cc
 
 # parameters
 C_CUBIC = 0  # 0.4 (segments / s^3)
 BETA = 1  # 0.7
 HYSTART = 2  # 1 = HyStart++ on
-DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0}
+MIN_CWND = 3  # packets a reduction leaves at least (Linux tcp_cubic.c bictcp_recalc_ssthresh: 2)
+DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0, "min_cwnd": 2.0}
 
 # state
 W_MAX = FIRST_PRIVATE  # segments; 0 = unset (the next epoch starts at K = 0 from cwnd)
@@ -89,7 +90,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
         C[f, W_MAX] = w * (1.0 + beta) / 2.0
     else:
         C[f, W_MAX] = w
-    w = max(w * beta, MIN_CWND_PACKETS)
+    w = max(w * beta, P[f, MIN_CWND])
     C[f, CWND] = w * mss
     C[f, SSTHRESH] = C[f, CWND]
     # the next epoch starts at the next ACK (K = cubic_root((W_max - cwnd_epoch) / C), RFC 9438
@@ -104,7 +105,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     C[f, W_MAX] = 0.0  # RFC 9438 section 4.8: the next epoch starts at K = 0, W_max = its cwnd
-    C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)
+    C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], P[f, MIN_CWND] * mss)
     C[f, CWND] = mss
     C[f, EPOCH] = -1.0
     C[f, RECOVERY_START] = now

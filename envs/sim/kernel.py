@@ -110,13 +110,15 @@ from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
-from envs.sim.rng import normal, uniform
+from envs.sim.reordering import TRAINS_PER_OCTAVE
+from envs.sim.rng import quantile, quantile_min, uniform
 from envs.sim.roles import blocked_rule
 from envs.sim.workload import step as workload_step
 
 INITIAL_RTT = 0.333  # RFC 9002 kInitialRtt (s): flow slots the connection does not use
 MAX_PACKETS_PER_STEP = 100000
 DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spurious-loss spacing)
+PKT_RTT_TAIL = 0.125  # segments whose jitter draw is below this quantile give a per-packet RTT sample
 EPS = 1e-6
 SQRT2 = math.sqrt(2.0)
 
@@ -155,7 +157,7 @@ class Constants(NamedTuple):
     dt: float  # seconds per step
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
-    spur_prob: np.ndarray  # per rule (STK_RULE), probability per packet at each (window, spacing) / jitter
+    spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter
     stack: np.ndarray  # per connection, its stack profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
@@ -454,6 +456,11 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection)
             o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
             o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
+            # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters;
+            # OBS_MIN_RTT (and RACK's window, recovery.reorder_window) keep the segments' samples
+            pkt_rtt = rtt
+            if rg[f, slot, RING_PKT_RTT] > 0.0:
+                pkt_rtt = min(rtt, rg[f, slot, RING_PKT_RTT] * dt)
             o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
             o[f, OBS_LATEST_RTT] = rtt
             fb[f, FL_RTT_SUM] += rtt
@@ -466,7 +473,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             fb[f, FL_RTO_BACKOFF] = 1.0
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
-            cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, o[f, OBS_MIN_RTT],
+            cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
                       o[f, OBS_DELIVERY_RATE], o[f, OBS_INFLIGHT], round_start, mss, rng,
                       snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
@@ -1108,11 +1115,13 @@ def _depart(b, t, conn, m, nsub, nflows):
 
     With reordering jitter, each departed packet is declared lost spuriously with the
     probability of ``reordering.py`` under the stack's loss detection (its time window:
-    ``envs/sim/recovery.py``) at the spacing of the flow's own packets, ``mss`` over the flow's
-    departure rate (an EWMA over ~10 ms, at most the capacity): a flow using a fraction of the
-    link has its packets spaced further apart than back-to-back, and is reordered less. Spacing
-    and window are measured against the jitter of a round trip (the data's and its ACK's)."""
-    o, fb, bnb, c, sg, si, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.rng
+    ``envs/sim/recovery.py``) at the spacing of the flow's own packets: a paced flow's are
+    ``mss`` over its departure rate (an EWMA over ~10 ms, at most the capacity), so a flow using
+    a fraction of the link is reordered less; a flow that does not pace sends its window as one
+    back-to-back train per round trip (the stack's ``unpaced_trains``), whose packets can be
+    overtaken only by the later ones of their train. Spacing and window are measured against the
+    jitter of a round trip (the data's and its ACK's)."""
+    o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
     stk = m.stack[b]
     mss, dt, spur_r, spur_w, spur_p = m.mss, m.dt, m.spur_grid, m.spur_wgrid, m.spur_prob[int(stk[STK_RULE])]
     Qm = sg.shape[1] - 1
@@ -1147,16 +1156,23 @@ def _depart(b, t, conn, m, nsub, nflows):
                 break
             out += sg[f, s, SEG_BYTES]
             delay = dfwd
+            u = 0.0
             if jit > 0.0:
-                delay = max(delay + jit * normal(rng, b), 0.0)
+                u = uniform(rng, b)  # normal(rng, b), keeping its uniform for the RTT sample below
+                delay = max(delay + jit * quantile(u), 0.0)
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
-                        spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
                         window = reorder_window(o, fb, f, stk) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
                         rtt_jit = jit * SQRT2
-                        prob = _spurious_prob(spacing / rtt_jit, window / rtt_jit, spur_r, spur_w, spur_p)
+                        if stk[STK_TRAINS] > 0.0 and o[f, OBS_PACING_RATE] <= 0.0:
+                            # unpaced: its window's packets, back to back at the bottleneck's rate
+                            prob = _train_prob(mss / max(bnb[p, BN_CAP], 1e-3) / rtt_jit, window / rtt_jit,
+                                               o[f, OBS_SWND] / mss, spur_r, spur_w, spur_p)
+                        else:
+                            spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
+                            prob = _spurious_prob(spacing / rtt_jit, window / rtt_jit, 0, spur_r, spur_w, spur_p)
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
                     for _ in range(int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))):
@@ -1164,6 +1180,18 @@ def _depart(b, t, conn, m, nsub, nflows):
                             n_spur += 1.0
                     sg[f, s, SEG_SPUR] += n_spur
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
+            if u < PKT_RTT_TAIL and jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
+                # the least RTT sample among the segment's packets: each packet and its ACK get
+                # their own jitter, so the sender's per-packet samples reach below the segment's
+                # (BBR's min_rtt filters read them): the least of k round-trip jitters, by the
+                # segment's own uniform (an early segment gives a low sample); only the lowest
+                # eighth of segments, as a filter holding seconds of samples keeps their least
+                k = math.ceil(sg[f, s, SEG_BYTES] / mss - EPS)
+                pkt = t - sg[f, s, SEG_SENT] + dfwd + fb[f, FL_DREV] + jit * SQRT2 * quantile_min(u, k)
+                slot = int(arrive + fb[f, FL_DREV]) & (rg.shape[1] - 1)
+                pkt = max(pkt, 1.0)
+                if rg[f, slot, RING_PKT_RTT] == 0.0 or pkt < rg[f, slot, RING_PKT_RTT]:
+                    rg[f, slot, RING_PKT_RTT] = pkt
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
             d += 1
@@ -1186,15 +1214,29 @@ def _grid_pos(v, lo, hi, n):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _spurious_prob(r, w, log_grid, w_grid, table):
+def _spurious_prob(r, w, k, log_grid, w_grid, tables):
     """Interpolate the stack's spurious-declaration probability at spacing/jitter ratio r and
-    window/jitter ratio w (``log_grid``: the natural logs of the table's evenly log-spaced
-    spacing grid; ``w_grid``: its evenly spaced window grid; ``table[w, r]``)."""
+    window/jitter ratio w in table ``k`` (``log_grid``: the natural logs of the tables' evenly
+    log-spaced spacing grid; ``w_grid``: their evenly spaced window grid; ``tables[k, w, r]``)."""
     i, a = _grid_pos(math.log(r), log_grid[0], log_grid[log_grid.shape[0] - 1], log_grid.shape[0])
     j, c = _grid_pos(w, w_grid[0], w_grid[w_grid.shape[0] - 1], w_grid.shape[0])
-    lo = table[j, i] * (1.0 - a) + table[j, i + 1] * a
-    hi = table[j + 1, i] * (1.0 - a) + table[j + 1, i + 1] * a
+    lo = tables[k, j, i] * (1.0 - a) + tables[k, j, i + 1] * a
+    hi = tables[k, j + 1, i] * (1.0 - a) + tables[k, j + 1, i + 1] * a
     return lo * (1.0 - c) + hi * c
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _train_prob(r, w, n, log_grid, w_grid, tables):
+    """The probability for a packet of a back-to-back train of ``n`` packets at spacing ratio r:
+    tables 1.. hold trains of ``reordering.TRAIN_GRID`` packets (log-spaced, interpolated), a
+    longer train is the evenly spaced stream of table 0."""
+    x = TRAINS_PER_OCTAVE * math.log2(max(n, 1.0))
+    if x >= tables.shape[0] - 2:
+        return _spurious_prob(r, w, 0, log_grid, w_grid, tables)
+    k = int(x)
+    a = x - k
+    return (_spurious_prob(r, w, k + 1, log_grid, w_grid, tables) * (1.0 - a)
+            + _spurious_prob(r, w, k + 2, log_grid, w_grid, tables) * a)
 
 
 @njit(cache=True, _nrt=False)

@@ -179,7 +179,8 @@ RING_RCV_NXT = 3  # receiver's in-order point carried by the ACK
 RING_LOST = 4  # bytes declared lost at this step
 RING_LOST_SENT = 5  # send step of the latest lost segment (congestion-recovery rule)
 RING_SPUR = 6  # packets spuriously declared lost (reordering)
-N_RING = 7
+RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, each with its own jitter (0: none)
+N_RING = 8
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
 HOLE_SEQ = 0  # sequence of the first lost byte
@@ -208,7 +209,7 @@ N_SCHED = 32
 
 # --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
 N_CC = 48
-N_CCP = 12
+N_CCP = 16
 
 # --- the application's workload (envs/sim/workload.py): ``wl[B, N_WL]`` -----------------------------
 # parameters (set by the simulator at reset), then state; bytes, steps; ground truth of the app
@@ -267,4 +268,5 @@ STK_RTO_ACK_DELAY = 7
 STK_RTO_MIN = 8  # ... and at least this (s)
 STK_PKT_THRESHOLD = 9  # later packets whose arrival declares a packet lost (RFC 9002: 3; RACK: 1)
 STK_RULE = 10  # the loss-detection rule: index into ``Constants.spur_prob`` (envs/sim/reordering.py RULES)
-N_STK = 11
+STK_TRAINS = 11  # 1: a flow whose CC does not pace sends each round trip's packets as one train
+N_STK = 12

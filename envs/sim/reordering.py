@@ -19,6 +19,15 @@ spacing ``r`` and the detection's time window ``w``. Two rules (``RULES``):
 Conditional on the packet's own delay ``x``, the ``j``-th later packet overtakes it with
 probability ``Phi(x - j r)`` (by more than ``w``: ``Phi(x - max(j r, w))``), independently; the
 probability is integrated over ``x`` on a fine grid.
+
+Two spacings (``spurious_table`` and ``train_table``):
+
+- evenly spaced packets, an endless stream at spacing ``r``: a paced sender's;
+- trains: a sender that does not pace releases what each ACK frees at once, so its packets cross
+  the bottleneck back to back (``r`` is the bottleneck's per-packet time) in one train per round
+  trip, as long as its window (ACK clocking; Jacobson 1988). A packet then has only the later
+  packets of its own train to be overtaken by (the next train is a round trip behind): the
+  probability is averaged over the positions of a train of ``n`` packets, ``n`` on ``TRAIN_GRID``.
 """
 
 from pathlib import Path
@@ -33,6 +42,9 @@ W_GRID = np.linspace(0.0, 16.0, 65)  # w = detection time window / jitter standa
 _X = np.linspace(-9.0, 9.0, 1441)  # the packet's own delay, in standard deviations
 _PDF = np.exp(-_X ** 2 / 2.0) / np.sqrt(2.0 * np.pi) * (_X[1] - _X[0])
 _MAX_TERMS = 20000
+TRAINS_PER_OCTAVE = 2
+TRAIN_GRID = 2.0 ** (np.arange(21) / TRAINS_PER_OCTAVE)  # n = packets in a train, 1 .. 1024
+_W_INDEX = np.searchsorted(_X, W_GRID, side="right")  # x > w from this index of _X on
 
 
 def _later(r: float) -> np.ndarray:
@@ -74,8 +86,58 @@ def rack_row(r: float) -> np.ndarray:
     return np.array(out)
 
 
-def table_file(rule: str) -> Path:
-    return Path(__file__).with_name(f"spurious_{rule}.npy")
+def _train_average(per_m: np.ndarray) -> np.ndarray:
+    """P(declared) of a train of n packets for every n of ``TRAIN_GRID`` (rows: w), from
+    ``per_m[w, m]``, the probability of a packet with m later packets in its train: the mean over
+    the train's positions, linear between whole train lengths."""
+    whole = np.cumsum(per_m, axis=1) / np.arange(1, per_m.shape[1] + 1)  # n = 1 .. N
+    n = np.arange(1, per_m.shape[1] + 1)
+    return np.array([np.interp(TRAIN_GRID, n, row) for row in whole])
+
+
+def rfc9002_train_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
+    """P(declared lost) at spacing r, for every w of ``W_GRID`` and train length of
+    ``TRAIN_GRID`` (shape W x N), under the RFC 9002 rule."""
+    n_max = int(TRAIN_GRID[-1])
+    per_m = np.zeros((W_GRID.size, n_max))
+    dist = np.zeros((_X.size, k + 1))
+    dist[:, 0] = 1.0
+    for m in range(n_max):  # m later packets in the train: the first m of the stream
+        if m > 0:
+            pj = ndtr(_X - r * m)
+            if pj.max() < 1e-15:
+                per_m[:, m:] = per_m[:, m - 1:m]
+                break
+            tail = dist[:, k] + dist[:, k - 1] * pj
+            dist[:, 1:k] = dist[:, 1:k] * (1 - pj[:, None]) + dist[:, 0:k - 1] * pj[:, None]
+            dist[:, 0] *= 1 - pj
+            dist[:, k] = tail
+        # x > w: one overtaking packet suffices; else k of them
+        some = np.concatenate([[0.0], np.cumsum((_PDF * (1.0 - dist[:, 0]))[::-1])])[::-1]
+        most = np.concatenate([[0.0], np.cumsum(_PDF * dist[:, k])])
+        per_m[:, m] = some[_W_INDEX] + most[_W_INDEX]
+    return _train_average(per_m)
+
+
+def rack_train_row(r: float) -> np.ndarray:
+    """P(declared lost) at spacing r, for every reordering window w of ``W_GRID`` and train
+    length of ``TRAIN_GRID`` (shape W x N), under RACK."""
+    n_max = int(TRAIN_GRID[-1])
+    per_m = np.zeros((W_GRID.size, n_max))
+    by_window = log_ndtr(-(_X[:, None] - W_GRID[None, :]))  # a later packet within w: must lead by w
+    log_none = np.zeros((_X.size, W_GRID.size))
+    for m in range(1, n_max):
+        own = log_ndtr(-(_X - r * m))
+        if own.max() > -1e-15 and r * m > W_GRID[-1]:
+            per_m[:, m:] = per_m[:, m - 1:m]
+            break
+        log_none += np.where(r * m > W_GRID[None, :], own[:, None], by_window)
+        per_m[:, m] = _PDF @ (1.0 - np.exp(log_none))
+    return _train_average(per_m)
+
+
+def table_file(rule: str, kind: str = "spurious") -> Path:
+    return Path(__file__).with_name(f"{kind}_{rule}.npy")
 
 
 def build_table(rule: str) -> np.ndarray:
@@ -85,10 +147,29 @@ def build_table(rule: str) -> np.ndarray:
     return np.ascontiguousarray(np.clip(np.array([row(r) for r in GRID]).T, 0.0, 1.0))
 
 
+def build_train_table(rule: str) -> np.ndarray:
+    """Probabilities on ``TRAIN_GRID`` x ``W_GRID`` x ``GRID`` (shipped as ``train_<rule>.npy`` in
+    single precision)."""
+    row = rfc9002_train_row if rule == "rfc9002" else rack_train_row
+    table = np.array([row(r) for r in GRID])  # R x W x N
+    return np.ascontiguousarray(np.clip(table.transpose(2, 1, 0), 0.0, 1.0).astype(np.float32))
+
+
 def spurious_table(rule: str) -> np.ndarray:
     return np.load(table_file(rule))
+
+
+def train_table(rule: str) -> np.ndarray:
+    return np.load(table_file(rule, "train")).astype(np.float64)
+
+
+def detection_tables(rule: str) -> np.ndarray:
+    """What the core reads (``kernel.Constants.spur_prob``): slice 0 the evenly spaced table,
+    slices 1.. the trains of ``TRAIN_GRID``."""
+    return np.ascontiguousarray(np.concatenate([spurious_table(rule)[None], train_table(rule)]))
 
 
 if __name__ == "__main__":
     for name in RULES:
         np.save(table_file(name), build_table(name))
+        np.save(table_file(name, "train"), build_train_table(name))

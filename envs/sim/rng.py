@@ -54,9 +54,23 @@ _QUANTILES = _normal_quantiles(_NQ)
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def quantile(u: float) -> float:
+    """The standard normal quantile at u in [0, 1), interpolated in a 4,097-entry table."""
+    x = u * _NQ
+    i = int(x)
+    return _QUANTILES[i] + (x - i) * (_QUANTILES[i + 1] - _QUANTILES[i])
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def normal(rng: np.ndarray, b: int) -> float:
     """Standard normal by inversion: one uniform, the quantile function interpolated in a
     4,097-entry table (a fifth of Box-Muller's cost, which dominated jittery paths' steps)."""
-    x = uniform(rng, b) * _NQ
-    i = int(x)
-    return _QUANTILES[i] + (x - i) * (_QUANTILES[i + 1] - _QUANTILES[i])
+    return quantile(uniform(rng, b))
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def quantile_min(u: float, k: float) -> float:
+    """The least of ``k`` standard normals by inversion of a uniform u in its lower tail
+    (P(min <= x) = 1 - (1 - Phi(x))^k, so min = quantile(1 - (1 - u)^(1/k))); the power's
+    second-order series, within 2% of it for u <= 1/4, spares a libm call per draw."""
+    return quantile(u / k * (1.0 + u * (k - 1.0) / (2.0 * k)))

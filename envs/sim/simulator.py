@@ -22,7 +22,7 @@ from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import GRID, RULES, W_GRID, spurious_table
+from envs.sim.reordering import GRID, RULES, W_GRID, detection_tables
 from envs.sim import stacks
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class Simulator:
         self.current_cc: list[str] = [""] * self.B
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
         self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID,
-                                          np.stack([spurious_table(rule) for rule in RULES]),
+                                          np.stack([detection_tables(rule) for rule in RULES]),
                                           np.tile(stacks.stack_vector(self.stack), (self.B, 1)))
 
     def _params(self, cc: str, overrides: dict | None = None, stack: stacks.StackProfile | None = None) -> np.ndarray:

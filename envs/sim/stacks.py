@@ -21,7 +21,8 @@ import numpy as np
 
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
-                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_UNDO)
+                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
+                             STK_UNDO)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
@@ -42,6 +43,9 @@ class StackProfile:
     reo_wnd_adapt: bool  # DSACKs widen the window one step per round trip (RACK reo_wnd_steps)
     reo_wnd_persist: int  # recoveries without DSACK before the window returns to one step
     undo: bool  # a reduction caused only by spurious declarations is undone (DSACK / timestamps)
+    # a flow whose CC does not pace releases what each ACK frees at once: its round trip's packets
+    # cross the bottleneck as one back-to-back train (envs/sim/reordering.py, train_table)
+    unpaced_trains: bool
     # retransmission timer: mult * (srtt + max(4 rttvar, rto_var_floor) + rto_ack_delay), >= rto_min
     rto_mult: float
     rto_var_floor: float  # s
@@ -69,6 +73,11 @@ XQUIC = StackProfile(
     reo_wnd_adapt=False,
     reo_wnd_persist=0,
     undo=False,  # no congestion-window undo in xqc_send_ctl.c / the CCs
+    # bindings/src/mps_xquic.c sets conn_settings.pacing_on only for bbr and bbr2; without pacing
+    # xqc_send_ctl_can_send (xqc_send_ctl.c) lets out whatever the window allows when an ACK
+    # frees it (the peer acknowledges every 2 packets), so reno and cubic send ACK-clocked trains;
+    # the pacer (xqc_pacing.c) spreads bbr and bbr2 over the round trip
+    unpaced_trains=True,
     # RFC 9002 sec. 6.2.1 PTO = srtt + max(4 rttvar, kGranularity) + max_ack_delay
     # (xqc_send_ctl.h XQC_kGranularity 1 ms; xqc_transport_params.h XQC_DEFAULT_MAX_ACK_DELAY 25 ms).
     # A PTO only probes; the window collapses on persistent congestion, losses spanning
@@ -79,21 +88,28 @@ XQUIC = StackProfile(
     rto_min=0.0,
     ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
     cc_defaults={
+        # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
+        # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default)
+        "cubic": {"min_cwnd": 4.0},
         # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
         # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
         # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c)
+        # xqc_bbr_modulate_cwnd_for_recovery: packet conservation in an episode every loss extends
+        # (xqc_bbr_on_lost refreshes recovery_start_time), the cut per lost packet "#if 0"'d;
+        # xqc_bbr_update_lt_bw_sampling only with cc_params.bbr_enable_lt_bw, unset in bindings/
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
-                "extra_acked_in_startup": 1.0},
+                "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
         # every 2.5 s), xqc_bbr2_minrtt_win_size_us 2500000, xqc_bbr2_bw_probe_base_us 2 s,
-        # xqc_bbr2_extra_ack_gain 1, xqc_bbr2_max_extra_ack_time 0.1 s, xqc_bbr2_extra_ack_in_startup 1
+        # xqc_bbr2_extra_ack_gain 1, xqc_bbr2_max_extra_ack_time 0.1 s, xqc_bbr2_extra_ack_in_startup 1;
+        # xqc_bbr2_is_inflight_too_high: lost_pkts > (uint32_t)(tx_in_flight / MSS * loss_thresh)
         "bbr2": {"high_gain": 2.885, "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7, "headroom": 0.15,
                  "probe_rtt_s": 0.2, "probe_rtt_interval_s": 2.5, "probe_wait_base_s": 2.0,
                  "min_rtt_window_s": 2.5, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
-                 "extra_acked_in_startup": 1.0},
+                 "extra_acked_in_startup": 1.0, "loss_thresh_packets": 1.0},
     },
 )
 
@@ -113,6 +129,9 @@ LINUX = StackProfile(
     # tcp_input.c tcp_try_undo_dsack / tcp_try_undo_recovery (Eifel, timestamps on by default):
     # a reduction whose retransmissions all proved unnecessary is undone (tcp_undo_cwnd_reduction)
     undo=True,
+    # reno and cubic do not ask for pacing (tcp_needs_internal_pacing: only when the CC sets
+    # sk_pacing_status, as tcp_bbr.c does), so tcp_write_xmit sends what each ACK frees at once
+    unpaced_trains=False,
     # tcp_input.c tcp_rtt_estimator / tcp_output.c __tcp_set_rto: rto = srtt + max(4 mdev,
     # tcp_rto_min); include/net/tcp.h TCP_RTO_MIN = HZ / 5 (200 ms)
     rto_mult=1.0,
@@ -125,10 +144,12 @@ LINUX = StackProfile(
     cc_defaults={
         # tcp_bbr.c: bbr_high_gain BBR_UNIT * 2885 / 1000 + 1, bbr_cwnd_gain BBR_UNIT * 2,
         # bbr_probe_rtt_mode_ms 200, bbr_min_rtt_win_sec 10, bbr_full_bw_thresh BBR_UNIT * 5 / 4,
-        # bbr_extra_acked_gain BBR_UNIT, bbr_extra_acked_max_us 100 ms, used once bbr_full_bw_reached
+        # bbr_extra_acked_gain BBR_UNIT, bbr_extra_acked_max_us 100 ms, used once bbr_full_bw_reached;
+        # bbr_set_cwnd_to_recover_or_restore (packet conservation, cwnd -= rs->losses) and
+        # bbr_lt_bw_sampling, always on
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.0, "probe_rtt_s": 0.2, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.25, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
-                "extra_acked_in_startup": 0.0},
+                "extra_acked_in_startup": 0.0, "conservation": 1.0, "loss_cwnd_cut": 1.0, "lt_bw": 1.0},
     },
 )
 
@@ -165,6 +186,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_REO_ADAPT] = float(prof.reo_wnd_adapt)
     v[STK_REO_PERSIST] = prof.reo_wnd_persist
     v[STK_UNDO] = float(prof.undo)
+    v[STK_TRAINS] = float(prof.unpaced_trains)
     v[STK_RTO_MULT] = prof.rto_mult
     v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
