@@ -92,7 +92,7 @@ scenarios x CCs x schedulers x decision modes):
 - the hole table keeps lists of its holes in use (in sequence order), pending and awaiting
   detection (``layout.py``), instead of scans of every slot up to CN_HOLES_HI per packet or step;
   the detections due at a step are found in one pass over their list (``_detect_due``), not one
-  pass per due hole (lossy paths under XQUIC's profile keep about 15 holes awaiting detection);
+  pass per due hole (ispras_s1's paths under XQUIC's profile keep about 15 holes awaiting it);
 - cheap draws (``envs/sim/rng.py``): normal jitter by inverting a tabulated quantile function;
   random loss by geometric gaps, one draw per loss instead of one per packet (``_random_loss``);
   spurious (reordering) declarations by one uniform per departed packet, cheaper at these counts
