@@ -1,7 +1,8 @@
 """The transfer report (studies.transfer) on recorded live XQUIC measurements: CI runs it without
 a live setup on the records in tests/data (provenance inside): transfer_dqn_bbr2.json, the main
 job's policy trained before the stack profiles; transfer_dqn_bbr2_xquic.json, the same job trained
-under the XQUIC profile with randomisation (stack profile included) and validated selection."""
+under the XQUIC profile with randomisation (stack profile included) and validated selection;
+transfer_linucb_bbr2.json, the shipped LinUCB preset (``agent=linucb cc=bbr2``)."""
 
 import json
 import math
@@ -16,7 +17,9 @@ from conftest import ROOT
 
 DATA = ROOT / "tests" / "data"
 RECORDED = DATA / "transfer_dqn_bbr2.json"
-RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn_bbr2_xquic.json"}
+RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn_bbr2_xquic.json",
+           "linucb": DATA / "transfer_linucb_bbr2.json"}
+AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb"}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 
 
@@ -33,7 +36,7 @@ def test_recorded_measurements_are_complete_with_provenance(name):
     prov = r.provenance
     for key in ("xquic_commit", "kernel", "date", "commands", "mpsched_commit", "file_mb"):
         assert prov.get(key), key
-    assert r.policy["agent"] == "dqn" and r.policy["ccs"] == ["bbr2"] and r.policy["header_sha256"]
+    assert r.policy["agent"] == AGENTS[name] and r.policy["ccs"] == ["bbr2"] and r.policy["header_sha256"]
     assert set(r.cells()) == set(CELLS)
     live_cells = [(scen, cc) for scen, cc in CELLS if r.get("live", scen, cc, POLICY) is not None]
     assert live_cells == CELLS  # every ISPRAS cell measured live
