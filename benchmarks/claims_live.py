@@ -66,7 +66,7 @@ class Family:
 
 FAMILIES = {
     "leeyoo": Family(
-        ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0,
+        ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0, False,
         "none for the schedulers and the CC (CUBIC, as the simulated study); MPQUIC (quic-go) is XQUIC here",
         "one chunk: 1.25 MB (1 s at the ladder's top 10 Mbit/s, the bitrate the simulated client streams), a "
         "fresh connection per chunk; download time = completion time after the handshake"),
