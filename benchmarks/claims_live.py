@@ -125,8 +125,9 @@ def provenance() -> dict:
 
 def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Path, seed: int) -> None:
     record = load_record(out)
-    entry = record["families"].setdefault(name, {"cc": fam.cc, "file_mb": fam.file_mb, "workload": fam.workload,
-                                                 "substitution": fam.substitution, "cells": {}, "batches": []})
+    entry = record["families"].setdefault(name, {"cells": {}, "batches": []})
+    entry.update(cc=fam.cc, file_mb=fam.file_mb, time_limit_s=fam.time_limit_s, workload=fam.workload,
+                 substitution=fam.substitution)
     entry["batches"].append(provenance())
     save_record(out, record)
     for scen_name in scenarios:
