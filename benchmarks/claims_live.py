@@ -66,7 +66,7 @@ class Family:
 
 FAMILIES = {
     "leeyoo": Family(
-        ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0,
+        ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0, False,
         "none for the schedulers and the CC (CUBIC, as the simulated study); MPQUIC (quic-go) is XQUIC here",
         "one chunk: 1.25 MB (1 s at the ladder's top 10 Mbit/s, the bitrate the simulated client streams), a "
         "fresh connection per chunk; download time = completion time after the handshake"),
@@ -125,8 +125,9 @@ def provenance() -> dict:
 
 def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Path, seed: int) -> None:
     record = load_record(out)
-    entry = record["families"].setdefault(name, {"cc": fam.cc, "file_mb": fam.file_mb, "workload": fam.workload,
-                                                 "substitution": fam.substitution, "cells": {}, "batches": []})
+    entry = record["families"].setdefault(name, {"cells": {}, "batches": []})
+    entry.update(cc=fam.cc, file_mb=fam.file_mb, time_limit_s=fam.time_limit_s, workload=fam.workload,
+                 substitution=fam.substitution)
     entry["batches"].append(provenance())
     save_record(out, record)
     for scen_name in scenarios:
