@@ -33,9 +33,9 @@ import math
 from dataclasses import dataclass, replace
 
 from envs.live.competition import Competition
-from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction, LinkEmulation
+from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction
 from envs.live.system import LiveError, check_cc, load_mininet, netns, ns_inode, run
-from envs.live.testbed import Testbed, netem_available
+from envs.live.testbed import Testbed
 from envs.network import Network
 from envs.scenario import Scenario, max_value, scenario_from_dict
 
@@ -325,27 +325,12 @@ class NetworkTestbed(Testbed):
         for name, ifname in self._owners():  # wire-size packets on every hop
             run(["ethtool", "-K", ifname, "tso", "off", "gso", "off", "gro", "off", "tx-udp-segmentation", "off"],
                 self.host_pid(name))
-        mode = self.emulation_mode
-        if mode == "auto":
-            mode = "netem" if netem_available(self.client_pid) else "delayline"
-        elif mode == "netem" and not netem_available(self.client_pid):
-            raise LiveError("live.emulation=netem, but this kernel has no netem (sch_netem); use delayline or auto")
-        self.emulation_mode = mode
         endpoints = {}
         for h in self.links:
             apid, bpid = self.host_pid(h.a), self.host_pid(h.b)
             endpoints[(h.index, "forward")] = (apid, h.a_if, bpid, h.b_if)
             endpoints[(h.index, "reverse")] = (bpid, h.b_if, apid, h.a_if)
-        self.emulation = LinkEmulation(self.link_directions, endpoints, mode, tag=self.prefix, seed=self.seed)
-        try:
-            self.emulation.apply()
-        finally:
-            self.record.processes = [line.pid for line in self.emulation.delay_lines.values() if line.pid]
-            self.record.rules = self._describe_rules()
-        problems = self.emulation.check_applied()
-        if problems:
-            raise LiveError("link emulation not applied as planned: " + "; ".join(
-                p.replace("path ", "link ", 1) for p in problems))
+        self._emulate(self.link_directions, endpoints, self.client_pid, unit="link")
 
     def _owners(self) -> list[tuple[str, str]]:
         """(host, interface) of every interface we created."""

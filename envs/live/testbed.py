@@ -215,18 +215,26 @@ class Testbed:
         self._configure_host(spid, client=False)
         for p in self.paths:
             self._configure_router(p)
-        mode = self.emulation_mode
-        if mode == "auto":
-            mode = "netem" if netem_available(cpid) else "delayline"
-        elif mode == "netem" and not netem_available(cpid):
-            raise LiveError("live.emulation=netem, but this kernel has no netem (sch_netem); use delayline or auto")
-        self.emulation_mode = mode
         endpoints = {}
         for p in self.paths:
             rpid = self.router_pid(p.index)
             endpoints[(p.index, "forward")] = (rpid, p.router_server_if, spid, p.server_if)
             endpoints[(p.index, "reverse")] = (rpid, p.router_client_if, cpid, p.client_if)
-        self.emulation = LinkEmulation(self.directions, endpoints, mode, tag=self.prefix, seed=self.seed)
+        self._emulate(self.directions, endpoints, cpid)
+
+    def _emulate(self, directions: list[Direction], endpoints: dict[tuple[int, str], tuple[int, str, int, str]],
+                 probe_pid: int, unit: str = "path") -> None:
+        """Resolve ``live.emulation`` (``auto``: netem where the kernel in ``probe_pid``'s
+        namespace has it, else the delay line), apply ``directions`` at ``endpoints``, record the
+        delay lines' processes and the rules, and refuse emulation not applied as planned (each
+        problem named by its ``unit``: a path, or a link of a network)."""
+        mode = self.emulation_mode
+        if mode == "auto":
+            mode = "netem" if netem_available(probe_pid) else "delayline"
+        elif mode == "netem" and not netem_available(probe_pid):
+            raise LiveError("live.emulation=netem, but this kernel has no netem (sch_netem); use delayline or auto")
+        self.emulation_mode = mode
+        self.emulation = LinkEmulation(directions, endpoints, mode, tag=self.prefix, seed=self.seed)
         try:
             self.emulation.apply()
         finally:
@@ -234,7 +242,8 @@ class Testbed:
             self.record.rules = self._describe_rules()
         problems = self.emulation.check_applied()
         if problems:
-            raise LiveError("link emulation not applied as planned: " + "; ".join(problems))
+            raise LiveError("link emulation not applied as planned: " + "; ".join(
+                p.replace("path ", f"{unit} ", 1) for p in problems))
 
     def _configure_host(self, pid: int, client: bool) -> None:
         mem = f"4096 131072 {self.tcp_mem_bytes}"
