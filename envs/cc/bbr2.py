@@ -39,8 +39,11 @@ Readings chosen where the fluid core lacks per-packet state:
   aggregated per step, as discontiguous ranges would be).
 - ProbeBW_DOWN paces at 0.75 and cwnd gain is 2 throughout ProbeBW, as in v2alpha (BBRv3 later
   moved to 0.9 and a cwnd gain of 2.25 in UP).
-- Loss recovery does not modulate cwnd (no packet conservation), as in ``envs.cc.bbr``: the loss
-  response modelled is exactly the bounds above, so BBRv1 and BBRv2 differ only by them.
+- Loss recovery does not modulate cwnd (no packet conservation, which ``envs.cc.bbr`` has per
+  stack): the loss response modelled is exactly the bounds above. Not modelled either: XQUIC's
+  recovery mode (xqc_bbr2.c xqc_bbr2_update_recovery_mode: Startup paces at
+  xqc_bbr2_startup_pacing_gain_on_lost 1.5 during a loss episode; xqc_bbr2_reset_cwnd on
+  persistent congestion cuts cwnd to its minimum and sets inflight_lo to the prior cwnd).
 - ACK aggregation (extra_acked) adds to the window as in BBRv1 (``envs/cc/aggregation.py``).
 - Not modelled: ECN (and bw_hi, which only ECN sets), v2alpha's "risky probe" re-probing and
   its per-packet inflight_hi from the lost skb.

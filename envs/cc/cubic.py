@@ -5,7 +5,7 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, RECOVERY_START, SSTHRESH, init_common
+from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
 from envs.plugins import register_cc
 
 # parameters
@@ -13,7 +13,7 @@ C_CUBIC = 0  # 0.4 (segments / s^3)
 BETA = 1  # 0.7
 HYSTART = 2  # 1 = HyStart++ on
 MIN_CWND = 3  # packets a reduction leaves at least (Linux tcp_cubic.c bictcp_recalc_ssthresh: 2)
-DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0, "min_cwnd": 2.0}
+DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0, "min_cwnd": MIN_CWND_PACKETS}
 
 # state
 W_MAX = FIRST_PRIVATE  # segments; 0 = unset (the next epoch starts at K = 0 from cwnd)
