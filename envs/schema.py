@@ -143,9 +143,10 @@ class EnvConfig:
 
     def reward_spec(self) -> RewardSpec:
         r = self.reward
-        return RewardSpec(r.name, float(r.alpha), float(r.beta), float(r.gamma), float(r.thr_norm_mbps),
-                          float(r.rtt_norm_ms), float(r.time_norm_s), float(r.credit), bool(r.inorder),
-                          float(r.per_ms))
+        return RewardSpec(name=r.name, alpha=float(r.alpha), beta=float(r.beta), gamma=float(r.gamma),
+                          thr_norm_mbps=float(r.thr_norm_mbps), rtt_norm_ms=float(r.rtt_norm_ms),
+                          time_norm_s=float(r.time_norm_s), credit=float(r.credit), inorder=bool(r.inorder),
+                          per_ms=float(r.per_ms))
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
