@@ -236,7 +236,6 @@ class NetworkTestbed(Testbed):
             if _competing(link):
                 check_cc(link.competing.cc)
         # Testbed.__init__ plans one path per router: give it the scenario's paths as inline stand-ins
-        self._scenario = scenario
         super().__init__(_inline(scenario, self.network), emulation=emulation, seed=seed, mss=mss, verify=False,
                          tcp_mem_bytes=tcp_mem_bytes)
         self.scenario = scenario
@@ -265,7 +264,7 @@ class NetworkTestbed(Testbed):
         return self.record.host_pids[name]
 
     def _interface_names(self) -> list[str]:
-        names = [n for p in self.paths for n in (p.client_if, p.router_client_if, p.router_server_if, p.server_if)]
+        names = super()._interface_names()
         names += [n for h in self.links for n in (h.a_if, h.b_if)]
         names += [n for k in self.competing_links() for n in (self.links[k].x_if, self.links[k].ax_if,
                                                               self.links[k].y_if, self.links[k].by_if)]
@@ -274,10 +273,6 @@ class NetworkTestbed(Testbed):
 
     def _junction_ifs(self, j: int) -> tuple[str, str]:
         return f"{self.prefix}J{j}a", f"{self.prefix}J{j}b"  # on B of the first link, on A of the next
-
-    def names_in_use(self) -> list[str]:
-        from pathlib import Path
-        return [n for n in self._interface_names() if Path("/sys/class/net", n).exists()]
 
     def path_directions(self, path: int) -> list[Direction]:
         return [d for d in self.directions if d.path == path]

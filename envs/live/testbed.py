@@ -155,10 +155,12 @@ class Testbed:
     def router_pid(self, path: int) -> int:
         return self.record.host_pids[self.paths[path].router]
 
+    def _interface_names(self) -> list[str]:
+        return [n for p in self.paths for n in p.interfaces()]
+
     def names_in_use(self) -> list[str]:
         """Our names that already exist here (interfaces in this namespace)."""
-        names = [n for p in self.paths for n in p.interfaces()]
-        return [n for n in names if Path("/sys/class/net", n).exists()]
+        return [n for n in self._interface_names() if Path("/sys/class/net", n).exists()]
 
     # ------------------------------------------------------------------ build
     def start(self) -> Testbed:
