@@ -30,11 +30,12 @@ names, so a network has at most 10 links (and 10 junctions between them).
 from __future__ import annotations
 
 import math
+import socket
 from dataclasses import dataclass, replace
 
 from envs.live.competition import Competition
 from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction
-from envs.live.system import LiveError, check_cc, load_mininet, netns, ns_inode, run
+from envs.live.system import LiveError, check_cc, load_mininet, ns_inode, run
 from envs.live.testbed import Testbed
 from envs.network import Network
 from envs.scenario import Scenario, max_value, scenario_from_dict
@@ -217,7 +218,7 @@ class _PathView:
         self.directions = [replace(d, path=0) for d in tb.path_directions(path)]
         self.client_pid, self.server_pid = tb.client_pid, tb.server_pid
 
-    def socket(self, host: str, proto: int = 0, type_=None):
+    def socket(self, host: str, proto: int = 0, type_: int = socket.SOCK_STREAM) -> socket.socket:
         return self.tb.socket(host, proto, type_)
 
 
@@ -398,12 +399,6 @@ class NetworkTestbed(Testbed):
             run(["sysctl", "-q", "-w", f"net.ipv4.conf.{ifname}.rp_filter=0"], self.host_pid(name))
 
     # ------------------------------------------------------------------ use
-    def socket(self, host: str, proto: int = 0, type_=None):
-        """A socket in the namespace of ``host`` (``"client"``, ``"server"`` or a host name)."""
-        import socket as _socket
-        with netns(self.host_pid(host)):
-            return _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM if type_ is None else type_, proto)
-
     def bottleneck(self, path: int) -> dict:
         """Counters of the forward queue of path ``path``'s bottleneck link (shared with every
         path and competing flow crossing that link)."""
