@@ -30,11 +30,12 @@ names, so a network has at most 10 links (and 10 junctions between them).
 from __future__ import annotations
 
 import math
+import socket
 from dataclasses import dataclass, replace
 
 from envs.live.competition import Competition
 from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction
-from envs.live.system import LiveError, check_cc, load_mininet, netns, ns_inode, run
+from envs.live.system import LiveError, check_cc, load_mininet, ns_inode, run
 from envs.live.testbed import Testbed
 from envs.network import Network
 from envs.scenario import Scenario, max_value, scenario_from_dict
@@ -217,7 +218,7 @@ class _PathView:
         self.directions = [replace(d, path=0) for d in tb.path_directions(path)]
         self.client_pid, self.server_pid = tb.client_pid, tb.server_pid
 
-    def socket(self, host: str, proto: int = 0, type_=None):
+    def socket(self, host: str, proto: int = 0, type_: int = socket.SOCK_STREAM) -> socket.socket:
         return self.tb.socket(host, proto, type_)
 
 
@@ -236,7 +237,6 @@ class NetworkTestbed(Testbed):
             if _competing(link):
                 check_cc(link.competing.cc)
         # Testbed.__init__ plans one path per router: give it the scenario's paths as inline stand-ins
-        self._scenario = scenario
         super().__init__(_inline(scenario, self.network), emulation=emulation, seed=seed, mss=mss, verify=False,
                          tcp_mem_bytes=tcp_mem_bytes)
         self.scenario = scenario
@@ -265,7 +265,7 @@ class NetworkTestbed(Testbed):
         return self.record.host_pids[name]
 
     def _interface_names(self) -> list[str]:
-        names = [n for p in self.paths for n in (p.client_if, p.router_client_if, p.router_server_if, p.server_if)]
+        names = super()._interface_names()
         names += [n for h in self.links for n in (h.a_if, h.b_if)]
         names += [n for k in self.competing_links() for n in (self.links[k].x_if, self.links[k].ax_if,
                                                               self.links[k].y_if, self.links[k].by_if)]
@@ -274,10 +274,6 @@ class NetworkTestbed(Testbed):
 
     def _junction_ifs(self, j: int) -> tuple[str, str]:
         return f"{self.prefix}J{j}a", f"{self.prefix}J{j}b"  # on B of the first link, on A of the next
-
-    def names_in_use(self) -> list[str]:
-        from pathlib import Path
-        return [n for n in self._interface_names() if Path("/sys/class/net", n).exists()]
 
     def path_directions(self, path: int) -> list[Direction]:
         return [d for d in self.directions if d.path == path]
@@ -403,12 +399,6 @@ class NetworkTestbed(Testbed):
             run(["sysctl", "-q", "-w", f"net.ipv4.conf.{ifname}.rp_filter=0"], self.host_pid(name))
 
     # ------------------------------------------------------------------ use
-    def socket(self, host: str, proto: int = 0, type_=None):
-        """A socket in the namespace of ``host`` (``"client"``, ``"server"`` or a host name)."""
-        import socket as _socket
-        with netns(self.host_pid(host)):
-            return _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM if type_ is None else type_, proto)
-
     def bottleneck(self, path: int) -> dict:
         """Counters of the forward queue of path ``path``'s bottleneck link (shared with every
         path and competing flow crossing that link)."""

@@ -155,10 +155,12 @@ class Testbed:
     def router_pid(self, path: int) -> int:
         return self.record.host_pids[self.paths[path].router]
 
+    def _interface_names(self) -> list[str]:
+        return [n for p in self.paths for n in p.interfaces()]
+
     def names_in_use(self) -> list[str]:
         """Our names that already exist here (interfaces in this namespace)."""
-        names = [n for p in self.paths for n in p.interfaces()]
-        return [n for n in names if Path("/sys/class/net", n).exists()]
+        return [n for n in self._interface_names() if Path("/sys/class/net", n).exists()]
 
     # ------------------------------------------------------------------ build
     def start(self) -> Testbed:
@@ -294,10 +296,14 @@ class Testbed:
                 + [f"tc qdisc 10: on {ifname} (ns of pid {pid})" for pid, ifname in e.qdiscs])
 
     # ------------------------------------------------------------------ use
+    def host_pid(self, name: str) -> int:
+        """The pid of one of our hosts: ``"client"`` or ``"server"``."""
+        return self.client_pid if name == "client" else self.server_pid
+
     def socket(self, host: str, proto: int = 0, type_: int = socket.SOCK_STREAM) -> socket.socket:
-        """A socket in the namespace of ``host`` (``"client"`` or ``"server"``)."""
-        pid = self.client_pid if host == "client" else self.server_pid
-        with netns(pid):
+        """A socket in the namespace of ``host`` (``"client"``, ``"server"``, or another of
+        ``host_pid``'s hosts)."""
+        with netns(self.host_pid(host)):
             return socket.socket(socket.AF_INET, type_, proto)
 
     def run(self, host: str, argv: list[str], **kwargs):
