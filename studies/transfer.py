@@ -468,13 +468,10 @@ def _pct(x: float, signed: bool = True) -> str:
     return "n/a" if not math.isfinite(x) else (f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%")
 
 
-def _md(head: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def write_report(record: Record, out: Path) -> dict[str, Path]:
     """``report.md``, ``cells.csv`` and ``transfer.png`` in ``out`` from ``record``."""
+    from studies.report import _md  # the studies' markdown table (imports matplotlib: here, not at the top)
+
     out.mkdir(parents=True, exist_ok=True)
     cells = summarise(record)
     scheds = record.schedulers()
