@@ -280,7 +280,8 @@ def simulate_policy(p: Policy, scenario: Scenario, cc: str, runs: int, seed: int
 
 
 def _path_bytes(res: dict[str, np.ndarray]) -> list[list[float]]:
-    """Per run, each path's delivered bytes (per-path goodput x the run's span: proportional)."""
+    """Per run, each path's goodput: proportional to its delivered bytes within the run (the
+    span is the same for every path), which is all ``Measurement.path_share`` needs."""
     return np.asarray(res["per_path_goodput_mbps"], dtype=float).tolist()
 
 
