@@ -280,7 +280,8 @@ def simulate_policy(p: Policy, scenario: Scenario, cc: str, runs: int, seed: int
 
 
 def _path_bytes(res: dict[str, np.ndarray]) -> list[list[float]]:
-    """Per run, each path's delivered bytes (per-path goodput x the run's span: proportional)."""
+    """Per run, each path's goodput: proportional to its delivered bytes within the run (the
+    span is the same for every path), which is all ``Measurement.path_share`` needs."""
     return np.asarray(res["per_path_goodput_mbps"], dtype=float).tolist()
 
 
@@ -468,13 +469,10 @@ def _pct(x: float, signed: bool = True) -> str:
     return "n/a" if not math.isfinite(x) else (f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%")
 
 
-def _md(head: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def write_report(record: Record, out: Path) -> dict[str, Path]:
     """``report.md``, ``cells.csv`` and ``transfer.png`` in ``out`` from ``record``."""
+    from studies.report import _md  # the studies' markdown table (imports matplotlib: here, not at the top)
+
     out.mkdir(parents=True, exist_ok=True)
     cells = summarise(record)
     scheds = record.schedulers()
