@@ -593,8 +593,9 @@ class Scenario(_Model):
     """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer). With
     receive_buffer_max_bytes: the initial window of auto-tuning."""
     receive_buffer_max_bytes: Annotated[float, _range(gt=0)] | None = None
-    """Auto-tune the receive window from receive_buffer_bytes up to this, as quic-go does (it doubles
-    while the application reads half of it within 2 RTTs); None: fixed."""
+    """Auto-tune the receive window from receive_buffer_bytes up to this, by the stack's rule
+    (envs/sim/stacks.py window_rule: XQUIC doubles it while the application reads half of it
+    within 2 RTTs, Linux sizes it to twice what the application reads per RTT); None: fixed."""
     jitter_reorders: bool = True
     """True: jitter reorders packets as netem does; False: order-preserving delay variation (docs/transport.md)."""
 

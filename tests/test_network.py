@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from envs.scenario import Scenario, ScenarioError, scenario_from_dict
-from envs.sim.layout import CN_RCVBUF, CN_REORDER_MAX, FL_ACTIVE, OBS_ACKED, OBS_SENT
+from envs.sim.layout import CN_RCVBUF, CN_REORDER_MAX, FL_ACTIVE, OBS_ACKED, OBS_SENT, OBS_SRTT
 from envs.sim.simulator import SimConfig, Simulator
 
 MBPS = 125_000.0  # bytes/s per Mbit/s
@@ -175,26 +175,53 @@ def test_bad_networks_are_refused_naming_the_field(data: dict, expected: str) ->
     assert expected in str(err.value)
 
 
-def test_receive_window_auto_tunes_up_to_its_maximum() -> None:
-    """quic-go's rule: a window the application reads quickly doubles, up to receive_buffer_max_bytes;
-    without a maximum it stays fixed. One 20 Mbit/s, 20 ms path, 64 KiB to start, 1 MiB at most."""
-    def final_window(top: float | None) -> tuple[float, float]:
-        data = {"name": "tune", "jitter_reorders": False, "receive_buffer_bytes": 65536.0,
-                "workload": {"type": "bulk", "duration_s": 5.0},
-                "paths": [{"bandwidth_mbps": 20, "delay_ms": 20}]}
-        if top is not None:
-            data["receive_buffer_max_bytes"] = top
-        sim = Simulator(scenario_from_dict(data), "cubic", batch=1, seed=0)
-        sim.reset()
-        sim.run()
-        return float(sim.cn[0, CN_RCVBUF]), float(sim.results()["goodput_mbps"][0])
+def _tuned_window(stack: str, top: float | None) -> tuple[list[float], float, float]:
+    """One 20 Mbit/s, 20 ms path (1 BDP of queue), CUBIC bulk for 5 s, a 64 KiB receive window
+    auto-tuned up to ``top`` (None: fixed) by ``stack``'s rule: the windows it took (sampled
+    every 10 steps), the largest srtt seen and the goodput."""
+    data = {"name": "tune", "jitter_reorders": False, "receive_buffer_bytes": 65536.0,
+            "workload": {"type": "bulk", "duration_s": 5.0}, "paths": [{"bandwidth_mbps": 20, "delay_ms": 20}]}
+    if top is not None:
+        data["receive_buffer_max_bytes"] = top
+    sim = Simulator(scenario_from_dict(data), "cubic", batch=1, seed=0, config=SimConfig(stack=stack))
+    sim.reset()
+    windows, srtt = [], 0.0
+    while not sim.done[0]:
+        sim.advance(10)
+        windows.append(float(sim.cn[0, CN_RCVBUF]))
+        srtt = max(srtt, float(sim.obs[0, 0, OBS_SRTT]))
+    return windows, srtt, float(sim.results()["goodput_mbps"][0])
 
-    fixed, slow = final_window(None)
-    tuned, fast = final_window(float(1 << 20))
-    print(f"fixed 64 KiB: {slow:.2f} Mbit/s; auto-tuned to {tuned:.0f} B: {fast:.2f} Mbit/s")
-    assert fixed == 65536.0 and tuned == float(1 << 20)
+
+@pytest.mark.parametrize("stack", ["xquic", "linux"])
+def test_receive_window_auto_tunes_up_to_its_maximum(stack: str) -> None:
+    """Either stack's rule: a window the application reads quickly grows, up to
+    receive_buffer_max_bytes (1 MiB here); without a maximum it stays fixed."""
+    fixed, _, slow = _tuned_window(stack, None)
+    tuned, _, fast = _tuned_window(stack, float(1 << 20))
+    print(f"{stack}: fixed 64 KiB: {slow:.2f} Mbit/s; auto-tuned to {tuned[-1]:.0f} B: {fast:.2f} Mbit/s")
+    assert set(fixed) == {65536.0} and tuned[-1] == float(1 << 20)
     assert slow <= 65536 * 8 / 0.040 / 1e6  # at most one window per 40 ms RTT: 13.1 Mbit/s
     assert fast >= 0.9 * 20  # tuned, it fills the path
+
+
+def test_receive_window_rule_is_the_stacks() -> None:
+    """XQUIC doubles the window whenever the application read half of it within 2 srtt of the
+    last update (xqc_stream_do_recv_flow_ctl): every window is 64 KiB x 2^k, and under a far
+    maximum (16 MiB) the doubling stops at the first window W with W / 4 taking longer than
+    2 srtt to read at the path's rate r, so 4 r srtt <= W <= 8 r srtt. Linux's DRS
+    (mptcp_rcv_space_adjust) sizes the buffer from what the application read per RTT: at least
+    twice the path's bytes per RTT, and not on the doubling ladder."""
+    rate = 20e6 / 8
+    xq, xq_srtt, _ = _tuned_window("xquic", float(16 << 20))
+    drs, drs_srtt, _ = _tuned_window("linux", float(16 << 20))
+    print(f"xquic windows {sorted(set(xq))} (max srtt {xq_srtt * 1e3:.1f} ms); linux {sorted(set(drs))} "
+          f"(max srtt {drs_srtt * 1e3:.1f} ms)")
+    assert all(np.log2(w / 65536) == round(np.log2(w / 65536)) for w in xq)
+    assert xq == sorted(xq) and xq[-1] < 16 << 20
+    assert 4 * rate * 0.040 <= xq[-1] <= 8 * rate * xq_srtt  # srtt between the 40 ms base and the largest seen
+    assert drs == sorted(drs) and drs[-1] >= 2 * rate * 0.040
+    assert any(np.log2(w / 65536) != round(np.log2(w / 65536)) for w in drs)
 
 
 def test_auto_tuned_window_needs_its_start() -> None:

@@ -349,20 +349,40 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _autotune_window(t, conn, dt, nsub):
-    """Receive-window auto-tuning as quic-go does it (flowcontrol's maybeAdjustWindowSize): once
-    the application has read more than half the window since the epoch began, the window doubles
-    (up to CN_RCVBUF_MAX) if that took less than 4 x (fraction read) x RTT, and a new epoch
-    begins. The RTT is the smallest of the subflows' srtt (the connection's own estimate)."""
+def _autotune_window(t, conn, dt, nsub, stk):
+    """Receive-window auto-tuning, the stack's rule (StackProfile.window_rule), up to CN_RCVBUF_MAX.
+
+    XQUIC (xqc_stream.c xqc_stream_do_recv_flow_ctl): once the application has read more than
+    half the window since the last window update, the window is updated; it doubles if that
+    update follows the previous one within 2 x the smallest subflow srtt (the first never does).
+    Linux MPTCP's dynamic right-sizing (net/mptcp/protocol.c mptcp_rcv_space_adjust and
+    mptcp_rcvbuf_grow): once per the largest subflow RTT, if the application read more than the
+    most it read in one such measurement before (CN_TUNE_SPACE), the buffer grows to
+    2 x read plus twice that times the relative increase (the sender may double its rate), never
+    shrinking. The window moves with the in-order point at every step either way (the
+    ACKs carry it); only its size is tuned here."""
     c, o = conn.cn, conn.obs
     read = c[CN_RCV_NXT] - c[CN_TUNE_SEQ]
-    if read <= 0.5 * c[CN_RCVBUF]:
-        return
-    rtt = o[0, OBS_SRTT]
-    for f in range(1, nsub):
-        rtt = min(rtt, o[f, OBS_SRTT])
-    if (t - c[CN_TUNE_T]) * dt < 4.0 * read / c[CN_RCVBUF] * rtt:
-        c[CN_RCVBUF] = min(2.0 * c[CN_RCVBUF], c[CN_RCVBUF_MAX])
+    if stk[STK_WINDOW_DRS] > 0.0:
+        rtt = o[0, OBS_SRTT]
+        for f in range(1, nsub):
+            rtt = max(rtt, o[f, OBS_SRTT])
+        if (t - c[CN_TUNE_T]) * dt < rtt:
+            return
+        space = c[CN_TUNE_SPACE]
+        if read > space:
+            win = 2.0 * read
+            win += 2.0 * win * (read - space) / space
+            c[CN_RCVBUF] = max(c[CN_RCVBUF], min(win, c[CN_RCVBUF_MAX]))
+            c[CN_TUNE_SPACE] = read
+    else:
+        if read <= 0.5 * c[CN_RCVBUF]:
+            return
+        rtt = o[0, OBS_SRTT]
+        for f in range(1, nsub):
+            rtt = min(rtt, o[f, OBS_SRTT])
+        if c[CN_TUNE_T] > 0.0 and (t - c[CN_TUNE_T]) * dt < 2.0 * rtt:  # t = 0: no update yet
+            c[CN_RCVBUF] = min(2.0 * c[CN_RCVBUF], c[CN_RCVBUF_MAX])
     c[CN_TUNE_T] = t
     c[CN_TUNE_SEQ] = c[CN_RCV_NXT]
 
@@ -1262,7 +1282,7 @@ def _run(b, conn, m, max_steps):
             _apply_schedules(t, conn, mss, now, nsub, nflows)
             _receive(t, conn, mss, dt, stk, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
-                _autotune_window(t, conn, dt, nsub)
+                _autotune_window(t, conn, dt, nsub, stk)
             _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)

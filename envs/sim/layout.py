@@ -137,11 +137,12 @@ CN_N_PEND = 28  # holes waiting for retransmission (length of the HOLE_PLIST lis
 CN_N_DET = 29  # holes with a loss detection scheduled (length of the HOLE_DLIST list)
 CN_FREE_HINT = 30  # every slot below it is in use (the lowest free slot is >= it)
 CN_N_LINKS = 31  # links of the network (rows of bn in use; = CN_N_SUB in the short form)
-# receive-window auto-tuning (kernel._autotune_window; off while CN_RCVBUF_MAX <= CN_RCVBUF)
+# receive-window auto-tuning, the stack's rule (kernel._autotune_window; off while CN_RCVBUF_MAX <= CN_RCVBUF)
 CN_RCVBUF_MAX = 32  # largest receive buffer auto-tuning may reach (bytes)
-CN_TUNE_T = 33  # step the current auto-tuning epoch started
+CN_TUNE_T = 33  # step the current auto-tuning epoch (XQUIC: the last window update; DRS: measurement) started
 CN_TUNE_SEQ = 34  # in-order point when it started
-N_CN = 35
+CN_TUNE_SPACE = 35  # DRS: the most the application read in one measurement so far (rcvq_space.space)
+N_CN = 36
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has
@@ -269,4 +270,5 @@ STK_RTO_MIN = 8  # ... and at least this (s)
 STK_PKT_THRESHOLD = 9  # later packets whose arrival declares a packet lost (RFC 9002: 3; RACK: 1)
 STK_RULE = 10  # the loss-detection rule: index into ``Constants.spur_prob`` (envs/sim/reordering.py RULES)
 STK_TRAINS = 11  # 1: a flow whose CC does not pace sends each round trip's packets as one train
-N_STK = 12
+STK_WINDOW_DRS = 12  # receive-window auto-tuning: 1 Linux's dynamic right-sizing, 0 XQUIC's doubling
+N_STK = 13

@@ -290,7 +290,10 @@ class Simulator:
         cn[CN_N_FLOWS] = f
         cn[CN_N_LINKS] = len(net.links)
         cn[CN_RCVBUF] = scen.receive_buffer(mss)
-        cn[CN_RCVBUF_MAX] = scen.receive_buffer_max_bytes or 0.0  # auto-tuned up to it (quic-go's rule)
+        cn[CN_RCVBUF_MAX] = scen.receive_buffer_max_bytes or 0.0  # auto-tuned up to it (the stack's rule)
+        # DRS's first measurement to beat: the initial window, at most TCP_INIT_CWND (10) segments
+        # (net/mptcp/protocol.c mptcp_rcv_space_init)
+        cn[CN_TUNE_SPACE] = min(cn[CN_RCVBUF], 10.0 * mss)
         cn[CN_END_STEP] = round(self._episode_cap_s(scen.workload) / dt)
         cn[CN_REORDERS] = 1.0 if scen.jitter_reorders else 0.0
         cn[CN_OOO_LIMIT] = self.cfg.ooo_limit_bytes

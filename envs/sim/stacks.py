@@ -22,10 +22,13 @@ import numpy as np
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
                              STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
-                             STK_UNDO)
+                             STK_UNDO, STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
+# how a receive window given a maximum auto-tunes (kernel._autotune_window): XQUIC's doubling of
+# the window read half within 2 RTTs, or Linux's dynamic right-sizing (DRS) once per RTT
+WINDOW_RULES = ("xquic", "drs")
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class StackProfile:
     rto_var_floor: float  # s
     rto_ack_delay: float  # s
     rto_min: float  # s
+    # receive-window auto-tuning (scenario receive_buffer_max_bytes), one of WINDOW_RULES
+    window_rule: str
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -86,6 +91,11 @@ XQUIC = StackProfile(
     rto_var_floor=0.001,
     rto_ack_delay=0.025,
     rto_min=0.0,
+    # xqc_stream.c xqc_stream_do_recv_flow_ctl: with less than half the window left, the window
+    # doubles (up to XQC_MAX_RECV_WINDOW, 16 MiB, xqc_conn.h) if the last update was less than
+    # 2 min srtt ago (xqc_conn_get_min_srtt), then the limit moves to read + window; bindings/
+    # leaves the initial windows at that maximum, so there the window is fixed at 16 MiB
+    window_rule="xquic",
     ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
     cc_defaults={
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
@@ -138,6 +148,10 @@ LINUX = StackProfile(
     rto_var_floor=0.2,
     rto_ack_delay=0.0,
     rto_min=0.2,
+    # net/mptcp/protocol.c mptcp_rcv_space_adjust (tcp_input.c tcp_rcv_space_adjust at the
+    # connection level, with the largest subflow RTT) and mptcp_rcvbuf_grow: DRS, capped by
+    # tcp_rmem[2] (net.ipv4.tcp_rmem, 6 MiB by default)
+    window_rule="drs",
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
@@ -192,6 +206,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
     v[STK_RTO_MIN] = prof.rto_min
     v[STK_RULE] = RULES.index(prof.rule)
+    v[STK_WINDOW_DRS] = float(WINDOW_RULES.index(prof.window_rule))
     return v
 
 
