@@ -79,7 +79,7 @@ FAMILIES = {
         "a 3 MB file (about 15-20 s beside the competition) standing for the 60 s bulk transfer; throughput over "
         "whole 1 s windows of the acknowledged bytes"),
     "mptcp_tut": Family(
-        ("mptcp_tut_mesh_e3", "mptcp_tut_mesh_e7"),
+        tuple(f"mptcp_tut_mesh_e{k}" for k in range(8)),
         (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
          ("lts", "lts", 0.5)), "reno", 40.0, 20.0, 0.0, True,
         "LIA, OLIA, BALIA and wVegas (coupled) exist in neither XQUIC nor upstream Linux MPTCP: XQUIC's Reno, one "
@@ -187,7 +187,7 @@ def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
     if competition is not None:
         competition.check()
     transfer = XquicTransfer(tb, fam.cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
-                             kato_alpha=alpha, seed=seed)
+                             scheduler_params={"alpha": alpha} if mode == "kato" else None, seed=seed)
     res = transfer.run()
     m = res.metrics()
     ex = res.extra

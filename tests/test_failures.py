@@ -419,7 +419,8 @@ def test_every_output_format_on_every_backend(backend, fmt, work, monkeypatch):
         def table(self):
             return "verification passed"
 
-    def fake_live(scen, cc, runs, seed=0, opts=None, progress=None, scheduler="minrtt", on_run=None):
+    def fake_live(scen, cc, runs, seed=0, opts=None, progress=None, scheduler="minrtt", on_run=None,
+                  scheduler_params=None):
         info = LiveRun(backend=opts.backend, emulation="delayline", verifications=[Verification()],
                        timings=[{"build": 1.0}], wall_s=2.0)
         per = []
@@ -434,7 +435,7 @@ def test_every_output_format_on_every_backend(backend, fmt, work, monkeypatch):
     monkeypatch.setattr(live_cli, "evaluate_live", fake_live)
     monkeypatch.setattr(live_cli, "get_backend", lambda name: type("B", (), {"controls_scheduler": name == "xquic"}))
     monkeypatch.setattr(live_eval, "get_backend", lambda name: type("B", (), {"check": staticmethod(lambda cc: None)}))
-    monkeypatch.setattr(live_eval, "live_scheduler", lambda opts, s: None)
+    monkeypatch.setattr(live_eval, "live_scheduler", lambda opts, s, params=None: None)
     kind, _, transport = backend.partition(":")
     args = ["runs=2", "file_mb=1", "cc=cubic", f"format={fmt}", f"hydra.run.dir={work}/runs/{backend}-{fmt}"]
     if kind == "live":

@@ -204,6 +204,96 @@ def test_backends_by_name_and_an_unknown_one_lists_them():
         get_backend("tcp")
 
 
+def test_xquic_rule_parameters_are_the_simulators():
+    """The C rules take the simulator's scheduler parameters with the simulator's defaults; a
+    scheduler's own are overridden, a parameter it lacks or a value out of range is refused."""
+    from envs.live.xquic import RULE_PARAMS, rule_params
+    from envs.plugins import scheduler_values
+    defaults = rule_params("minrtt")
+    for name, kws in RULE_PARAMS.items():
+        assert set(kws) == set(scheduler_values(name))  # every parameter of the simulator's rule reaches C
+        assert all(defaults[kw] == scheduler_values(name)[p] for p, kw in kws.items())
+    assert rule_params("kato", {"alpha": 0.25}) == {**defaults, "kato_alpha": 0.25}
+    assert rule_params("ecf", {"beta": 0.5})["ecf_beta"] == 0.5
+    with pytest.raises(LiveError, match="XQUIC scheduler 'kato' has no parameter 'beta'; valid: alpha"):
+        rule_params("kato", {"beta": 0.5})
+    with pytest.raises(LiveError, match="XQUIC scheduler 'minrtt' has no parameter 'alpha'; valid: none"):
+        rule_params("minrtt", {"alpha": 0.5})
+    with pytest.raises(ConfigError, match=r"alpha must be in \[0, 1\], got 2"):
+        rule_params("kato", {"alpha": 2})
+
+
+def test_scheduler_params_reach_the_live_transfer(monkeypatch):
+    """evaluate_live (evaluate.py backend=live) hands scheduler_params to the backend's transfer;
+    the kernel's own scheduler (mptcp) refuses them before anything is built."""
+    from envs.live import evaluation as live_eval
+    seen: list[dict] = []
+
+    class Result:
+        error, wall_s, extra = None, 1.0, {"outcome": "finished"}
+
+        def metrics(self):
+            return {"goodput_mbps": np.array([1.0]), "per_path_goodput_mbps": np.array([[0.5, 0.5]])}
+
+    class Transfer:
+        def start(self):
+            pass
+
+        def wait(self):
+            pass
+
+        def result(self):
+            return Result()
+
+    class Backend:
+        controls_scheduler = True
+
+        @staticmethod
+        def check(cc):
+            return cc
+
+        @staticmethod
+        def check_scheduler(scheduler, params=None):
+            seen.append({"checked": dict(params or {})})
+            return scheduler
+
+        @staticmethod
+        def transfer(testbed, cc, workload, telemetry_ms, **kw):
+            seen.append(kw)
+            return Transfer()
+
+    class Testbed:
+        emulation_mode, verification, timings = "delayline", None, {}
+
+        def start(self):
+            return self
+
+        def describe(self):
+            return "fake"
+
+        def close(self):
+            return []
+
+    monkeypatch.setattr(live_eval, "get_backend", lambda name: Backend)
+    monkeypatch.setattr(live_eval, "make_testbed", lambda *a, **k: Testbed())
+    evaluate_live(load_scenario("kato_4"), "reno", 2, scheduler="kato", scheduler_params={"alpha": 0.25})
+    assert seen == [{"checked": {"alpha": 0.25}}] + [{"scheduler": "kato", "scheduler_params": {"alpha": 0.25}}] * 2
+    Backend.controls_scheduler = False
+    with pytest.raises(LiveError, match="kernel's own scheduler, whose parameters cannot be set"):
+        evaluate_live(load_scenario("kato_4"), "reno", 1, scheduler="kato", scheduler_params={"alpha": 0.25})
+
+
+def test_the_xquic_transfer_passes_kato_alpha_to_the_extension():
+    mx = pytest.importorskip("mpsched_xquic")
+    if "kato" not in mx.MODES:
+        pytest.skip("the installed mpsched_xquic predates kato: python -m envs.live.setup --xquic")
+    from envs.live.xquic import XquicTransfer
+    from envs.scenario import WorkloadSpec
+    t = XquicTransfer(object(), "reno", WorkloadSpec(type="file", file_mb=1.0), scheduler="kato",
+                      scheduler_params={"alpha": 0.25}, seed=3)
+    assert t._rule_kwargs()["kato_alpha"] == 0.25 and t._rule_kwargs()["seed"] == 3
+
+
 def test_a_congestion_control_the_kernel_lacks_is_refused_with_the_list(tmp_path, monkeypatch):
     cc_list = tmp_path / "cc"
     cc_list.write_text("reno cubic bbr\n")
@@ -275,6 +365,8 @@ def run_evaluate(*args: str) -> subprocess.CompletedProcess:
     (["backend=live", "transport=quic"], "unknown transport 'quic'; valid: mptcp, xquic"),
     (["backend=live", "live.telemetry=5"], "Could not override 'live.telemetry'"),
     (["backend=live", "+cc.cubic.params.beta=0.5"], "parameters cannot be set per run"),
+    (["backend=live", "live.backend=mptcp", "scheduler=kato", "+scheduler_params.alpha=0.25"],
+     "live.backend=mptcp runs the kernel's own scheduler, whose parameters cannot be set"),
 ])
 def test_evaluate_live_bad_input_is_one_clear_line(args, message):
     out = run_evaluate("scenario=ispras_s3", "cc=cubic", *args)

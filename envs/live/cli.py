@@ -87,7 +87,9 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
                           f"(got cc.{cc}.params: {', '.join(sorted(cc_params))})")
     own = get_backend(opts.backend).controls_scheduler
     live_sched = cfg.scheduler if own else "kernel default"
-    header = {"scenario": scen.name, "cc": cc, "runs": cfg.runs, "seed": cfg.seed}
+    sched_params = config.plain(cfg.scheduler_params) or None  # KATO's alpha, ECF's beta, ...: on both sides
+    header = {"scenario": scen.name, "cc": cc, "runs": cfg.runs, "seed": cfg.seed,
+              **({"scheduler_params": sched_params} if sched_params else {})}
     quiet = cfg.format == "json"
     compare_to = cfg.get("compare")
     if compare_to:
@@ -96,7 +98,7 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
             raise ConfigError(f"compare takes sim,live, got {','.join(wanted)}")
         sim_cfg = dataclasses.replace(config.sim_config(cfg.env), stack=stack)
         sim, live, info = compare(scen, cc, cfg.runs, cfg.seed, sim_cfg, cc_params,
-                                  cfg.scheduler, opts, None if quiet else _progress, runs_log)
+                                  cfg.scheduler, opts, None if quiet else _progress, runs_log, sched_params)
         header |= {"sim_scheduler": cfg.scheduler, "sim_stack": stack, "live": f"{opts.backend} ({live_sched} scheduler)",
                    "emulation": info.emulation}
         if quiet:
@@ -107,7 +109,7 @@ def _run(cfg: DictConfig, runs_log: RunLog) -> None:
             print(compare_table(header, sim, live))
         return
     per_run, info = evaluate_live(scen, cc, cfg.runs, cfg.seed, opts, None if quiet else _progress, cfg.scheduler,
-                                  runs_log)
+                                  runs_log, sched_params)
     header |= {"backend": f"live/{opts.backend}", "stack": stack, "scheduler": live_sched,
                "emulation": info.emulation}
     stats = summary(per_run)

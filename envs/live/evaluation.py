@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,17 +48,21 @@ def _stack(per_run: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([m[k] for m in per_run], axis=0) for k in per_run[0]}
 
 
-def live_scheduler(opts: LiveOptions, scheduler: str) -> str | None:
+def live_scheduler(opts: LiveOptions, scheduler: str, params: Mapping[str, object] | None = None) -> str | None:
     """What the live backend schedules with: None for the kernel's own (mptcp); for xquic the
-    scheduler name, or ``policy=<header>`` for ``scheduler=policy`` with ``live.policy``."""
+    scheduler name, or ``policy=<header>`` for ``scheduler=policy`` with ``live.policy``, checked
+    with its parameters ``params`` (``scheduler_params``; the kernel's scheduler takes none)."""
     backend = get_backend(opts.backend)
     if not backend.controls_scheduler:
+        if params:
+            raise LiveError(f"live.backend={opts.backend} runs the kernel's own scheduler, whose parameters cannot "
+                            f"be set (got scheduler_params: {', '.join(sorted(params))})")
         return None
     if scheduler == "policy":
         if not opts.policy:
             raise LiveError("scheduler=policy needs live.policy=<exported header> (python -m export)")
         scheduler = f"policy={opts.policy}"
-    backend.check_scheduler(scheduler)
+    backend.check_scheduler(scheduler, params)
     return scheduler
 
 
@@ -90,16 +94,18 @@ def run_transfer(backend, testbed: Testbed, cc: str, workload, opts: LiveOptions
 def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options: LiveOptions | None = None,
                   progress: Callable[[str], None] | None = None,
                   scheduler: str = "minrtt",
-                  on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None
+                  on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+                  scheduler_params: Mapping[str, object] | None = None
                   ) -> tuple[dict[str, np.ndarray], LiveRun]:
     """Per-run metrics (arrays of length ``runs``, as ``evaluate_heuristic``) of live transfers;
-    ``scheduler`` is used by backends that schedule themselves (xquic). ``on_run(run, metrics)``
-    sees each run's metrics as soon as it ends (to keep them whatever happens next)."""
+    ``scheduler`` and its ``scheduler_params`` (as the simulator's: KATO's alpha, ECF's beta,
+    BLEST's lambdas) are used by backends that schedule themselves (xquic). ``on_run(run,
+    metrics)`` sees each run's metrics as soon as it ends (to keep them whatever happens next)."""
     opts = options or LiveOptions()
     backend = get_backend(opts.backend)
-    sched = live_scheduler(opts, scheduler)
+    sched = live_scheduler(opts, scheduler, scheduler_params)
     backend.check(cc)  # a CC the transport lacks is refused before anything is built
-    sched_kw = {} if sched is None else {"scheduler": sched}
+    sched_kw = {} if sched is None else {"scheduler": sched, "scheduler_params": dict(scheduler_params or {})}
     if not isinstance(runs, int) or runs < 1:
         raise LiveError(f"runs must be an integer >= 1, got {runs!r}")
     info = LiveRun(backend=opts.backend)
@@ -203,14 +209,17 @@ def compare_table(header: dict, sim_stats: dict, live_stats: dict) -> str:
 def compare(scenario: Scenario, cc: str, runs: int, seed: int = 0, sim_config: SimConfig | None = None,
             cc_params: dict | None = None, scheduler: str = "minrtt", options: LiveOptions | None = None,
             progress: Callable[[str], None] | None = None,
-            on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None) -> tuple[dict, dict, LiveRun]:
-    """Summaries (``envs.evaluation.summary``) of the simulator and of the live backend
-    (``on_run`` as in ``evaluate_live``)."""
+            on_run: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+            scheduler_params: Mapping[str, object] | None = None) -> tuple[dict, dict, LiveRun]:
+    """Summaries (``envs.evaluation.summary``) of the simulator and of the live backend, both
+    running ``scheduler`` with ``scheduler_params`` (``on_run`` as in ``evaluate_live``)."""
     opts = options or LiveOptions()
-    live_scheduler(opts, scheduler)
+    live_scheduler(opts, scheduler, scheduler_params)
     get_backend(opts.backend).check(cc)  # before spending time on the simulator
-    sim = summary(evaluate_heuristic(scenario, cc, scheduler, runs, seed, sim_config, cc_params))
-    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress, scheduler, on_run)
+    sim = summary(evaluate_heuristic(scenario, cc, scheduler, runs, seed, sim_config, cc_params,
+                                     dict(scheduler_params or {}) or None))
+    live_per_run, info = evaluate_live(scenario, cc, runs, seed, opts, progress, scheduler, on_run,
+                                       scheduler_params)
     return sim, summary(live_per_run), info
 
 

@@ -30,6 +30,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from envs.live.mptcp import TransferResult, network_counters, workload_bytes
 from envs.live.system import LiveError
 from envs.live.telemetry import Sample
 from envs.metrics import transfer_metrics
+from envs.plugins import scheduler_values
 from envs.policy_library import build_library
 from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
@@ -48,6 +50,12 @@ from envs.transport import from_raw
 CCS = ("reno", "cubic", "bbr", "bbr2")
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
+# The simulator's scheduler parameters (envs/schedulers/*.py PARAMS) that the C rules take
+# (bindings/src/mps_rules.c), as the extension's keyword arguments; their defaults are the
+# simulator's, so both sides run the same rule unless scheduler_params says otherwise.
+RULE_PARAMS = {"ecf": {"beta": "ecf_beta"},
+               "blest": {"lambda": "blest_lambda", "step": "blest_lambda_step", "lambda_max": "blest_lambda_max"},
+               "kato": {"alpha": "kato_alpha"}}
 
 
 def extension():
@@ -76,6 +84,24 @@ def parse_scheduler(name: str) -> tuple[str, Path | None]:
         raise LiveError(f"the installed mpsched_xquic extension has no scheduler {name!r} (it has "
                         f"{', '.join(modes)}): rebuild it with python -m envs.live.setup --xquic")
     return name, None
+
+
+def rule_params(mode: str, overrides: Mapping[str, object] | None = None) -> dict[str, float]:
+    """The extension's keyword arguments for its C rules: every rule's parameters at the
+    simulator's defaults, those of scheduler ``mode`` updated with ``overrides`` and checked as
+    the simulator checks them (``scheduler_params=`` of evaluate.py). A parameter the live
+    scheduler does not take is refused, naming the ones it takes."""
+    overrides = dict(overrides or {})
+    takes = RULE_PARAMS.get(mode, {})
+    unknown = sorted(set(overrides) - set(takes))
+    if unknown:
+        raise LiveError(f"XQUIC scheduler {mode!r} has no parameter {', '.join(map(repr, unknown))}; valid: "
+                        f"{', '.join(takes) or 'none'}")
+    out = {}
+    for name, kws in RULE_PARAMS.items():
+        values = scheduler_values(name, overrides if name == mode else None)
+        out.update({kw: float(values[p]) for p, kw in kws.items()})  # type: ignore[arg-type]
+    return out
 
 
 def policy_library(header: Path) -> str:
@@ -126,8 +152,7 @@ class XquicTransfer:
 
     def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
                  scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
-                 ecf_beta: float = 0.25, blest_lambda_step: float = 0.1, kato_alpha: float = 0.5,
-                 seed: int = 0) -> None:
+                 scheduler_params: Mapping[str, object] | None = None, seed: int = 0) -> None:
         self.tb, self.cc = testbed, XquicBackend.check(cc)
         self.mx = extension()
         self.mode, header = parse_scheduler(scheduler)
@@ -141,10 +166,8 @@ class XquicTransfer:
         if not telemetry_ms > 0:
             raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
         self.telemetry_ms, self.decision_every = float(telemetry_ms), int(decision_every)
-        self.ecf_beta, self.blest_lambda_step = ecf_beta, blest_lambda_step
-        if not 0.0 <= kato_alpha <= 1.0:
-            raise LiveError(f"kato alpha must be in [0, 1], got {kato_alpha}")
-        self.kato_alpha, self.seed = float(kato_alpha), int(seed)
+        self.rules = rule_params(self.mode, scheduler_params)  # the C rules' parameters (RULE_PARAMS)
+        self.seed = int(seed)
         self.done = threading.Event()
         self.t0: float | None = None
         self._socks: list[socket.socket] = []
@@ -181,9 +204,9 @@ class XquicTransfer:
         clients = [self._udp("client", p.client_ip) for p in tb.paths]
         self._t = self.mx.Transfer(
             [c.fileno() for c in clients], [c.getsockname() for c in clients], server.fileno(), server.getsockname(),
-            self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s), self.ecf_beta,
-            self.blest_lambda_step, self.decision_every, self.telemetry_ms, 1 << 14, -1,
-            **({"kato_alpha": self.kato_alpha, "seed": self.seed} if "kato" in self.mx.MODES else {}))
+            self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s),
+            decision_every=self.decision_every, interval_ms=self.telemetry_ms, ring_capacity=1 << 14, pacing=-1,
+            **self._rule_kwargs())
         self._wall0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -196,6 +219,13 @@ class XquicTransfer:
             raise LiveError("the XQUIC connection ended before its handshake: " + self._t.result()["errors"])
         self.t0 = time.monotonic() - self._t.elapsed
         return self
+
+    def _rule_kwargs(self) -> dict:
+        """``self.rules`` and the seed of KATO's draws, as far as the installed extension takes them
+        (one built before KATO has only ECF's beta and BLEST's step)."""
+        if "kato" in self.mx.MODES:
+            return {**self.rules, "seed": self.seed}
+        return {k: self.rules[k] for k in ("ecf_beta", "blest_lambda_step")}
 
     def _run(self) -> None:
         try:
@@ -326,15 +356,18 @@ class XquicBackend:
         return cc
 
     @staticmethod
-    def check_scheduler(scheduler: str) -> str:
-        parse_scheduler(scheduler)
+    def check_scheduler(scheduler: str, params: Mapping[str, object] | None = None) -> str:
+        """``scheduler`` if XQUIC runs it with ``params`` (its parameters, as ``scheduler_params``)."""
+        mode, _ = parse_scheduler(scheduler)
+        rule_params(mode, params)
         return scheduler
 
     @staticmethod
     def transfer(testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0, scheduler: str = "minrtt",
-                 decision_every: int = 0) -> XquicTransfer:
-        return XquicTransfer(testbed, cc, workload, telemetry_ms, scheduler, decision_every)
+                 decision_every: int = 0, scheduler_params: Mapping[str, object] | None = None) -> XquicTransfer:
+        return XquicTransfer(testbed, cc, workload, telemetry_ms, scheduler, decision_every,
+                             scheduler_params=scheduler_params)
 
 
-__all__ = ["CCS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension", "parse_scheduler",
-           "records_to_sim"]
+__all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension",
+           "parse_scheduler", "records_to_sim", "rule_params"]

@@ -20,8 +20,9 @@ from envs.plugins.registry import (
                                    scheduler_params,
                                    scheduler_plugin,
                                    scheduler_plugins,
+                                   scheduler_values,
 )
 
 __all__ = ["N_PARAMS", "N_STATE", "CCPlugin", "PluginError", "SchedulerPlugin", "cc_id", "cc_names", "cc_params",
            "cc_plugin", "cc_plugins", "register_cc", "register_scheduler", "scheduler_id", "scheduler_names",
-           "scheduler_params", "scheduler_plugin", "scheduler_plugins"]
+           "scheduler_params", "scheduler_plugin", "scheduler_plugins", "scheduler_values"]

@@ -269,9 +269,9 @@ def _number(name: str, key: str, value: object) -> float:
         raise ConfigError(f"scheduler {name!r}: {key} must be a number, got {value!r}") from None
 
 
-def scheduler_params(name: str, overrides: Mapping[str, object] | None = None,
-                     n_paths: int | None = None) -> np.ndarray:
-    """Parameter vector of scheduler ``name``: its defaults updated with ``overrides``, checked
+def scheduler_values(name: str, overrides: Mapping[str, object] | None = None,
+                     n_paths: int | None = None) -> dict[str, object]:
+    """Parameters of scheduler ``name`` by name: its defaults updated with ``overrides``, checked
     by the plug-in's ``validate`` for scenarios of ``n_paths`` paths (None: unknown or varying)."""
     plugin = scheduler_plugin(name)
     values: dict[str, object] = dict(plugin.params)
@@ -290,6 +290,14 @@ def scheduler_params(name: str, overrides: Mapping[str, object] | None = None,
             plugin.validate(values, n_paths)
         except ConfigError as err:
             raise ConfigError(f"scheduler {name!r}: {err}") from None
+    return values
+
+
+def scheduler_params(name: str, overrides: Mapping[str, object] | None = None,
+                     n_paths: int | None = None) -> np.ndarray:
+    """Parameter vector of scheduler ``name`` (``scheduler_values`` in the plug-in's order), as
+    the compiled core reads it."""
+    values = scheduler_values(name, overrides, n_paths)
     out = np.zeros(N_PARAMS)
     i = 0
     for key, value in values.items():
