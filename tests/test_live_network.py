@@ -110,11 +110,16 @@ def test_the_live_column_comes_from_the_recorded_file():
     fam = record["families"]["leeyoo"]
     runs = {label: [r["completion_s"] for r in c["runs"]] for label, c in fam["cells"]["leeyoo_static_dash"].items()}
     assert all(len(v) >= 3 for v in runs.values())
-    text, holds, _ = live["leeyoo"]
+    text, holds, _, cause = live["leeyoo"]
     assert f"ECF {1e3 * np.mean(runs['ecf']):.0f} ±" in text and f"minRTT {1e3 * np.mean(runs['minrtt']):.0f} ±" in text
-    row = ("LEEYOO static: ECF beats minRTT on chunk download time", "sim numbers", False, "leeyoo")
+    # the cause is written from the same runs: ECF's share of the bytes on the slow (second) path
+    share = np.mean([r["path_recv_bytes"][1] / sum(r["path_recv_bytes"])
+                     for r in fam["cells"]["leeyoo_static_dash"]["ecf"]["runs"]])
+    assert f"ECF puts {share:.1%} of the bytes" in cause
+    row = reproduce_claims.Row("LEEYOO static: ECF beats minRTT on chunk download time", "sim numbers", False, "leeyoo",
+                               "the simulator's cause")
     table = reproduce_claims.docs_table([row], live)
-    assert text in table
+    assert text in table and f"the simulator's cause. Live: {cause}" in table
     assert ("holds live" if holds else "does not hold live either") in table
     assert "not run" in reproduce_claims.docs_table([row], {})  # without the file: not checked live
     for name, fam in record["families"].items():  # provenance and every run kept
