@@ -66,9 +66,9 @@ Cells = dict  # (label, scenario, cc) -> {metric: per-run values}
 MPTCP_TUT_SCHEDULERS = ("rr", "minrtt", "hsr", "lws", "lts")
 MPTCP_TUT_CCS = ("lia", "olia", "balia", "wvegas")
 MPTCP_TUT_HETERO = (2, 3, 6, 7)  # the experiments with heterogeneous capacities
-# every subflow of a backlogged transfer fills its window, whatever the scheduler
+# why the order of the packets matters little to a backlogged transfer
 _BACKLOGGED = ("every subflow of a backlogged transfer is window-limited and any work-conserving scheduler "
-               "fills every window: goodput is what the bottlenecks and the CC give")
+               "fills every window, so goodput is mostly what the bottlenecks and the CC give")
 
 
 def _span(values, fmt: str = ".2f", unit: str = "") -> str:
@@ -110,23 +110,24 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     scens = [f"{prefix}{k}" for k in range(8)]
     rows = mptcp_tut_checks(cells, scens, [f"{prefix}{k}" for k in MPTCP_TUT_HETERO], MPTCP_TUT_CCS,
                             " (full mesh)" if mesh else "", " (e2, e3, e6, e7 x 4 CCs)")
-    ratios = [m(cells, x, s, cc, "goodput_mbps") / max(m(cells, "minrtt", s, cc, "goodput_mbps"), 1e-9)
-              for x in MPTCP_TUT_SCHEDULERS if x != "minrtt" for s in scens for cc in MPTCP_TUT_CCS]
     buffers = [load_scenario(s).receive_buffer(SimConfig().mss) / 1e6 for s in scens]
-    e3 = f"{prefix}3"
+    spreads = []
+    for cc in MPTCP_TUT_CCS:  # per CC: the experiment where the five differ most
+        def spread(s: str, cc: str = cc) -> float:
+            g = [m(cells, x, s, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS]
+            return (max(g) - min(g)) / max(max(g), 1e-9)
+        worst = max(scens, key=spread)
+        g = {x: m(cells, x, worst, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS}
+        spreads.append(f"{cc} {100 * spread(worst):.0f}% (e{worst[-1]}: "
+                       + ", ".join(f"{x.upper() if x != 'minrtt' else 'LL'} {v:.2f}" for x, v in g.items()) + ")")
+    cause = (f"{_BACKLOGGED}; the five schedulers' largest goodput spread ((max - min) / max) over e0-e7, per CC: "
+             + "; ".join(spreads) + f". The receive buffer is RFC 6182's ({_span(buffers)} MB over e0-e7), twice the "
+             "largest RTT times the summed rates")
     if mesh:
-        net = load_scenario(e3)
+        net = load_scenario(f"{prefix}3")
         client = sorted({p.links[0] for p in net.paths})  # the client-side bottlenecks (first link of every path)
         cap = sum((net.links or {})[x].bandwidth_mbps for x in client)
-        goodputs = [m(cells, x, e3, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS for cc in MPTCP_TUT_CCS]
-        cause = (f"{_BACKLOGGED} (mesh e3: {_span(goodputs)} Mbit/s for the five under the 4 CCs, the client-side "
-                 f"bottlenecks' {cap:.0f}); the receive buffer is RFC 6182's ({_span(buffers)} MB over e0-e7), "
-                 f"twice the largest RTT times the summed rates; goodput ratios to LL {_span(ratios)}. The next row "
-                 "shrinks the buffer")
-    else:
-        cause = (f"{_BACKLOGGED}; the receive buffer is RFC 6182's ({_span(buffers)} MB over e0-e7), twice the "
-                 f"largest RTT times the summed rates, so the order of the packets over the paths costs little "
-                 f"(goodput ratios to LL {_span(ratios)})")
+        cause += f"; e3's client-side bottlenecks carry {cap:.0f} Mbit/s. The next row shrinks the buffer"
     return [row if row.ok else row._replace(cause=cause) for row in rows], wall
 
 
@@ -163,7 +164,7 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
     scheds = MPTCP_TUT_SCHEDULERS
     worst, ok, cells = [], dict.fromkeys(scheds[2:], 0), 0
     spread: dict[int, list[float]] = {}
-    e3: dict[str, list[float]] = {"rr": [], "others": []}
+    e3: list[str] = []
     for k in MPTCP_TUT_HETERO:
         base = load_scenario(f"mptcp_tut_mesh_e{k}").model_dump(exclude_none=True)
         scen = scenario_from_dict({**base, "receive_buffer_bytes": rcvbuf})
@@ -180,13 +181,11 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
                 ok[x] += g[x] >= 0.99 * g["minrtt"]
             spread.setdefault(k, []).append((max(g.values()) - min(g.values())) / max(max(g.values()), 1e-9))
             if k == 3:
-                e3["rr"].append(g["rr"])
-                e3["others"] += [g[x] for x in scheds if x != "rr"]
+                e3.append(f"{cc} {g['rr']:.1f} against {_span([g[x] for x in scheds if x != 'rr'], '.1f')}")
     holds = worst.count("rr") >= 0.75 * cells and min(ok.values()) >= 0.75 * cells
     cause = ("the five schedulers' goodput spread ((max - min) / max, largest over the 4 CCs): "
              + ", ".join(f"e{k} ({_links(f'mptcp_tut_mesh_e{k}')}) {100 * max(v):.0f}%" for k, v in spread.items())
-             + f"; on e3 RR {_span(e3['rr'], '.1f')} against {_span(e3['others'], '.1f')} Mbit/s for the others; "
-             "one run per cell")
+             + f"; on e3, RR against the others (Mbit/s): {', '.join(e3)}; one run per cell")
     return [Row(f"MPTCP-TUT (full mesh, {rcvbuf / 1024:.0f} kB receive buffer; a sensitivity): RR worst, HSR, LWS, "
                 "LTS at or above LL (within 1%) on e2, e3, e6, e7 x 4 CCs",
                 f"RR worst in {worst.count('rr')}/{cells} cells; at or above LL: "
