@@ -365,7 +365,7 @@ def live_rows(path: Path = LIVE_FILE) -> dict[str, tuple[str, bool, dict, str]]:
     fams = record["families"]
 
     def complete(fam: dict, labels: tuple[str, ...]) -> list[str]:
-        return [s for s, by in fam["cells"].items() if all(len(by.get(x, {}).get("runs", [])) >= 3 for x in labels)]
+        return sorted(s for s, by in fam["cells"].items() if all(len(by.get(x, {}).get("runs", [])) >= 3 for x in labels))
 
     if "leeyoo" in fams:
         fam = fams["leeyoo"]
@@ -397,7 +397,7 @@ def live_rows(path: Path = LIVE_FILE) -> dict[str, tuple[str, bool, dict, str]]:
 
 def live_text(text: str, ok: bool, fam: dict, _cause: str = "") -> str:
     n = min(len(c["runs"]) for by in fam["cells"].values() for c in by.values())
-    scens = ", ".join(fam["cells"])
+    scens = ", ".join(sorted(fam["cells"]))
     return f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {text}: {'holds' if ok else 'does not hold'}"
 
 
