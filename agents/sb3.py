@@ -15,6 +15,7 @@ import stable_baselines3
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.dqn.policies import MlpPolicy as DQNMlpPolicy
 
 from agents.base import Agent, Monitor
 from agents.linucb import Rule, integer, number
@@ -83,6 +84,64 @@ def _kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+class EagerAdam(torch.optim.Adam):
+    """``torch.optim.Adam``, the same update, without the hooks it has for ``torch.compile``:
+    ``Optimizer``'s ``add_param_group``, ``zero_grad``, ``state_dict`` and ``load_state_dict``
+    are wrapped in ``torch._disable_dynamo`` and ``step`` in ``graph_break`` calls, each
+    importing ``torch._dynamo`` at its first call (1.3-1.7 s of CPU, as long as importing torch;
+    eager training never needs it). Each method here runs the undecorated one (``inspect.unwrap``),
+    ``step`` with autograd set as its wrapper sets it."""
+
+    _add_param_group = inspect.unwrap(torch.optim.Optimizer.add_param_group)
+    _zero_grad = inspect.unwrap(torch.optim.Optimizer.zero_grad)
+    _state_dict = inspect.unwrap(torch.optim.Optimizer.state_dict)
+    _load_state_dict = inspect.unwrap(torch.optim.Optimizer.load_state_dict)
+    _step = inspect.unwrap(torch.optim.Adam.step)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        EagerAdam._add_param_group(self, param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        EagerAdam._zero_grad(self, set_to_none)
+
+    def state_dict(self) -> dict[str, Any]:
+        return EagerAdam._state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        EagerAdam._load_state_dict(self, state_dict)
+
+    def step(self, closure=None):  # type: ignore[override]
+        with torch.set_grad_enabled(self.defaults["differentiable"]):
+            return EagerAdam._step(self, closure)
+
+
+class EagerDQNPolicy(DQNMlpPolicy):
+    """Stable-Baselines3's DQN ``MlpPolicy`` (the class ``"MlpPolicy"`` names for DQN) with
+    ``EagerAdam`` as its default optimiser and a direct ``predict`` for a batch of flat float32
+    observations: the Q-network on them and its argmax, the network and input SB3's own
+    ``predict`` uses, without its per-call conversions and checks (about half of a 100 us call,
+    which the main job makes about 19,000 times training and evaluating). Anything else goes
+    through SB3's ``predict``."""
+
+    def __init__(self, *args, optimizer_class: type[torch.optim.Optimizer] = EagerAdam, **kwargs) -> None:
+        super().__init__(*args, optimizer_class=optimizer_class, **kwargs)
+
+    def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
+        if not (isinstance(observation, np.ndarray) and observation.dtype == np.float32 and observation.ndim == 2
+                and observation.shape[1:] == self.observation_space.shape):
+            return super().predict(observation, state, episode_start, deterministic)
+        if self.training:
+            self.set_training_mode(False)
+        with torch.no_grad():
+            q_values = self.q_net(torch.from_numpy(observation))
+        return q_values.argmax(dim=1).numpy(), state
+
+
+def _policy(cls: type[BaseAlgorithm]) -> type | str:
+    """The policy ``cls`` trains: ``EagerDQNPolicy`` for DQN and its variants, else ``"MlpPolicy"``."""
+    return EagerDQNPolicy if cls.policy_aliases.get("MlpPolicy") is DQNMlpPolicy else "MlpPolicy"
+
+
 class _Callback(BaseCallback):
     def __init__(self, monitor: Monitor) -> None:
         super().__init__()
@@ -104,7 +163,7 @@ class SB3Agent(Agent):
     def _ensure(self, env) -> BaseAlgorithm:
         if self.model is None:
             try:
-                self.model = self.cls("MlpPolicy", env, seed=self.seed, verbose=0, device="cpu",
+                self.model = self.cls(_policy(self.cls), env, seed=self.seed, verbose=0, device="cpu",
                                       **_kwargs(self.spec.get("hyperparams") or {}))
             except (TypeError, ValueError, AssertionError) as err:  # SB3's own checks of combinations
                 raise ConfigError(f"agent.hyperparams: {err}") from None
