@@ -52,12 +52,16 @@ def _per_path(role: int | str, specs: list[tuple[str, str, str | None, float]]) 
     return [Feature(f"{name}_{tag}", field, role, per, scale) for name, field, per, scale in specs]
 
 
+_ISPRAS_DQN = tuple([Feature(f"cwnd_{i + 1}", "cwnd", i, None, MB) for i in range(2)]
+                    + [Feature(f"srtt_{i + 1}", "srtt", i, None, 0.1) for i in range(2)]
+                    + [Feature(f"inflight_{i + 1}", "inflight", i, None, MB) for i in range(2)])
 FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
     # ISPRAS DQN: cwnd_1, cwnd_2, srtt_1, srtt_2, inflight_1, inflight_2
-    "ispras_dqn": tuple(
-        [Feature(f"cwnd_{i + 1}", "cwnd", i, None, MB) for i in range(2)]
-        + [Feature(f"srtt_{i + 1}", "srtt", i, None, 0.1) for i in range(2)]
-        + [Feature(f"inflight_{i + 1}", "inflight", i, None, MB) for i in range(2)]),
+    "ispras_dqn": _ISPRAS_DQN,
+    # The ISPRAS DQN's six plus the bytes the connection has yet to send (``backlog``, in MB): what
+    # a sender knows of the transfer's end when the application gave it the data (or its size) up
+    # front, and what a wait-for-the-fast-path rule near the end reads (studies/headroom.py)
+    "ispras_backlog": _ISPRAS_DQN + (Feature("backlog", "backlog", None, None, MB),),
     # Peekaboo / ISPRAS LinUCB context: cwnd, swnd and in-flight over RTT for F and S
     "peekaboo": tuple(
         f for role in ("fast", "second") for f in _per_path(role, [

@@ -34,11 +34,12 @@ class RewardSpec:
     credit: float = 0.0  # ispras: weight of the change of bytes in flight off the fast path (0: as published)
     inorder: bool = False  # ispras: throughput as the connection's in-order delivery (False: per path, as published)
     per_ms: float = 0.0  # ispras: bytes over this fixed interval instead of over the interval to the next decision (0: as published)
+    rate_mbps: float = 0.0  # completion: credit for the bytes sent and not declared lost, at this rate (0: none)
 
     def __post_init__(self) -> None:
         if self.name not in REWARDS:
             raise unknown_name("reward", self.name, REWARDS)
-        for k in ("alpha", "beta", "gamma", "credit", "per_ms"):
+        for k in ("alpha", "beta", "gamma", "credit", "per_ms", "rate_mbps"):
             if getattr(self, k) < 0:
                 raise out_of_range(f"reward.{k}", getattr(self, k), ">= 0")
         for k in ("thr_norm_mbps", "rtt_norm_ms", "time_norm_s"):
@@ -49,7 +50,7 @@ class RewardSpec:
         """Parameters in the order the compiled evaluator reads them."""
         return np.array([REWARDS.index(self.name), self.alpha, self.beta, self.gamma,
                          self.thr_norm_mbps * MBIT_S, self.rtt_norm_ms / 1000.0, self.time_norm_s, self.credit,
-                         float(self.inorder), self.per_ms / 1000.0])
+                         float(self.inorder), self.per_ms / 1000.0, self.rate_mbps * MBIT_S])
 
 
 # A snapshot of the sender's counters at a decision:
@@ -83,7 +84,16 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
       ispras_s1 and over ~2 ms under BBRv1, so the rewards (and a DQN's Q-values) of the CCs differ
       by one to two orders of magnitude (README, "Learning that does not collapse").
     - peekaboo: sum over acknowledged bytes of size / RTT (Peekaboo, Wu et al. 2020) / thr_norm.
-    - completion: -elapsed / time_norm, so an episode's return is minus its completion time.
+    - completion: -elapsed / time_norm, so an episode's return is minus its completion time. With
+      ``rate_mbps`` > 0 a decision also earns the bytes sent over the interval, less those declared
+      lost (``sent - mss * losses`` summed over the paths), over that rate: potential-based
+      shaping (Ng, Harada, Russell, ICML 1999) whose potential, the bytes out and not known lost,
+      ends every transfer at its size, so the undiscounted return is still minus the completion
+      time, plus a constant. Without it every decision costs its interval and the values of a
+      5 MB transfer (~-0.7 s) dwarf the difference a decision makes (~0.2 ms per packet moved
+      off the fast path); with it a decision's reward is the rate of its interval against
+      ``rate_mbps``, near zero where the paths run at that rate, so what stands out is what
+      delays the end: the last packets held up behind a slow or lossy path.
     - chunk (LEEYOO, docs/schedulers.md): packets acknowledged in the interval (as goodput over
       the interval / thr_norm) plus, per chunk fully acknowledged in it, beta * size / download
       time of the last such chunk / thr_norm (the session ends when its last
@@ -96,7 +106,13 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
         if kind == 0:
             r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
         elif kind == 3:
-            r = -dt / prm[6]
+            r = -dt
+            if prm[10] > 0.0:
+                for i in range(int(nsub[b])):
+                    base = SNAP_PATHS + SNAP_PER_PATH * i
+                    out_bytes = obs[b, i, OBS_SENT] - prev[b, base + 1] - mss * (obs[b, i, OBS_LOSSES] - prev[b, base + 2])
+                    r += out_bytes / prm[10]
+            r /= prm[6]
         elif kind == 4:
             r = (cobs[b, COBS_ACKED] - prev[b, SNAP_ACKED]) / dt / prm[4]
             r += prm[2] * (cobs[b, COBS_ITEMS_ACKED] - prev[b, SNAP_ITEMS]) * cobs[b, COBS_ITEM_RATE] / prm[4]

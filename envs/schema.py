@@ -93,6 +93,7 @@ class RewardConfig:
     credit: float = RewardSpec.credit
     inorder: bool = RewardSpec.inorder
     per_ms: float = RewardSpec.per_ms
+    rate_mbps: float = RewardSpec.rate_mbps
 
 
 @dataclass
@@ -146,7 +147,7 @@ class EnvConfig:
         return RewardSpec(name=r.name, alpha=float(r.alpha), beta=float(r.beta), gamma=float(r.gamma),
                           thr_norm_mbps=float(r.thr_norm_mbps), rtt_norm_ms=float(r.rtt_norm_ms),
                           time_norm_s=float(r.time_norm_s), credit=float(r.credit), inorder=bool(r.inorder),
-                          per_ms=float(r.per_ms))
+                          per_ms=float(r.per_ms), rate_mbps=float(r.rate_mbps))
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:

@@ -33,7 +33,7 @@ from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c,
 from envs.transport import conn_fields, from_raw, path_fields, to_raw
 from conftest import ROOT, compose_config
 
-AGENTS = ("dqn", "dqn_completion", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
+AGENTS = ("dqn", "dqn_completion", "dqn_backlog", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
 COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 pytestmark = pytest.mark.skipif(not COMPILERS and not shutil.which("cc"), reason="no C compiler (gcc, clang or cc)")
 COMPILERS = COMPILERS or ["cc"]
@@ -43,7 +43,7 @@ SMALL = {"name": "export_small",
          "paths": [{"bandwidth_mbps": 20, "delay_ms": 5, "loss_pct": 0.2, "jitter_ms": 1.0},
                    {"bandwidth_mbps": 4, "delay_ms": 40, "loss_pct": 0.5}],
          "workload": {"type": "file", "file_mb": 0.5}}
-TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600}
+TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "dqn_backlog": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600}
 FALCON_PARAMS = {"inner_steps": 128, "hidden": [16, 16]}
 RESULTS: dict[str, dict[str, float]] = {}  # figures printed at the end (pytest -s)
 
@@ -373,7 +373,7 @@ def feature_header(observation: str, n_paths: int, fixed: bool, prefix: str) -> 
     return header(PolicySpec(prefix, feats, observation, "blocked", 2, fixed, [("agent", "feature test")]), body)
 
 
-@pytest.mark.parametrize("observation", ["ispras_dqn", "peekaboo", "ispras_q", "leeyoo", "full"])
+@pytest.mark.parametrize("observation", ["ispras_dqn", "ispras_backlog", "peekaboo", "ispras_q", "leeyoo", "full"])
 def test_feature_parity_on_simulator_states(observation, tmp_path):
     rng = np.random.default_rng(1)
     states = record_states(lambda f: rng.integers(0, 2, len(f)), observation, runs=4,
