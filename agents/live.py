@@ -21,10 +21,7 @@ JSON with its provenance: the recorded trace replays into any learner of the sam
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +35,7 @@ from agents import checkpoint
 from agents.base import OnlineAgent
 from agents.registry import make_agent
 from envs.errors import ConfigError
+from envs.live.provenance import load_average, provenance
 
 DEFAULT_MODES = ("ecf", "minrtt")
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -65,7 +63,7 @@ class TraceRecorder(gym.Wrapper):
                                  "done": bool(terminated or truncated), "elapsed_s": info.get("elapsed_s")})
         if "episode_metrics" in info:
             self.episodes.append({"goodput_mbps": info["episode_metrics"]["goodput_mbps"],
-                                  "decisions": info.get("decisions"), "load_avg": os.getloadavg()[0]})
+                                  "decisions": info.get("decisions"), "load_avg": load_average()})
         self._obs = np.asarray(obs)
         return obs, reward, terminated, truncated, info
 
@@ -159,9 +157,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         learn_live(agent, env, a.steps, monitor)
     finally:
         env.close()
-    prov = {"xquic_commit": _xquic_commit(), "kernel": platform.release(),
-            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "command": "python -m agents.live " + " ".join(argv if argv is not None else sys.argv[1:]),
+    prov = {**provenance("python -m agents.live", argv if argv is not None else sys.argv[1:]),
             "scenario": scen.name, "cc": a.cc, "modes": a.modes, "interval_ms": a.interval_ms,
             "observation": observation, "reward": env_cfg.get("reward"), "file_mb": a.file_mb}
     meta = {**meta, **interface, "spec": spec, "seed": a.seed, "finished": True, "backend": "xquic",
@@ -176,14 +172,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                                        "transitions": env.transitions}, indent=None))
     print(f"{monitor.steps} live steps, {monitor.episodes} episodes; checkpoint {a.out}"
           + (f", trace {a.trace}" if a.trace else ""))
-
-
-def _xquic_commit() -> str:
-    try:
-        import mpsched_xquic
-        return str(mpsched_xquic.XQUIC_COMMIT)
-    except ImportError:
-        return "not installed"
 
 
 if __name__ == "__main__":

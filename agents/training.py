@@ -81,14 +81,15 @@ def setup(cfg: DictConfig, out_dir: Path) -> Setup:
     randomised = [randomise(sc, rnd) for sc in scenarios] if on else scenarios
     ccs = config.ccs(cfg)
     draw = stack_draw(rnd, str(cfg.env.stack), list(ccs)) if on else None
-    select = str(t.get("select") or TrainSettings.select)
+    # absent from the configs of checkpoints made before they existed; a value given is the schema's to check
+    select = str(t.get("select", TrainSettings.select))
     if select == "validation" and not t.eval_every:
         raise ConfigError("train.select=validation scores the periodic evaluations: set train.eval_every > 0")
     return Setup(scenarios, ccs, config.env_kwargs(cfg.env), config.plain(cfg.agent),
                  int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
                  int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
                  int(t.torch_threads), train_scenarios=randomised, stack_draw=draw, select=select,
-                 validation_runs=int(t.get("validation_runs") or TrainSettings.validation_runs))
+                 validation_runs=int(t.get("validation_runs", TrainSettings.validation_runs)))
 
 
 def apply_runtime(s: Setup) -> None:
@@ -143,15 +144,22 @@ def evaluate_agent(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: in
 
 
 def evaluate_policy(agent: Agent, s: Setup, scenario: Scenario, cc: str, runs: int, seed: int,
-                    stack_draw: StackDraw | None = None) -> tuple[dict[str, np.ndarray], PolicyDiagnostics]:
+                    stack_draw: StackDraw | None = None, cc_params: dict[str, dict[str, float]] | None = None,
+                    on_decision: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                    ) -> tuple[dict[str, np.ndarray], PolicyDiagnostics]:
     """``evaluate_agent`` plus the policy's diagnostics on the same episodes (action shares,
-    agreement with the reference heuristics, warnings: ``agents.diagnostics``)."""
-    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs, stack_draw=stack_draw,
-                            **s.env_kwargs)
+    agreement with the reference heuristics, warnings: ``agents.diagnostics``). ``cc_params``
+    replaces the setup's CC parameters (``s.ccs``); ``on_decision(obs, live)`` sees every
+    decision's observations and which connections are still running, before the step."""
+    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=s.ccs if cc_params is None else cc_params,
+                            stack_draw=stack_draw, **s.env_kwargs)
     process.reset()
     log = DecisionLog(process)
     while not process.sim.done.all():
-        actions = agent.act(process.observe(), deterministic=True)
+        obs = process.observe()
+        if on_decision is not None:
+            on_decision(obs, ~process.sim.done)
+        actions = agent.act(obs, deterministic=True)
         log.record(actions)
         process.step(actions)
     return process.sim.results(), log.result()

@@ -21,10 +21,8 @@ live lock and keep a batch to minutes.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.live.provenance import load_average, provenance  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
@@ -100,11 +99,10 @@ def main() -> None:
         export_checkpoint(directory, tmp / f"{label}.h", prefix=label)
         scheds[label] = f"policy={tmp / f'{label}.h'}"
     scen = resolve_scenarios(a.scenario)[0]
-    record = {"scenario": scen.name, "cc": a.cc, "workload": scen.workload.model_dump(mode="json"),
-              "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-              "kernel": platform.release(), "stack": f"XQUIC {ext.XQUIC_COMMIT}",
-              "command": "python benchmarks/headroom_live.py " + " ".join(sys.argv[1:]),
-              "load_before": list(os.getloadavg()), "schedulers": list(scheds), "runs": []}
+    prov = provenance("python benchmarks/headroom_live.py", sys.argv[1:])
+    prov["load_before"] = prov.pop("load_avg")
+    record = {"scenario": scen.name, "cc": a.cc, "workload": scen.workload.model_dump(mode="json"), **prov,
+              "stack": f"XQUIC {ext.XQUIC_COMMIT}", "schedulers": list(scheds), "runs": []}
     with Testbed(scen, verify=True) as tb:
         record["verification"] = tb.verification.table() if tb.verification is not None else "not run"
         for run in range(a.runs):
@@ -115,7 +113,7 @@ def main() -> None:
                 row = {"scheduler": name, "run": run, "outcome": r.extra.get("outcome"), "error": r.error or "",
                        "goodput_mbps": float(m["goodput_mbps"][0]), "completion_s": float(r.completion_s),
                        "path_bytes": [float(x) for x in r.path_bytes], "wall_s": time.time() - t0,
-                       "load1": os.getloadavg()[0]}
+                       "load1": load_average()}
                 record["runs"].append(row)
                 print(f"{scen.name} / {a.cc} run {run} {name:16s}: {row['goodput_mbps']:7.2f} Mbit/s, "
                       f"{row['outcome']}, path bytes {row['path_bytes']}", flush=True)

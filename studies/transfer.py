@@ -39,14 +39,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import hashlib
 import json
 import math
 import os
-import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -62,6 +59,8 @@ from agents import checkpoint
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.features import feature_set
+from envs.live.provenance import load_average, utc_now
+from envs.live.provenance import provenance as live_provenance
 from envs.metrics import mean_ci
 from envs.scenario import Scenario, resolve_scenarios
 from envs.sim.stacks import BACKEND_STACK
@@ -71,6 +70,7 @@ HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them
 SIDES = ("sim", "live")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 RECORD_FORMAT = 1
+PROGRAM = "python -m studies.transfer"
 ACCEPT_RATIO = 0.95  # live policy >= this x live minRTT in every cell
 HEADROOM = 0.10  # a cell with more than this live headroom over minRTT (a heuristic) is one to win
 
@@ -256,27 +256,19 @@ def policy_record(p: Policy, features: Sequence[str]) -> Record:
 
 # ------------------------------------------------------------------------------ the simulator
 def simulate_policy(p: Policy, scenario: Scenario, cc: str, runs: int, seed: int) -> Measurement:
-    """The policy in the simulator (its training environment, deterministic actions): goodput,
-    path bytes, and at its decisions (all blocked in this mode) the waits and feature quantiles."""
-    from envs.multipath_env import build_process
+    """The policy in the simulator (its training environment, deterministic actions, every CC with
+    its default parameters as live; ``agents.training.evaluate_policy``): goodput, path bytes, and
+    at its decisions (all blocked in this mode, action 0 the wait) the waits and feature quantiles."""
+    from agents.training import evaluate_policy
 
-    s = p.setup
-    process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params={cc: {}}, **s.env_kwargs)
-    process.reset()
-    names = [f.name for f in process.features]
-    rows, waits = [], 0
-    while not process.sim.done.all():
-        live = ~process.sim.done
-        obs = process.observe()
-        actions = np.asarray(p.agent.act(obs, deterministic=True)).reshape(-1)
-        rows.append(obs[live])
-        waits += int(np.count_nonzero(actions[live] == 0))
-        process.step(actions)
-    res = process.sim.results()
+    rows: list[np.ndarray] = []
+    res, diag = evaluate_policy(p.agent, p.setup, scenario, cc, runs, seed, cc_params={cc: {}},
+                                on_decision=lambda obs, live: rows.append(obs[live]))
+    names = feature_set(p.setup.env_kwargs["observation"], len(scenario.paths))
     feats = np.concatenate(rows) if rows else np.zeros((0, len(names)))
     return Measurement("sim", scenario.name, cc, POLICY, res["goodput_mbps"].tolist(),
-                       _path_bytes(res), len(feats), waits, len(feats), quantiles(feats, names),
-                       date=_now())
+                       _path_bytes(res), diag.decisions, diag.action_counts[0], len(feats),
+                       quantiles(feats, [f.name for f in names]), date=utc_now())
 
 
 def _path_bytes(res: dict[str, np.ndarray]) -> list[list[float]]:
@@ -287,7 +279,7 @@ def _path_bytes(res: dict[str, np.ndarray]) -> list[list[float]]:
 
 def simulate_heuristic(p: Policy, scenario: Scenario, cc: str, name: str, runs: int, seed: int) -> Measurement:
     res = evaluate_heuristic(scenario, cc, name, runs, seed, p.setup.sim, {})
-    return Measurement("sim", scenario.name, cc, name, res["goodput_mbps"].tolist(), _path_bytes(res), date=_now())
+    return Measurement("sim", scenario.name, cc, name, res["goodput_mbps"].tolist(), _path_bytes(res), date=utc_now())
 
 
 # ---------------------------------------------------------------------------------- live XQUIC
@@ -317,7 +309,7 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
 
     tallies = {name: LiveTally() for name in runs}
     sched = {name: f"policy={p.header}" if name == POLICY else name for name in runs}
-    date = _now()
+    date = utc_now()
     with Testbed(scenario, verify=True) as tb:
         for i in range(max(runs.values())):
             for name, n in runs.items():
@@ -332,7 +324,7 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 t.goodput.append(g)
                 t.path_bytes.append([float(x) for x in r.path_bytes])
                 t.outcomes.append(r.extra.get("outcome", "") if not r.error else f"error: {r.error}")
-                t.load_avg.append(os.getloadavg()[0])
+                t.load_avg.append(load_average())
                 t.wall_s.append(float(r.wall_s))
                 say(f"  live {scenario.name} {cc} {name} run {i}: {g:.2f} Mbit/s ({t.outcomes[-1]}), "
                     f"load {t.load_avg[-1]:.2f}")
@@ -344,8 +336,8 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
             datasets.mkdir(parents=True, exist_ok=True)
             BlockedDecisions(names, f, np.concatenate(t.actions) if t.actions else np.zeros(0, np.int64), {
                 "scenario": scenario.name, "cc": cc, "scheduler": name, "observation": p.meta["observation"],
-                "goodput_mbps": t.goodput, "load_avg": t.load_avg, "date": date,
-                **provenance(sys.argv[1:])}).save(datasets / f"{scenario.name}-{cc}-{name}.npz")
+                "goodput_mbps": t.goodput, "date": date, **provenance(sys.argv[1:]),
+                "load_avg": t.load_avg}).save(datasets / f"{scenario.name}-{cc}-{name}.npz")
         if name != POLICY:  # the report shows the policy's features only
             f = f[:0]
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
@@ -354,25 +346,8 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
 
 
 def provenance(argv: Sequence[str]) -> dict[str, Any]:
-    """Where and how: XQUIC commit, kernel, date, the command, mpsched's commit."""
-    try:
-        import mpsched_xquic
-        xquic = str(mpsched_xquic.XQUIC_COMMIT)
-    except ImportError:
-        xquic = "not installed"
-    try:
-        root = Path(__file__).resolve().parents[1]
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return {"xquic_commit": xquic, "kernel": platform.release(), "python": platform.python_version(),
-            "mpsched_commit": commit, "date": _now(), "command": "python -m studies.transfer " + shlex.join(argv),
-            "cpus": os.cpu_count()}
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Where and how (``envs.live.provenance``): XQUIC commit, kernel, date, the command, mpsched's commit."""
+    return live_provenance(PROGRAM, argv)
 
 
 # ------------------------------------------------------------------------------------- report

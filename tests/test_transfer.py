@@ -191,3 +191,16 @@ def test_the_record_says_how_the_policy_was_trained(tmp_path):
     text = write_report(r, tmp_path)["report.md"].read_text()
     assert "Training: simulator stack xquic; randomisation: " in text and "stack_factor [0.9, 1.1]" in text
     assert "checkpoint selection: validation (step 40000, score 1.010)." in text
+
+
+def test_live_provenance_is_one_record_for_every_live_tool():
+    """The report, the datasets, the online traces and the live headroom benchmark keep the same
+    provenance (envs.live.provenance)."""
+    from envs.live.provenance import provenance
+
+    prov = provenance("python -m studies.transfer", ["--policy", "agent=dqn cc=bbr2", "--side", "live"])
+    for key in ("xquic_commit", "kernel", "python", "mpsched_commit", "date", "cpus"):
+        assert prov[key], key
+    assert prov["command"] == "python -m studies.transfer --policy 'agent=dqn cc=bbr2' --side live"
+    assert len(prov["load_avg"]) == 3 and prov["date"].endswith("Z")
+    assert transfer.provenance(["--side", "none"])["command"] == "python -m studies.transfer --side none"

@@ -14,4 +14,6 @@ observation features (README, "Live runs").
 - ``env``: ``mpsched/Live-v0``; ``evaluation`` and ``cli``: ``evaluate.py backend=live`` and
   ``compare=[sim,live]``; ``setup``: ``python -m envs.live.setup`` (``--xquic``: ``xquic_build``,
   the pinned XQUIC built and the extension installed).
+- ``provenance``: what every kept live measurement records beside its runs (XQUIC commit, kernel,
+  mpsched commit, date, command, load average).
 """

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -129,10 +128,7 @@ def record(scenario: Any, cc: str, scheduler: str, runs: int, observation: str, 
            say: Callable[[str], None] = print) -> BlockedDecisions:
     """``runs`` live XQUIC transfers of ``scheduler`` on one verified testbed: their blocked
     decisions, with provenance (XQUIC commit, kernel, every run's goodput and load average)."""
-    import platform
-
-    import mpsched_xquic
-
+    from envs.live.provenance import load_average, provenance
     from envs.live.testbed import Testbed
 
     parts, runs_info = [], []
@@ -141,17 +137,14 @@ def record(scenario: Any, cc: str, scheduler: str, runs: int, observation: str, 
             r, d = run_transfer(tb, cc, scenario.workload, scheduler, decision_every, observation)
             g = float(r.metrics()["goodput_mbps"][0])
             runs_info.append({"goodput_mbps": g, "outcome": r.extra.get("outcome"), "blocked": len(d),
-                              "waits": d.waits, "load_avg": os.getloadavg()[0], "error": r.error})
-            say(f"run {i}: {g:.2f} Mbit/s, {len(d)} blocked decisions, {d.waits} waits, load {os.getloadavg()[0]:.2f}")
+                              "waits": d.waits, "load_avg": load_average(), "error": r.error})
+            say(f"run {i}: {g:.2f} Mbit/s, {len(d)} blocked decisions, {d.waits} waits, load {load_average():.2f}")
             parts.append(d)
     names = [f.name for f in feature_set(observation, len(scenario.paths))]
     out = BlockedDecisions.concat(parts, names)
-    import datetime as dt
-    out.provenance = {"scenario": scenario.name, "cc": cc, "scheduler": scheduler, "observation": observation,
-                      "decision_every": decision_every, "runs": runs_info, "xquic_commit": mpsched_xquic.XQUIC_COMMIT,
-                      "kernel": platform.release(), "file_mb": scenario.workload.file_mb,
-                      "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                      "command": "python -m envs.live.dataset " + " ".join(sys.argv[1:])}
+    out.provenance = {**provenance("python -m envs.live.dataset", sys.argv[1:]), "scenario": scenario.name,
+                      "cc": cc, "scheduler": scheduler, "observation": observation, "decision_every": decision_every,
+                      "runs": runs_info, "file_mb": scenario.workload.file_mb}
     return out
 
 
