@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import io
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ class SB3Agent(Agent):
             saved = io.BytesIO()
             self.model.save(saved)
             saved.seek(0)
-            self.model = self.cls.load(saved, env=env, device="cpu")
+            self.model = self._load(saved, env=env)
         else:
             self.model.set_env(env)
         return self.model
@@ -192,4 +193,12 @@ class SB3Agent(Agent):
         self.model.save(directory / MODEL_FILE)
 
     def load_state(self, directory: Path) -> None:
-        self.model = self.cls.load(directory / MODEL_FILE, device="cpu")
+        self.model = self._load(directory / MODEL_FILE)
+
+    def _load(self, source: Path | io.BytesIO, env: Any = None) -> BaseAlgorithm:
+        """``cls.load`` without SB3's "``n_steps`` is ignored" warning for an n-step DQN: the
+        saved ``replay_buffer_kwargs`` already carry ``n_steps`` and ``gamma``, so the loaded
+        model keeps its multi-step returns (``NStepReplayBuffer`` with the saved ``n_steps``)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored because a custom")
+            return self.cls.load(source, env=env, device="cpu")

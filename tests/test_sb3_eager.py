@@ -61,3 +61,22 @@ def test_training_saving_and_loading_never_import_torch_dynamo(tmp_path):
     out = subprocess.run([sys.executable, "-c", EAGER_RUN, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-2000:]
+
+
+def test_a_saved_n_step_dqn_loads_with_its_multi_step_returns_and_no_warning(tmp_path, recwarn):
+    from agents.sb3 import SB3Agent
+
+    class Monitor:
+        def on_step(self, n, rewards, infos):
+            return True
+
+    env = SB3VecEnv(2, scenario="ispras_s1", cc="bbr2", seed=0, observation="ispras_dqn", reward="ispras")
+    agent = SB3Agent({"algorithm": "DQN", "hyperparams": {"learning_starts": 50, "train_freq": 2, "n_steps": 8}}, 6, 2, 0)
+    agent.learn(env, 200, Monitor())
+    agent.save(tmp_path)
+    recwarn.clear()
+    loaded = SB3Agent({"algorithm": "DQN", "hyperparams": {"n_steps": 8}}, 6, 2, 0)
+    loaded.load_state(tmp_path)
+    assert not [w for w in recwarn if "n_steps" in str(w.message)]
+    loaded.learn(env, 60, Monitor())
+    assert loaded.model.replay_buffer.n_steps == 8
