@@ -16,7 +16,13 @@ BBRv1 (``envs.cc.bbr``) plus a loss response through bounds on the model:
 - ProbeBW sub-phases DOWN (pacing gain 0.75) -> CRUISE (1.0) -> REFILL (1.0, one round) ->
   UP (1.25) -> DOWN, with the next probe ``probe_wait_base_s`` + U(0, 1) s after DOWN started,
   or earlier after ``min(target_inflight_packets, 63)`` rounds (Reno coexistence).
-- The max-bandwidth filter covers the current and the previous ProbeBW cycle (2 slots).
+- The max-bandwidth filter covers the current and the previous ProbeBW cycle (2 slots); a cycle
+  ends one round after probing stopped, unless that round's sample is app-limited
+  (``BBRAdaptUpperBounds``). ProbeRTT marks the connection app-limited until the data in flight is
+  delivered (``BBRHandleProbeRTT``, xqc_bbr2_update_min_rtt), so its low rates neither enter the
+  filter (``BBRUpdateMaxBw``: an app-limited sample only when it is a new maximum) nor end a cycle:
+  with XQUIC's ProbeRTT every 2.5 s, restarting ProbeBW at DOWN and CRUISE with a new 2-3 s probe
+  wait each time, the filter keeps its maximum until the next (rare) ProbeBW_UP.
 - ProbeRTT every ``probe_rtt_interval_s`` (5 s, its own min-RTT filter), cwnd =
   ``probe_rtt_cwnd_gain`` (0.5) x BDP for ``probe_rtt_s`` (200 ms) and one round; min_rtt itself
   keeps a 10 s window.
@@ -153,7 +159,9 @@ LOSS_BEFORE = LOSS_NOW + 1  # ... in the round before
 ROUND_STAMP = LOSS_NOW + 2  # when the current round started (s)
 FLIGHT_NEXT = LOSS_NOW + 3  # bytes in flight when the current round started (the next round's FLIGHT_RND)
 LOSS_START = LOSS_NOW + 4  # recovery_modes: when persistent congestion cut cwnd (s), -1 outside XQUIC's LOSS mode
-N_STATE = LOSS_NOW + 5
+APP_LIMITED_FROM = LOSS_NOW + 5  # delivered count when ProbeRTT marked the connection app-limited (-1: never)
+APP_LIMITED_END = LOSS_NOW + 6  # ... and the count whose passing clears the mark (C.app_limited)
+N_STATE = LOSS_NOW + 7
 
 
 @njit(cache=True, _nrt=False)
@@ -178,6 +186,8 @@ def init(C, P, f, now, mss):
     C[f, ROUND_STAMP] = now
     C[f, FLIGHT_NEXT] = 0.0
     C[f, LOSS_START] = -1.0
+    C[f, APP_LIMITED_FROM] = -1.0
+    C[f, APP_LIMITED_END] = -1.0
 
 
 # ----------------------------------------------------------------------------- model helpers
@@ -314,14 +324,15 @@ def _probe_inflight_hi_upward(C, f, acked, inflight, round_start, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, mss, rng, b):
+def _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, app_limited, mss, rng, b):
     """BBRAdaptUpperBounds: one round after probing stopped, end the probe's samples and start a
-    new cycle of the max-bw filter; while the loss rate is safe, raise inflight_hi to the flight
-    seen and, in UP, along the probing slope."""
+    new cycle of the max-bw filter (unless the sample is app-limited, as the first round after
+    ProbeRTT's is, or the cycle took no sample: xqc_bbr2_advance_bw_hi_filter); while the loss
+    rate is safe, raise inflight_hi to the flight seen and, in UP, along the probing slope."""
     if round_start and C[f, ADVANCE_BW] > 0.0:
         C[f, ADVANCE_BW] = 0.0
         C[f, PROBE_SAMPLES] = 0.0
-        if _in_probe_bw(C, f):
+        if _in_probe_bw(C, f) and not app_limited and C[f, BW_HI1] > 0.0:
             C[f, BW_HI0] = C[f, BW_HI1]  # BBRAdvanceMaxBwFilter
             C[f, BW_HI1] = 0.0
     if _inflight_too_high(C, P, f, now, rtt, mss):
@@ -421,6 +432,24 @@ def _probe_rtt_cwnd(C, P, f, mss):
 
 
 @njit(cache=True, _nrt=False)
+def _mark_app_limited(C, f, inflight):
+    """BBRHandleProbeRTT's MarkConnectionAppLimited (xqc_bbr2_update_min_rtt: ctl_app_limited =
+    delivered + bytes in flight): data sent from now until everything in flight is delivered
+    gives app-limited rate samples, so ProbeRTT's low rates neither enter nor age the filter."""
+    if C[f, DELIVERED] > C[f, APP_LIMITED_END]:  # no mark standing: a new one starts here
+        C[f, APP_LIMITED_FROM] = C[f, DELIVERED]
+    C[f, APP_LIMITED_END] = C[f, DELIVERED] + inflight
+
+
+@njit(cache=True, _nrt=False)
+def _app_limited(C, f, delivered):
+    """rs.is_app_limited: the acknowledged packet left while the mark stood (its prior delivered
+    count, ``delivered`` bytes back, between the mark's start and its end)."""
+    prior = C[f, DELIVERED] - delivered
+    return C[f, APP_LIMITED_FROM] <= prior <= C[f, APP_LIMITED_END]
+
+
+@njit(cache=True, _nrt=False)
 def _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b):
     """BBRCheckProbeRTT / BBRHandleProbeRTT / BBRCheckProbeRTTDone / BBRExitProbeRTT."""
     if expired and C[f, MODE] != PROBE_RTT:
@@ -434,9 +463,11 @@ def _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b):
         else:  # xqc_bbr2_update_min_rtt: enter ProbeRTT, then xqc_bbr2_save_cwnd (in ProbeRTT: the maximum)
             _set_phase(C, f, PROBE_RTT, 1.0, now)
             _save_cwnd(C, f)
+        _mark_app_limited(C, f, inflight)
         return
     if C[f, MODE] != PROBE_RTT:
         return
+    _mark_app_limited(C, f, inflight)
     if C[f, PRT_DONE] == 0.0:
         if inflight <= _probe_rtt_cwnd(C, P, f, mss):
             C[f, PRT_DONE] = now + P[f, PROBE_RTT_S]
@@ -572,18 +603,20 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     """BBRUpdateModelAndState then BBRUpdateControlParameters, in the draft's order. The core's
     round_start is replaced by this module's rounds, which phase changes restart."""
     round_start = _update_round(C, f, now, acked, delivered, inflight)
+    app_limited = _app_limited(C, f, delivered)
     aggregation.update(C, f, AGG, now, acked, _bw(C, f), round_start,
                        P[f, EXTRA_IN_STARTUP] > 0.0 and C[f, FILLED] == 0.0, mss)
     C[f, BW_LATEST] = max(C[f, BW_LATEST], rate)
     C[f, INFLIGHT_LATEST] = max(C[f, INFLIGHT_LATEST], delivered)
-    C[f, BW_HI1] = max(C[f, BW_HI1], rate)
+    if not app_limited or rate >= max(C[f, BW_HI0], C[f, BW_HI1]):  # BBRUpdateMaxBw
+        C[f, BW_HI1] = max(C[f, BW_HI1], rate)
     if round_start:
         _adapt_lower_bounds(C, P, f)
     _check_startup_done(C, P, f, now, rtt, round_start, mss)
     if C[f, MODE] == DRAIN and inflight <= _bdp(C, f, _bw(C, f), 1.0, mss):
         _start_down(C, f, now, inflight, P, rng, b)
     if C[f, FILLED] > 0.0:
-        _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, mss, rng, b)
+        _adapt_upper_bounds(C, P, f, now, rtt, acked, inflight, round_start, app_limited, mss, rng, b)
         _update_probe_bw(C, P, f, now, inflight, round_start, mss, rng, b)
     expired = _update_min_rtt(C, P, f, now, min(rtt, min_rtt))  # the ACK's least per-packet RTT
     _check_probe_rtt(C, P, f, now, expired, inflight, round_start, mss, rng, b)

@@ -211,7 +211,7 @@ SCHED_STATE = 16  # next 16 columns: its state (RR pointer, ECF waiting flag, ..
 N_SCHED = 32
 
 # --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
-N_CC = 48
+N_CC = 50
 N_CCP = 24
 
 # --- the application's workload (envs/sim/workload.py): ``wl[B, N_WL]`` -----------------------------
