@@ -47,7 +47,7 @@ def increase_pkts(cc, C, P, f: int, nsub: int) -> float:
     """Window growth (packets) from one MSS acknowledged on flow f, with an RTT sample equal to its
     smoothed RTT (so the sample leaves the estimate unchanged)."""
     before = C[f, CWND]
-    cc.on_ack(C, P, f, nsub, 1.0, MSS, C[f, SRTT], C[f, SRTT], 0.0, 0.0, False, MSS, RNG, 0)
+    cc.on_ack(C, P, f, nsub, 1.0, MSS, C[f, SRTT], C[f, SRTT], 0.0, 0.0, 0.0, False, MSS, RNG, 0)
     return (C[f, CWND] - before) / MSS
 
 

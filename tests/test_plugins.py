@@ -43,7 +43,7 @@ def fixed_init(C, P, f, now, mss):
 
 
 @njit(cache=True, _nrt=False)
-def fixed_on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+def fixed_on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     C[f, CWND] = P[f, WINDOW] * mss
 
 

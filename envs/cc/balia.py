@@ -34,7 +34,7 @@ def init(C, P, f, now, mss):
 
 
 @njit(cache=True, _nrt=False)
-def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     track_rtt(C, f, rtt)
     if slow_start(C, f, acked):
         return

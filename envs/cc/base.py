@@ -4,12 +4,15 @@ A CC is a set of compiled functions over one connection's CC state matrix ``C[F,
 (flow ``f`` is the row being updated; coupled MPTCP CCs read the other subflows' rows):
 
 - ``init(C, P, f, now, mss)``
-- ``on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)``
+- ``on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b)``
 - ``on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)``
 - ``on_rto(C, P, f, now, inflight, mss)``
 
 ``rtt`` is the ACK's RTT sample (its latest-sent segment's), ``min_rtt`` the least RTT among the
 packets it acknowledges, each packet with its own jitter (a windowed minimum RTT filter reads it).
+``delivered`` is the bytes acknowledged since that segment was sent and ``rate`` the delivery-rate
+sample, ``delivered`` over the longer of the ACK and send intervals
+(draft-cheng-iccrg-delivery-rate-estimation: ``rs.delivered``, ``rs.delivery_rate``).
 ``P[F, N_CCP]`` holds the CC's parameters. The module registers itself at its end with
 ``envs.plugins.register_cc(name, init=..., on_ack=..., on_loss=..., on_rto=..., defaults=DEFAULTS,
 state_slots=...)``: ``DEFAULTS`` maps each parameter to its default, one ``P[f, :]`` slot each in

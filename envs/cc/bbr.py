@@ -203,7 +203,7 @@ def _enter_probe_bw(C, P, f, now, rng, b):
 
 
 @njit(cache=True, _nrt=False)
-def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     # bandwidth filter over BW_ROUNDS rounds
     if round_start:
         C[f, ROUND] += 1.0

@@ -36,7 +36,7 @@ def init(C, P, f, now, mss):
 
 
 @njit(cache=True, _nrt=False)
-def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     if now - C[f, RECOVERY_START] < rtt:
         # recovery: the ACKs of packets sent before the reduction (about one RTT) do not grow the
         # window (RFC 9002 sec. 7.3.2; XQUIC xqc_cubic_on_ack returns while in congestion recovery,

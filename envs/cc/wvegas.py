@@ -103,14 +103,14 @@ def round_update(C, P, f, nsub, rtt, acked, mss):
 
 
 @njit(cache=True, _nrt=False)
-def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b):
+def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     track_rtt(C, f, rtt)
     C[f, BASE_RTT] = min(C[f, BASE_RTT], rtt)
     C[f, RTT_SUM] += rtt * acked / mss
     C[f, RTT_CNT] += acked / mss
     if round_start:
         if C[f, RTT_CNT] <= 2.0:
-            reno.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b)
+            reno.on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b)
         else:
             round_update(C, P, f, nsub, C[f, RTT_SUM] / C[f, RTT_CNT], acked, mss)
         C[f, RTT_SUM] = 0.0

@@ -31,7 +31,7 @@ from envs.plugins.registry import CCPlugin, SchedulerPlugin, seal
 
 _CC_CALLS = {
     "init": ("cc_init", "cid, C, P, f, now, mss"),
-    "on_ack": ("cc_on_ack", "cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, inflight, round_start, mss, rng, b"),
+    "on_ack": ("cc_on_ack", "cid, C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b"),
     "on_loss": ("cc_on_loss", "cid, C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b"),
     "on_rto": ("cc_on_rto", "cid, C, P, f, now, inflight, mss"),
 }

@@ -296,6 +296,7 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
                 if sg[f, s, SEG_SENT] >= rg[f, slot_ack, RING_SENT]:
                     rg[f, slot_ack, RING_SENT] = sg[f, s, SEG_SENT]
                     rg[f, slot_ack, RING_DELIV] = sg[f, s, SEG_DELIV]
+                    rg[f, slot_ack, RING_FIRST_SENT] = sg[f, s, SEG_FIRST_SENT]
             if f < nsub:
                 good = sg[f, s, SEG_NEW] + sg[f, s, SEG_FILL_BYTES]
                 c[CN_RCV_BYTES] += good
@@ -485,7 +486,13 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             o[f, OBS_LATEST_RTT] = rtt
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
-            o[f, OBS_DELIVERY_RATE] = (o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]) / rtt
+            # draft-cheng-iccrg-delivery-rate-estimation (Linux tcp_rate.c, XQUIC xqc_sample.c): over
+            # the longer of the ACK interval (the RTT here) and the send interval, from the send of
+            # the packet newest-acknowledged when this one left to this one's send
+            delivered = o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]
+            interval = max(rtt, (rg[f, slot, RING_SENT] - rg[f, slot, RING_FIRST_SENT]) * dt)
+            o[f, OBS_DELIVERY_RATE] = delivered / interval
+            fb[f, FL_FIRST_SENT] = max(fb[f, FL_FIRST_SENT], rg[f, slot, RING_SENT])
             round_start = rg[f, slot, RING_DELIV] >= fb[f, FL_NEXT_ROUND]
             if round_start:
                 fb[f, FL_NEXT_ROUND] = o[f, OBS_ACKED]
@@ -494,7 +501,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
-                      o[f, OBS_DELIVERY_RATE], o[f, OBS_INFLIGHT], round_start, mss, rng,
+                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT], round_start, mss, rng,
                       snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
@@ -518,6 +525,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
                 _rto(b, t, f, conn, mss, dt)
         else:
             fb[f, FL_LAST_PROGRESS] = t
+            fb[f, FL_FIRST_SENT] = t  # nothing in flight: the next send starts a new interval
         o[f, OBS_CWND] = C[f, CWND]
         o[f, OBS_PACING_RATE] = C[f, PACING]
     # connection-level view the sender has
@@ -562,12 +570,13 @@ def _update_available(o, fb, f, mss):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _init_segment(sg, f, s, seq, pos, t, deliv, fill):
+def _init_segment(sg, f, s, seq, pos, t, deliv, first, fill):
     sg[f, s, SEG_SEQ] = seq
     sg[f, s, SEG_BYTES] = 0.0
     sg[f, s, SEG_POS] = pos
     sg[f, s, SEG_SENT] = t
     sg[f, s, SEG_DELIV] = deliv
+    sg[f, s, SEG_FIRST_SENT] = first
     sg[f, s, SEG_ARRIVE] = math.inf
     sg[f, s, SEG_HOLE] = -1.0
     sg[f, s, SEG_FILL] = fill
@@ -587,14 +596,14 @@ def _store_segment(sg, f, s, nbytes, lost, new, seq, pos):
 
 
 @njit(cache=True, _nrt=False)
-def _new_segment(f, t, o, sg, si, enq, seq, fill):
+def _new_segment(f, t, o, sg, si, enq, seq, fill, first):
     """Open a segment at the FIFO tail; -1 when the flow's FIFO is full."""
     Q = sg.shape[1]
     tl = si[f, SI_TAIL]
     if tl - si[f, SI_HEAD] >= Q:
         return -1
     s = tl & (Q - 1)
-    _init_segment(sg, f, s, seq, enq, t, o[f, OBS_ACKED], fill)
+    _init_segment(sg, f, s, seq, enq, t, o[f, OBS_ACKED], first, fill)
     si[f, SI_TAIL] = tl + 1
     return s
 
@@ -854,7 +863,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
         if room and sg[f, last, SEG_SENT] == t and int(sg[f, last, SEG_FILL]) == fill:
             s = last
     if s < 0:
-        s = _new_segment(f, t, o, sg, si, bnb[p, BN_ENQ], seq, float(fill))
+        s = _new_segment(f, t, o, sg, si, bnb[p, BN_ENQ], seq, float(fill), fb[f, FL_FIRST_SENT])
         if s < 0:
             return 0.0
     if kind == 0:
@@ -926,6 +935,7 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
     inflight = o[f, OBS_INFLIGHT]
     sent_b = o[f, OBS_SENT]
     deliv = o[f, OBS_ACKED]
+    first = fb[f, FL_FIRST_SENT]
     credit = fb[f, FL_PACE_CREDIT]
     sent_pk = fb[f, FL_SENT_PKTS]
     lost_pk = fb[f, FL_LOST_PKTS]
@@ -981,7 +991,7 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
             if cached:
                 _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
             ls = (ls + 1) & (Q - 1)
-            _init_segment(sg, f, ls, seq, enq, t, deliv, -1.0)
+            _init_segment(sg, f, ls, seq, enq, t, deliv, first, -1.0)
             tl += 1
             cached = True
             seg_bytes, seg_lost, seg_new, seg_seq, seg_pos = 0.0, 0.0, 0.0, seq, enq

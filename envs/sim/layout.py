@@ -84,7 +84,8 @@ FL_XLOSS = 28  # random loss probability of the transit links together, from the
 FL_XLOSS_NEXT = 29  # packets until the next transit loss (as BN_LOSS_NEXT)
 FL_BUDGET = 30  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
 FL_DOWN_UNTIL = 31  # subflow: step a failed transit link of its route comes back (its packets wait until then)
-N_FL = 32
+FL_FIRST_SENT = 32  # send step of the latest segment acknowledged (0 / the idle step while nothing is in flight)
+N_FL = 33
 
 # --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)
@@ -164,7 +165,8 @@ SEG_FILL_BYTES = 8  # retransmitted bytes that fill it
 SEG_LOST = 9  # bytes lost from this segment (ground truth; detected on arrival of the rest)
 SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detection threshold
 SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
-N_SEG = 12
+SEG_FIRST_SENT = 12  # the flow's FL_FIRST_SENT when it was sent (delivery-rate sample's send interval)
+N_SEG = 13
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
 # head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free), and
 # scan: every segment from head up to it carries no new data (the receiver's in-order point skips
@@ -181,7 +183,8 @@ RING_LOST = 4  # bytes declared lost at this step
 RING_LOST_SENT = 5  # send step of the latest lost segment (congestion-recovery rule)
 RING_SPUR = 6  # packets spuriously declared lost (reordering)
 RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, each with its own jitter (0: none)
-N_RING = 8
+RING_FIRST_SENT = 8  # SEG_FIRST_SENT of the latest segment acknowledged
+N_RING = 9
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
 HOLE_SEQ = 0  # sequence of the first lost byte
@@ -209,8 +212,8 @@ SCHED_STATE = 16  # next 16 columns: its state (RR pointer, ECF waiting flag, ..
 N_SCHED = 32
 
 # --- per-flow congestion-control state: ``cc[B, F, N_CC]`` and parameters ``ccp[B, F, N_CCP]`` -----
-N_CC = 48
-N_CCP = 16
+N_CC = 50
+N_CCP = 24
 
 # --- the application's workload (envs/sim/workload.py): ``wl[B, N_WL]`` -----------------------------
 # parameters (set by the simulator at reset), then state; bytes, steps; ground truth of the app

@@ -115,11 +115,17 @@ XQUIC = StackProfile(
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
         # every 2.5 s), xqc_bbr2_minrtt_win_size_us 2500000, xqc_bbr2_bw_probe_base_us 2 s,
         # xqc_bbr2_extra_ack_gain 1, xqc_bbr2_max_extra_ack_time 0.1 s, xqc_bbr2_extra_ack_in_startup 1;
-        # xqc_bbr2_is_inflight_too_high: lost_pkts > (uint32_t)(tx_in_flight / MSS * loss_thresh)
+        # xqc_bbr2_is_inflight_too_high: lost_pkts > (uint32_t)(tx_in_flight / MSS * loss_thresh);
+        # xqc_bbr2_startup_cwnd_gain 2 (Startup and Drain), xqc_bbr2_drain_gain 0.75,
+        # xqc_bbr2_probe_rtt_gain 0.75, no quantization budget in xqc_bbr2_set_cwnd,
+        # XQC_BBR2_INITIAL_WINDOW 32 packets, and its RECOVERY / LOSS modes (xqc_bbr2_on_lost,
+        # xqc_bbr2_update_recovery_mode, xqc_bbr2_reset_cwnd; envs/cc/bbr2.py)
         "bbr2": {"high_gain": 2.885, "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7, "headroom": 0.15,
                  "probe_rtt_s": 0.2, "probe_rtt_interval_s": 2.5, "probe_wait_base_s": 2.0,
                  "min_rtt_window_s": 2.5, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
-                 "extra_acked_in_startup": 1.0, "loss_thresh_packets": 1.0},
+                 "extra_acked_in_startup": 1.0, "loss_thresh_packets": 1.0, "startup_cwnd_gain": 2.0,
+                 "drain_gain": 0.75, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0,
+                 "init_cwnd_packets": 32.0, "recovery_modes": 1.0},
     },
 )
 
