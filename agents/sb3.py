@@ -124,8 +124,9 @@ class EagerDQNPolicy(DQNMlpPolicy):
     which the main job makes about 19,000 times training and evaluating). Anything else goes
     through SB3's ``predict``."""
 
-    def __init__(self, *args, optimizer_class: type[torch.optim.Optimizer] = EagerAdam, **kwargs) -> None:
-        super().__init__(*args, optimizer_class=optimizer_class, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("optimizer_class", EagerAdam)
+        super().__init__(*args, **kwargs)
 
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         if not (isinstance(observation, np.ndarray) and observation.dtype == np.float32 and observation.ndim == 2
