@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.live.provenance import load_average, provenance  # noqa: E402
@@ -35,6 +37,7 @@ from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
+from envs.sim.layout import OBS_ACKED, OBS_SENT  # noqa: E402
 from studies.headroom import format_live  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +73,25 @@ def always_wait_header(out: Path) -> Path:
             "finished": True, "config_hash": "fast_only", "scenarios": [], "ccs": []}
     export_agent(agent, meta, out, prefix="fast_only")
     return out
+
+
+def first_time(times, mask) -> float | None:
+    """The first telemetry time (s after the handshake) at which ``mask`` holds, None if never."""
+    hit = np.flatnonzero(mask)
+    return float(times[hit[0]]) if len(hit) else None
+
+
+def path_opening(result) -> dict[str, list[float | None]]:
+    """When each path opened and carried its first byte, from XQUIC's interval records (every
+    ``telemetry_ms``, time zero at the end of the handshake): ``open_s`` (the path is active),
+    ``first_sent_s`` (bytes sent > 0) and ``first_acked_s`` (bytes acknowledged > 0). A path that
+    XQUIC validates only after the handshake on the first carries data one round trip of its own
+    late, where the simulator has both paths from t = 0."""
+    t, obs, active = result.times, result.obs, result.has_subflow
+    paths = range(obs.shape[1]) if obs.ndim == 3 else range(0)
+    return {"open_s": [first_time(t, active[:, p]) for p in paths],
+            "first_sent_s": [first_time(t, obs[:, p, OBS_SENT] > 0) for p in paths],
+            "first_acked_s": [first_time(t, obs[:, p, OBS_ACKED] > 0) for p in paths]}
 
 
 def main() -> None:
@@ -113,10 +135,11 @@ def main() -> None:
                 row = {"scheduler": name, "run": run, "outcome": r.extra.get("outcome"), "error": r.error or "",
                        "goodput_mbps": float(m["goodput_mbps"][0]), "completion_s": float(r.completion_s),
                        "path_bytes": [float(x) for x in r.path_bytes], "wall_s": time.time() - t0,
-                       "load1": load_average()}
+                       "load1": load_average(), "path_opening": path_opening(r)}
                 record["runs"].append(row)
                 print(f"{scen.name} / {a.cc} run {run} {name:16s}: {row['goodput_mbps']:7.2f} Mbit/s, "
-                      f"{row['outcome']}, path bytes {row['path_bytes']}", flush=True)
+                      f"{row['outcome']}, path bytes {row['path_bytes']}, path opening {row['path_opening']}",
+                      flush=True)
     record["load_after"] = list(os.getloadavg())
     out = Path(a.out)
     data = json.loads(out.read_text()) if out.exists() else {"cells": []}
