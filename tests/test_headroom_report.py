@@ -98,8 +98,9 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
     which kernel and stack, with which command and load, passed the testbed's verification and has
     >= 3 finished runs per scheduler. What docs/cc_robustness.md reads from them: on the two
     short-transfer cells XQUIC's minRTT puts almost nothing on the second path (it opens after the
-    handshake and a round trip of that path). On hetero_small_file that is nothing at all, and
-    waiting for the fast path gains nothing beyond the CIs. On hetero_file the second path opens
+    handshake and a round trip of that path). On hetero_small_file that is nothing at all (the
+    file is out before the second path opens), and waiting for the fast path gains nothing beyond
+    the CIs. On hetero_file the second path opens
     0.25 s after the handshake, before the fast path alone has finished the 2 MB, so the little minRTT
     sends there arrives last: at low load waiting for the fast path beats minRTT by more than 10%
     beyond both CIs under BBRv1 and BBRv2 (a batch at load average 16 could not resolve it)."""
@@ -118,6 +119,11 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
     for c in cells:
         if c.scenario == "hetero_small_file" and c.scheduler == "fast_only":
             assert not c.significant and abs(c.gain) < 0.10, c
+    for rec in records:
+        if rec["scenario"] == "hetero_small_file":
+            for run in rec["runs"]:
+                if "path_opening" in run:  # recorded since the low-load batches
+                    assert run["path_opening"]["first_sent_s"][1] is None, run  # the file is out first
     quiet = [r for r in records if r["scenario"] == "hetero_file" and r["load_before"][0] < 2.0]
     assert {r["cc"] for r in quiet} == {"bbr", "bbr2"}
     for rec in quiet:
