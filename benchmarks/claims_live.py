@@ -23,12 +23,9 @@ the sizes below, a fresh connection each (XQUIC's transfers are files).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
-import platform
-import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -40,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envs.live.network_testbed import make_testbed  # noqa: E402
+from envs.live.provenance import load_average, utc_now  # noqa: E402
+from envs.live.provenance import provenance as live_provenance  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
 from envs.live.verification import VerificationError  # noqa: E402
 from envs.live.xquic import XquicTransfer, extension  # noqa: E402
@@ -115,11 +114,11 @@ def window_stats(t: np.ndarray, acked: np.ndarray, end_s: float, window_s: float
 
 
 def provenance() -> dict:
+    """The batch's provenance: the record every live tool keeps (envs.live.provenance) and the
+    extension's file, modes and bindings digest."""
     mx = extension()
-    return {"stack": "xquic", "xquic_commit": mx.XQUIC_COMMIT, "extension": Path(mx.__file__).name,
-            "extension_modes": list(mx.MODES), "bindings_digest": bindings_digest(),
-            "kernel": platform.release(), "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": "python benchmarks/claims_live.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    return {**live_provenance("python benchmarks/claims_live.py", sys.argv[1:]), "stack": "xquic",
+            "extension": Path(mx.__file__).name, "extension_modes": list(mx.MODES), "bindings_digest": bindings_digest(),
             "machine": f"{os.cpu_count()} cores, shared with other jobs (load average beside every run)"}
 
 
@@ -171,9 +170,9 @@ def start_verified(scenario, seed: int, failures: list, attempts: int = 4, pause
         try:
             return tb.start()
         except VerificationError as err:
-            failures.append({"scenario": scenario.name, "time": dt.datetime.now(dt.UTC).isoformat(
-                timespec="seconds"), "load": os.getloadavg()[0], "error": str(err).splitlines()[0]})
-            print(f"verification failed (attempt {attempt + 1}/{attempts}, load {os.getloadavg()[0]:.1f}): "
+            failures.append({"scenario": scenario.name, "time": utc_now(), "load": load_average(),
+                             "error": str(err).splitlines()[0]})
+            print(f"verification failed (attempt {attempt + 1}/{attempts}, load {load_average():.1f}): "
                   f"{str(err).splitlines()[0]}", flush=True)
             if attempt + 1 == attempts:
                 raise
@@ -193,7 +192,7 @@ def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
     ex = res.extra
     from envs.sim.layout import COBS_ACKED
     mean, var = window_stats(res.times, res.cobs[:, COBS_ACKED] if len(res.times) else np.zeros(0), res.span_s)
-    row = {"time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "load": os.getloadavg()[0],
+    row = {"time": utc_now(), "load": load_average(),
            "outcome": ex.get("outcome"),
            "ok": ex.get("outcome") in ("finished", "ooo_abort", *(("timeout",) if fam.capped else ())) and not res.error,
            "error": res.error, "completion_s": float(res.completion_s), "span_s": float(res.span_s),
