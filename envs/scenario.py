@@ -235,6 +235,13 @@ class ArrivalSpec(_Model):
     slots: Annotated[int, _range(ge=1, le=64)] = 16
     """Most flows at once."""
 
+    def sizes(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` flow sizes in bytes, Pareto (type I) of mean ``mean_kb`` and tail index ``shape``
+        (scale x_m = mean (shape - 1) / shape), rounded, at least one byte: the one rule the
+        simulator and the live testbed draw from."""
+        scale = self.mean_kb * 1e3 * (self.shape - 1.0) / self.shape
+        return np.maximum(1, np.round(scale * (1.0 + rng.pareto(self.shape, n)))).astype(np.int64)
+
 
 class CompetingSpec(_Model):
     """Cross traffic on the path's bottleneck (docs/transport.md, "Paths")."""

@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from envs.live.competition import pareto_sizes
 from envs.live.network_testbed import has_network, plan_links, route_directions
 from envs.live.setup import unavailable_reason
 from envs.live.system import LiveError
-from envs.scenario import load_scenario, scenario_from_dict
+from envs.scenario import ArrivalSpec, load_scenario, scenario_from_dict
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import claims_live  # noqa: E402
@@ -83,10 +82,11 @@ def test_what_the_live_network_cannot_emulate_is_refused_by_field_before_anythin
 
 
 def test_arriving_flow_sizes_are_pareto_with_the_asked_mean_and_seeded():
-    a = pareto_sizes(np.random.default_rng([0, 1]), 200_000, 1e6, 2.5)
+    spec = ArrivalSpec(rate_per_s=1.0, mean_kb=1e3, shape=2.5)
+    a = spec.sizes(np.random.default_rng([0, 1]), 200_000)
     assert a.min() >= 0.6e6 * 0.999  # the scale: mean (shape - 1) / shape
     assert a.mean() == pytest.approx(1e6, rel=0.03)
-    assert np.array_equal(a[:100], pareto_sizes(np.random.default_rng([0, 1]), 100, 1e6, 2.5))
+    assert np.array_equal(a[:100], spec.sizes(np.random.default_rng([0, 1]), 100))
 
 
 def test_window_throughput_of_the_acknowledged_bytes():

@@ -43,13 +43,6 @@ class LinkTraffic:
     sizes: list[int] = field(default_factory=list)
 
 
-def pareto_sizes(rng: np.random.Generator, n: int, mean_bytes: float, shape: float) -> np.ndarray:
-    """n Pareto (type I) sizes of mean ``mean_bytes`` and tail index ``shape`` > 1 (scale
-    ``mean (shape - 1) / shape``), at least one byte."""
-    scale = mean_bytes * (shape - 1.0) / shape
-    return np.maximum(1, np.round(scale * (1.0 + rng.pareto(shape, n)))).astype(np.int64)
-
-
 class Competition:
     """The competing traffic of every link of ``tb`` that has some: ``start()`` ... ``stop()``."""
 
@@ -164,7 +157,7 @@ class Competition:
         next_t = time.monotonic()
         while not self._stop.is_set():
             next_t += float(rng.exponential(1.0 / spec.rate_per_s))
-            size = int(pareto_sizes(rng, 1, spec.mean_kb * 1e3, spec.shape)[0])
+            size = int(spec.sizes(rng, 1)[0])
             if self._stop.wait(max(0.0, next_t - time.monotonic())):
                 return
             while not slots.acquire(timeout=POLL_S):  # all slots busy: the arrival waits for one
@@ -223,4 +216,4 @@ class Competition:
             self._socks.clear()
 
 
-__all__ = ["Competition", "LinkTraffic", "pareto_sizes"]
+__all__ = ["Competition", "LinkTraffic"]

@@ -425,16 +425,14 @@ def _max_arrivals(spec: ArrivalSpec, horizon_s: float) -> int:
 
 
 def _arrivals(spec: ArrivalSpec, horizon_s: float, rng: np.random.Generator) -> tuple[list[float], list[float]]:
-    """Arrival times (Poisson process) and sizes in bytes (Pareto of mean ``mean_kb``: scale
-    x_m = mean (shape - 1) / shape) of the flows arriving within ``horizon_s``."""
+    """Arrival times (Poisson process) and sizes in bytes (``ArrivalSpec.sizes``) of the flows
+    arriving within ``horizon_s``."""
     starts: list[float] = []
     t = float(rng.exponential(1.0 / spec.rate_per_s))
     while t < horizon_s:
         starts.append(t)
         t += float(rng.exponential(1.0 / spec.rate_per_s))
-    scale = spec.mean_kb * 1e3 * (spec.shape - 1.0) / spec.shape
-    sizes = (scale * (1.0 + rng.pareto(spec.shape, len(starts)))).tolist()
-    return starts, [max(round(x), 1.0) for x in sizes]
+    return starts, spec.sizes(rng, len(starts)).astype(float).tolist()
 
 
 def _capacity_steps(path: LinkSpec | PathSpec, dt_ms: float) -> list[tuple[int, float]]:
