@@ -7,17 +7,25 @@ State: a performance class per path, from sender-observable RTT, RTO count, loss
   ``delivery rate >= thr_low_mbps``;
 - **medium** (1): everything else (medium RTT, low throughput or moderate loss).
 
-Two paths give ``3 * 3 = 9`` states, ``state = 3 * class(path 1) + class(path 2)``. Actions, as
-ISPRAS defines them: send on path 1, send on path 2; the Q-table is ``Q[state, path]``.
+Two paths give ``3 * 3 = 9`` states. Actions, as ISPRAS defines them: send on path 1, send on
+path 2. The agent is asked only in the ``blocked`` decision mode (``envs.decision``): when the fast
+path F (lowest srtt) has no window and the other path has; "send on F" can then only mean *wait
+for F* (env action 0) and "send on the other path" is *send on the second path* (env action 1).
+F is found as the environment finds it: the path of lower srtt, path 1 on a tie
+(``envs.features.path_roles``), read from the observation's srtt (clipped at 1 s; beyond that both
+read 1 s and path 1 counts as F). When F and the second path coincide the environment sends
+without asking (ISPRAS: "send there"). Which path is path 1 is open in the published description;
+``actions`` chooses the reading:
 
-Mapping onto the ``blocked`` decision mode (``envs.decision``): the agent is asked only when the
-fast path F (lowest srtt) has no window and the other path has; "send on F" can then only mean
-*wait for F* (env action 0) and "send on the other path" is *send on the second path* (env
-action 1). So ``env_action = 0 if chosen path == F else 1``, and an env action is mapped back to
-the path (``F`` for 0, the other path for 1) for the update. F is found as the environment finds
-it: the path of lower srtt, path 1 on a tie (``envs.features.path_roles``), read from the
-observation's srtt (clipped at 1 s; beyond that both read 1 s and path 1 counts as F).
-When F and the second path coincide the environment sends without asking (ISPRAS: "send there").
+- ``paths`` (by index, the description read literally): ``state = 3 * class(path 1) +
+  class(path 2)``, ``Q[state, path]``, ``env_action = 0 if chosen path == F else 1`` and back.
+  One row then means *wait* where path 1 is the fast path and *send* where it is the slow one:
+  trained on ispras_s1 (F = path 2) and ispras_s2 (F = path 1), whose states coincide, the table
+  can be right in at most one of them, and on ispras_s3 (F alternates) it mixes both answers;
+- ``roles`` (the shipped preset): paths numbered by their role at the decision, path 1 = F and
+  path 2 = the second path, as the ISPRAS DQN and LinUCB number them: ``state = 3 * class(F) +
+  class(S)``, ``Q[state, 0]`` = wait for F, ``Q[state, 1]`` = send on S, the env action is the
+  column.
 
 Observation: the ``ispras_q`` feature set (``envs.features``), per path by index: srtt in units
 of 100 ms (clip 1 s), RTO count (clip 10), loss in percent of packets sent (losses x 1448 / bytes
@@ -32,7 +40,13 @@ chosen for the shipped scenarios (base RTTs 20-80 ms, loss 0-1 %): ``rtt_low_ms`
 Learning: one-step Q-learning ``Q[s, p] += lr * (r + gamma * (1 - done) * max_p' Q[s', p'] -
 Q[s, p])``, rows of a batch applied in row order; epsilon-greedy over the two paths with epsilon
 decaying linearly from ``epsilon`` to ``epsilon_final`` over ``epsilon_decay_steps``
-transitions (0: constant). Q starts at 0; greedy ties go to path 1. ``act(deterministic=True)``
+transitions (0: constant). Q starts at 0; greedy ties go to path 1. ``lr_decay`` ``constant``
+keeps ``lr``; ``visits`` uses ``lr / n(s, p) ** lr_exponent`` at the n-th update of the pair, the
+polynomial rates (Even-Dar and Mansour, JMLR 2003) that satisfy the step-size conditions of
+Watkins and Dayan's convergence proof (Machine Learning 8, 1992: sum of rates infinite, sum of
+squares finite, for ``0.5 < lr_exponent <= 1``): a constant rate keeps only the last ``~1 / lr``
+targets of a pair, and where the two actions' values differ by less than those targets' noise
+the final greedy action is decided by the last few rewards. ``act(deterministic=True)``
 is greedy; ``deterministic=False`` uses the current epsilon.
 """
 
@@ -44,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import OnlineAgent
-from agents.linucb import (as_rows, check_blocked, integer, load_json, number, read_params, rng_state, save_json,
+from agents.linucb import (as_rows, check_blocked, choice, integer, load_json, number, read_params, rng_state, save_json,
                            set_rng_state)
 from envs.errors import ConfigError, out_of_range
 from envs.features import FEATURE_SETS
@@ -65,14 +79,15 @@ class QLearning(OnlineAgent):
     DEFAULTS: dict[str, Any] = {
         "lr": 0.1, "gamma": 0.9, "epsilon": 0.2, "epsilon_final": 0.02, "epsilon_decay_steps": 20000,
         "rtt_low_ms": 50.0, "rtt_high_ms": 200.0, "loss_low_pct": 0.25, "loss_high_pct": 2.0,
-        "rtos_many": 3, "thr_low_mbps": 1.0,
+        "rtos_many": 3, "thr_low_mbps": 1.0, "actions": "paths", "lr_decay": "constant", "lr_exponent": 0.8,
     }
     RULES = {
         "lr": number(0.0, 1.0, lo_open=True), "gamma": number(0.0, 1.0), "epsilon": number(0.0, 1.0),
         "epsilon_final": number(0.0, 1.0), "epsilon_decay_steps": integer(0),
         "rtt_low_ms": number(0.0, 1000.0, lo_open=True), "rtt_high_ms": number(0.0, 1000.0, lo_open=True),
         "loss_low_pct": number(0.0, 10.0, lo_open=True), "loss_high_pct": number(0.0, 10.0, lo_open=True),
-        "rtos_many": integer(1), "thr_low_mbps": number(0.0, 100.0),
+        "rtos_many": integer(1), "thr_low_mbps": number(0.0, 100.0), "actions": choice("paths", "roles"),
+        "lr_decay": choice("constant", "visits"), "lr_exponent": number(0.5, 1.0, lo_open=True),
     }
 
     def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
@@ -88,7 +103,9 @@ class QLearning(OnlineAgent):
             raise out_of_range("agent.params.loss_low_pct", p["loss_low_pct"],
                                f"<= loss_high_pct ({p['loss_high_pct']})")
         self.params = p
+        self.by_role = p["actions"] == "roles"
         self.q = np.zeros((3 ** N_PATHS, N_PATHS))
+        self.visits = np.zeros((3 ** N_PATHS, N_PATHS), dtype=np.int64)  # updates per (state, action)
         self.rng = np.random.default_rng(seed)
         self.steps = 0  # transitions learned from (drives the epsilon schedule)
 
@@ -104,7 +121,12 @@ class QLearning(OnlineAgent):
         return np.where(low, LOW, np.where(high, HIGH, MEDIUM)).astype(np.int64)
 
     def states(self, obs: np.ndarray) -> np.ndarray:
+        """``3 * class(path 1) + class(path 2)``, path 1 the first by index or (``actions: roles``) F."""
         c = self.classes(obs)
+        if self.by_role:
+            fast = self.fast_path(obs)
+            rows = np.arange(c.shape[0])
+            return 3 * c[rows, fast] + c[rows, 1 - fast]
         return 3 * c[:, 0] + c[:, 1]
 
     def fast_path(self, obs: np.ndarray) -> np.ndarray:
@@ -113,11 +135,18 @@ class QLearning(OnlineAgent):
         return (x[:, 1, 0] < x[:, 0, 0]).astype(np.int64)
 
     def to_env_action(self, obs: np.ndarray, paths: np.ndarray) -> np.ndarray:
+        """Table column -> env action (by role the column is the action)."""
+        if self.by_role:
+            return np.asarray(paths, dtype=np.int64).reshape(-1)
         return (np.asarray(paths) != self.fast_path(obs)).astype(np.int64)
 
     def to_path(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Env action -> table column."""
+        actions = np.asarray(actions, dtype=np.int64).reshape(-1)
+        if self.by_role:
+            return actions
         fast = self.fast_path(obs)
-        return np.where(np.asarray(actions).reshape(-1) == 0, fast, 1 - fast)
+        return np.where(actions == 0, fast, 1 - fast)
 
     # ------------------------------------------------------------------ acting and learning
     def learn(self, env, steps: int, monitor) -> None:
@@ -157,14 +186,18 @@ class QLearning(OnlineAgent):
         rew = np.asarray(rewards, dtype=np.float64).reshape(-1)
         done = np.asarray(dones, dtype=bool).reshape(-1)
         lr, gamma = float(self.params["lr"]), float(self.params["gamma"])
+        decay = self.params["lr_decay"] == "visits"
+        omega = float(self.params["lr_exponent"])
         for si, pi, r, s2i, d in zip(s, paths, rew, s2, done):
             target = r + (0.0 if d else gamma * self.q[s2i].max())
-            self.q[si, pi] += lr * (target - self.q[si, pi])
+            self.visits[si, pi] += 1
+            rate = lr / self.visits[si, pi] ** omega if decay else lr
+            self.q[si, pi] += rate * (target - self.q[si, pi])
         self.steps += len(rew)
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, directory: Path) -> None:
-        np.savez(Path(directory) / Q_FILE, q=self.q)
+        np.savez(Path(directory) / Q_FILE, q=self.q, visits=self.visits)
         save_json(directory, {"steps": self.steps, "rng": rng_state(self.rng), "params": self.params,
                               "observation": OBSERVATION})
 
@@ -176,6 +209,8 @@ class QLearning(OnlineAgent):
             if z["q"].shape != self.q.shape:
                 raise ConfigError(f"checkpoint {directory}: Q-table of shape {z['q'].shape}, expected {self.q.shape}")
             self.q = z["q"].copy()
+            # checkpoints made before the visit counts were kept: none counted
+            self.visits = z["visits"].copy() if "visits" in z.files else np.zeros_like(self.visits)
         state = load_json(directory)
         self.steps = int(state["steps"])
         set_rng_state(self.rng, state["rng"])

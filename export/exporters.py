@@ -97,7 +97,8 @@ def qlearning_body(agent) -> tuple[Body, str]:
                           f"{sorted(needed)} over 2 paths: update export/exporters.py")
     to_nat = {"srtt": ql.TO_MS, "rtos": ql.TO_COUNT, "loss_pct": ql.TO_PCT, "delivery_rate": ql.TO_MBPS}
     keys = ("rtt_low_ms", "rtt_high_ms", "loss_low_pct", "loss_high_pct", "rtos_many", "thr_low_mbps")
-    body = QTableBody(agent.q, index, to_nat, {k: agent.params[k] for k in keys}, n_features=agent.n_features)
+    body = QTableBody(agent.q, index, to_nat, {k: agent.params[k] for k in keys}, by_role=agent.by_role,
+                      n_features=agent.n_features)
     return body, "tabular Q-learning: state classes from thresholds, greedy Q-table lookup"
 
 
@@ -155,9 +156,10 @@ def reference_act(body: Body, x: np.ndarray) -> np.ndarray:
             high = ((g["srtt"] < t["rtt_low_ms"]) & (g["loss_pct"] < t["loss_low_pct"]) & (g["rtos"] < 1)
                     & (g["delivery_rate"] >= t["thr_low_mbps"]))
             return np.where(low, 0, np.where(high, 2, 1))
-        state = 3 * cls(0) + cls(1)
         fast = (x[:, ix[(1, "srtt")]] < x[:, ix[(0, "srtt")]]).astype(np.int64)
-        return (body.greedy[state] != fast).astype(np.int64)
+        if body.by_role:
+            return body.greedy[np.where(fast == 1, 3 * cls(1) + cls(0), 3 * cls(0) + cls(1))].astype(np.int64)
+        return (body.greedy[3 * cls(0) + cls(1)] != fast).astype(np.int64)
     raise ExportError(f"no reference rule for {type(body).__name__}")
 
 

@@ -208,6 +208,36 @@ def test_qlearning_maps_paths_onto_the_blocked_decision_and_updates():
     assert agent.act(slow_first)[0] == 0
 
 
+def test_qlearning_by_role_numbers_the_fast_path_first():
+    """``actions: roles``: the state reads (class of F, class of the other path) and the table's
+    columns are the env actions, so ispras_s1 (F = path 2) and ispras_s2 (F = path 1) share rows."""
+    agent = QLearning({"kind": "qlearning", "params": {"actions": "roles", "lr": 0.5, "gamma": 0.0}}, 8, 2, seed=0)
+    f_second = q_row({"srtt": 300}, {"srtt": 20})  # path 2 is F (high class), path 1 low (RTT 300 ms)
+    f_first = q_row({"srtt": 20}, {"srtt": 300})   # the same situation with the paths swapped
+    assert agent.states(f_second)[0] == agent.states(f_first)[0] == 3 * 2 + 0
+    assert agent.to_env_action(f_second, np.array([1]))[0] == 1 and agent.to_path(f_first, np.array([0]))[0] == 0
+    agent.update(f_second, np.array([1]), np.array([2.0]), f_first, np.array([False]))
+    assert agent.q[6].tolist() == [0.0, 1.0]
+    assert agent.act(f_second)[0] == agent.act(f_first)[0] == 1  # send in both
+
+
+def test_qlearning_visit_count_rates():
+    """``lr_decay: visits``: the n-th update of a pair moves it by lr / n^lr_exponent, so with
+    exponent 1 and lr 1 a pair's value is the mean of its targets (gamma 0)."""
+    agent = QLearning({"kind": "qlearning", "params": {"actions": "roles", "lr": 1.0, "lr_decay": "visits",
+                                                       "lr_exponent": 1.0, "gamma": 0.0}}, 8, 2, seed=0)
+    x = q_row({}, {"srtt": 300})
+    targets = [4.0, 1.0, 2.5, -1.0]
+    for r in targets:
+        agent.update(x, np.array([1]), np.array([r]), x, np.array([False]))
+    s = agent.states(x)[0]
+    assert agent.q[s, 1] == pytest.approx(np.mean(targets)) and agent.visits[s].tolist() == [0, 4]
+    with pytest.raises(ConfigError, match="agent.params.lr_exponent"):
+        QLearning({"kind": "qlearning", "params": {"lr_exponent": 0.5}}, 8, 2, seed=0)
+    with pytest.raises(ConfigError, match="agent.params.actions"):
+        QLearning({"kind": "qlearning", "params": {"actions": "index"}}, 8, 2, seed=0)
+
+
 def test_qlearning_feature_set_layout():
     names = [f.name for f in FEATURE_SETS["ispras_q"]]
     assert names == ["srtt_1", "rtos_1", "loss_pct_1", "delivery_rate_1",

@@ -192,10 +192,13 @@ class Policy:
         return o[:, 1] - o[:, 0]
 
     def shift(self, d: float) -> None:
-        """Move the decision boundary by ``d`` (last layer's bias, or the bandit's theta_1)."""
+        """Move the decision boundary by ``d`` (last layer's bias, the bandit's theta_1, the Q-table's send column)."""
         a = self.agent
         if self.name in ("linucb", "linucb_classic", "peekaboo"):
             a.theta[1] -= d
+            return
+        if self.name == "qlearning":
+            a.q[:, 1] -= d
             return
         if self.name == "falcon":
             last = (a.net if a.deployed else a.meta_net).body[-1]
@@ -233,7 +236,7 @@ def build(name: str, base: Path) -> dict[str, Policy]:
     out = {"trained": Policy(name, spec, env, meta, agent, d / "trained.h", d / "trained_q.h", states)}
     bal = Policy(name, spec, env, meta, copy.deepcopy(agent), d / "balanced.h", d / "balanced_q.h", {})
     scens = (SMALL, "ispras_s3")
-    for _ in range(0 if name == "qlearning" else 2):  # Q-learning answers both ways on ispras_s3 already
+    for _ in range(2):
         st = record_states(lambda f: bal.agent.act(f, deterministic=True), env["observation"], scenarios=scens)
         bal.shift(float(np.median(bal.margin(st["features"]))))
     bal.states = record_states(lambda f: bal.agent.act(f, deterministic=True), env["observation"], scenarios=scens)
@@ -720,6 +723,22 @@ def test_an_agent_module_that_changed_its_rule_is_caught(trained, monkeypatch, t
     with pytest.raises(ExportError, match="disagrees with the agent's own act"):
         export_agent(agent, t.meta, tmp_path / "p.h")
     assert not (tmp_path / "p.h").exists()
+
+
+@pytest.mark.parametrize("actions", ["paths", "roles"])
+def test_qlearning_both_path_numberings_export_exactly(trained, actions, tmp_path):
+    """The Q-table header in either reading of ISPRAS's "path 1 / path 2" (``agent.params.actions``):
+    a table whose every row prefers another column, on random and recorded states, float32 and fixed
+    point, decides as the agent does."""
+    t = trained("qlearning")
+    spec = {**t.spec, "params": {**t.spec["params"], "actions": actions}}
+    agent = make_agent(spec, t.meta["n_features"], 2, seed=0)
+    agent.q = np.random.default_rng(3).normal(size=agent.q.shape)
+    x = inputs_for(t)
+    for fixed in (False, True):
+        out = tmp_path / f"q_{actions}_{int(fixed)}.h"
+        export_agent(agent, t.meta, out, prefix=f"q_{actions}", fixed_point=fixed)
+        assert np.array_equal(ExportedPolicy(out).act(x), agent.act(x, deterministic=True))
 
 
 @pytest.mark.parametrize("prefix, expected", [("my-policy 2.0", "my_policy_2_0"), ("2fast", "p2fast"),
