@@ -39,6 +39,7 @@ REFERENCES = ("minrtt", "fast_only", "ecf", "blest")
 CONSTANT_SHARE = 0.99  # a policy taking one action this often is reported as constant
 CLONE_AGREEMENT = 0.95  # ... and one agreeing this often with a heuristic as its clone
 NO_ANSWER = -1  # the heuristic's answer has no action (several paths at once)
+BLOCKED_ACTIONS = ("wait", "send_second")  # the actions of the blocked decision mode
 
 
 @njit(cache=True)
@@ -96,10 +97,33 @@ class PolicyDiagnostics:
 def action_names(process: DecisionProcess) -> tuple[str, ...]:
     mode = process.decision.mode
     if mode == "blocked":
-        return ("wait", "send_second")
+        return BLOCKED_ACTIONS
     if mode == "packet":
         return (*[f"path{i + 1}" for i in range(process.n_actions - 1)], "wait")
     return tuple(f"{i}:{m['scheduler'] if isinstance(m, dict) else m}" for i, m in enumerate(process.decision.modes))
+
+
+class HeuristicAnswers:
+    """A heuristic asked at the decision points of ``process`` (blocked or packet mode): its answer
+    as an action of the mode, from the sender state there. Its own state (ECF's waiting flag,
+    BLEST's lambda) runs along the process's episodes, updated at the decision points only; its
+    random numbers come from a generator of its own, never the simulator's."""
+
+    def __init__(self, process: DecisionProcess, name: str, params: dict | None = None) -> None:
+        self.process = process
+        B = process.sim.B
+        self._sid = scheduler_id(name)
+        self._prm = scheduler_params(name, params, process.sim.n_paths)
+        self._state = np.zeros((B, N_SCHED - SCHED_STATE))
+        self._rng = np.random.default_rng(0).integers(1, 2**63, size=2 * B, dtype=np.uint64)
+        self._answer = np.zeros(B, dtype=np.int64)
+
+    def answer(self, live: np.ndarray) -> np.ndarray:
+        """Every connection's answer (``NO_ANSWER`` where not ``live`` or for a mask of several paths)."""
+        s, p = self.process.sim, self.process
+        _answers(self._sid, self._prm, self._state, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self._rng,
+                 live, p.decision.mode == "blocked", p.n_actions, self._answer)
+        return self._answer
 
 
 class DecisionLog:
@@ -113,24 +137,16 @@ class DecisionLog:
         self.counts = np.zeros(process.n_actions, dtype=np.int64)
         mode = process.decision.mode
         self.compared = references if mode in ("blocked", "packet") else ()
-        B = process.sim.B
-        self._sid = {h: scheduler_id(h) for h in self.compared}
-        self._prm = {h: scheduler_params(h, None, process.sim.n_paths) for h in self.compared}
-        self._state = {h: np.zeros((B, N_SCHED - SCHED_STATE)) for h in self.compared}
-        self._rng = np.random.default_rng(0).integers(1, 2**63, size=2 * B, dtype=np.uint64)  # never the sim's
+        self._heuristics = {h: HeuristicAnswers(process, h) for h in self.compared}
         self._same = dict.fromkeys(self.compared, 0)
-        self._answer = np.zeros(B, dtype=np.int64)
 
     def record(self, actions: np.ndarray) -> None:
         s = self.process.sim
         live = ~s.done
         acts = np.asarray(actions, dtype=np.int64).reshape(-1)
         self.counts += np.bincount(acts[live], minlength=self.process.n_actions)[: self.process.n_actions]
-        blocked = self.process.decision.mode == "blocked"
-        for h in self.compared:
-            _answers(self._sid[h], self._prm[h], self._state[h], s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss,
-                     self._rng, live, blocked, self.process.n_actions, self._answer)
-            self._same[h] += int(np.count_nonzero(self._answer[live] == acts[live]))
+        for h, heuristic in self._heuristics.items():
+            self._same[h] += int(np.count_nonzero(heuristic.answer(live)[live] == acts[live]))
 
     def result(self) -> PolicyDiagnostics:
         return summarise(self.names, self.counts, self._same)

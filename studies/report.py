@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from agents.diagnostics import format_table  # noqa: E402
+from agents.diagnostics import BLOCKED_ACTIONS, format_table  # noqa: E402
 from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
 from studies import headroom, robustness  # noqa: E402
 from studies.spec import HEURISTIC, TRAIN, Study  # noqa: E402
@@ -223,7 +223,7 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     scen = [s.name for s in study.scenarios]
     out = ["Degenerate policies against the searched best (a clone is a failure unless the heuristic it copies "
            f"is within {100 * CLONE_TOLERANCE:.0f}% of the cell's best):", ""]
-    bad = 0
+    bad = outside = 0
     for (label, s, cc), r in results.items():
         d = r.get("diagnostics")
         h = found.get((s, cc))
@@ -243,11 +243,22 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
         bad += not ok
         shown = ", ".join(f"{n} {100 * g:+.1f}% below" if np.isfinite(g) else f"{n} not scored" for n, g in gaps)
         note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
+        if not ok and d.action_names == BLOCKED_ACTIONS and h.blocked_best is not None:
+            # the learner decides only at blocked decisions: how far is it from what such a policy reaches?
+            within = [n for n, g in gaps if np.isfinite(g)
+                      and 1.0 - (1.0 - g) * h.best_mean / h.blocked_best_mean <= CLONE_TOLERANCE]
+            outside += bool(within)
+            note += (f"; within {100 * CLONE_TOLERANCE:.0f}% of the best a blocked-decision policy reaches "
+                     f"({h.blocked_best.label}, {h.blocked_best_mean:.2f}): the cell's best is outside the "
+                     "learner's action space" if within else
+                     f"; the best a blocked-decision policy reaches: {h.blocked_best.label}, {h.blocked_best_mean:.2f}")
         out.append(f"- {label} / {s} / {cc}: clone of {', '.join(d.clone_of)} ({shown} the best): "
                    + ("ok" if ok else "FAILS") + note)
     if len(out) == 2:
         out.append("- none")
-    out += ["", f"{bad} degenerate cell(s) copy a heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best.",
+    out += ["", f"{bad} degenerate cell(s) copy a heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best; "
+            f"{outside} of them copy one within {100 * CLONE_TOLERANCE:.0f}% of the best a policy deciding only at "
+            "blocked decisions (the learners' action space) reaches.",
             "", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the CIs) "
             f"and the learners' recovered share (>= {100 * RECOVER_SHARE:.0f}% counts as found):", ""]
     matters = [h for h in cells if h.significant and h.headroom > HEADROOM_MATTERS]

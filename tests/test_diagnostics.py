@@ -15,7 +15,8 @@ from envs.errors import ConfigError
 from envs.multipath_env import build_process
 from envs.scenario import load_scenario, resolve_scenarios
 from envs.sim.layout import OBS_AVAILABLE, OBS_INFLIGHT, OBS_LOSSES, OBS_NAMES, OBS_SENT, OBS_SRTT
-from studies.headroom import Candidate, candidates, search, send_within
+from envs.sim.simulator import SimConfig
+from studies.headroom import Candidate, candidates, evaluate_candidate, search, send_within
 
 DATA = Path(__file__).parent / "data"
 
@@ -115,6 +116,24 @@ def test_wait_rule_limits_are_minrtt_and_fast_only():
         rule = search(scen, "bbr", runs=2, search_runs=2, family=[Candidate("wait_rule", (("k", k),))])
         ref = search(scen, "bbr", runs=2, search_runs=2, family=[Candidate(same)])
         assert rule.best_mean == pytest.approx(ref.best_mean, rel=0.02), (k, rule.best_mean, ref.best_mean)
+
+
+def test_heuristics_asked_at_the_blocked_decision():
+    """``@blocked`` members: minRTT asked only at blocked decisions is minRTT and fast_only is
+    fast_only, to the digit; the blocked-mode best is one a blocked-decision policy can express."""
+    scen = short_s1(0.5)
+    for name in ("minrtt", "fast_only"):
+        asked = evaluate_candidate(Candidate(name, blocked=True), scen, "bbr", 3, 5, SimConfig())
+        own = evaluate_candidate(Candidate(name), scen, "bbr", 3, 5, SimConfig())
+        assert np.array_equal(asked["goodput_mbps"], own["goodput_mbps"]), name
+    family = candidates(2)
+    assert {c.label for c in family if c.blocked} == {c.label.replace("(", "@blocked(", 1) for c in family
+                                                      if c.scheduler in ("ecf", "blest") and not c.blocked}
+    assert not Candidate("wrr", (("by_rate", 1.0),)).in_blocked_mode and Candidate("wait_rule").in_blocked_mode
+    h = search(scen, "bbr", runs=2, search_runs=2, family=[Candidate("wrr", (("by_rate", 1.0),)), Candidate("minrtt"),
+                                                          Candidate("blest", (("lambda", 1.0),), blocked=True)])
+    assert h.blocked_best in (Candidate("minrtt"), Candidate("blest", (("lambda", 1.0),), blocked=True))
+    assert math.isfinite(h.blocked_best_mean) and (h.blocked_best != h.best or h.blocked_best_mean == h.best_mean)
 
 
 def test_wait_rule_answer_from_sender_state():

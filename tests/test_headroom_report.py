@@ -30,7 +30,8 @@ def small_study(seeds: int = 3) -> Study:
 
 def cell(values, seed_means=None, clone_of=()):
     r = {"metrics": {"goodput_mbps": np.asarray(values, float)}, "error": None,
-         "diagnostics": SimpleNamespace(clone_of=tuple(clone_of), warnings=("w",) if clone_of else ())}
+         "diagnostics": SimpleNamespace(clone_of=tuple(clone_of), warnings=("w",) if clone_of else (),
+                                        action_names=("wait", "send_second"))}
     if seed_means is not None:
         r["seed_means"] = {"goodput_mbps": np.asarray(seed_means, float)}
     return r
@@ -64,6 +65,25 @@ def test_verdict_accepts_a_clone_of_the_best_and_fails_a_clone_of_minrtt():
     # both cells have +26.7% headroom; dqn recovers (18.67 - 15) / 4 = 92% in cubic, the bandit 0%
     line = next(x for x in text.splitlines() if x.startswith("- hetero_small_file / cubic: +26.7%"))
     assert "found" in line and "dqn 92% [" in line and "bandit 0% [0, 0]" in line
+
+
+def test_verdict_says_when_the_best_is_outside_the_blocked_action_space():
+    """A minRTT clone fails against a best that sends on the slow path while the fast one has
+    window (WRR), and the report says that minRTT is what a blocked-decision policy reaches there."""
+    study, res = small_study(), results()
+    from studies.report import cube
+    means, cis = cube(study, res, "goodput_mbps")
+    cells = []
+    for cc in ("cubic", "bbr"):
+        h = found(cc)
+        h.best = Candidate("wrr", (("by_rate", 1.0),))
+        h.blocked_best, h.blocked_best_mean, h.blocked_best_ci = Candidate("minrtt"), 15.0, 0.0
+        cells.append(h)
+    text = learning_verdict(study, res, cells, means, cis)
+    assert ("bandit / hetero_small_file / bbr: clone of minrtt (minrtt +21.1% below the best): FAILS; within 2% of "
+            "the best a blocked-decision policy reaches (minrtt, 15.00): the cell's best is outside the learner's "
+            "action space") in text
+    assert "2 degenerate cell(s) copy a heuristic more than 2% below the best; 2 of them copy one within 2%" in text
 
 
 def test_verdict_says_when_no_learner_finds_the_headroom():
