@@ -15,7 +15,11 @@ means by action is the action's average effect on what the learner sees:
   policy).
 
 ``python benchmarks/reward_signal.py --reward ispras --reward ispras_credit --cc bbr bbr2``
-(``--preset dqn`` reads the reward and gamma of ``configs/agent/dqn.yaml``). With
+(``--preset dqn`` reads the reward and gamma of ``configs/agent/dqn.yaml``). ``--coin-at-waits-of
+blest --heuristic-param lambda=1`` asks instead whether the reward sees a heuristic's waits pay:
+the policy follows the heuristic's answer at the blocked decision (``studies.headroom``'s
+``blest@blocked``) and tosses the coin only where it would wait, and the effects are taken over
+those decisions (docs/cc_robustness.md, "ispras_s3 under BBRv1 and BBRv2"). With
 ``--checkpoint <dir>`` of a trained DQN it prints instead, on the features of the same decisions,
 the network's Q-values per action and the gap ``Q(send) - Q(wait)``, beside the size of the
 action's effect on the return that the gap should reflect.
@@ -30,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
+from agents.diagnostics import HeuristicAnswers
 from envs.multipath_env import build_process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,27 +49,35 @@ def preset(name: str) -> tuple[dict, float]:
     return cfg["env"]["reward"], float(gamma)
 
 
-def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: float = 0.5):
-    """Per connection: actions, rewards and the time to the next decision, one episode each."""
+def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: float = 0.5,
+            heuristic: tuple[str, dict] | None = None):
+    """Per connection: actions, rewards and the time to the next decision, one episode each; with
+    ``heuristic`` (name, parameters) the coin is tossed only where it would wait, it sends
+    elsewhere, and only the coin's decisions are kept."""
     params = {k: v for k, v in reward.items() if k != "name"}
     p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
                       reward=reward["name"], reward_params=params)
     rng = np.random.default_rng(seed)
+    answers = None if heuristic is None else HeuristicAnswers(p, *heuristic)
     p.reset()
     acts, rews, dts = [[] for _ in range(runs)], [[] for _ in range(runs)], [[] for _ in range(runs)]
+    kept = [[] for _ in range(runs)]
     feats = []
     while not p.sim.done.all():
         live = ~p.sim.done
         feats.append(p.last_obs[live].copy())
         t0 = p.sim.cobs[:, 2].copy()
-        a = (rng.random(runs) < p_send).astype(np.int64)
+        coin = np.ones(runs, dtype=bool) if answers is None else answers.answer(live) == 0
+        a = np.where(coin, rng.random(runs) < p_send, True).astype(np.int64)
         r, _, _, _ = p.step(a)
         for b in np.flatnonzero(live):
             acts[b].append(a[b])
             rews[b].append(r[b])
             dts[b].append(p.sim.cobs[b, 2] - t0[b])
+            kept[b].append(coin[b])
     seconds = float(np.sum(p.sim.cobs[:, 2]))
     collect.features = np.concatenate(feats)  # decision order, not connection order
+    collect.kept = [np.array(x, dtype=bool) for x in kept]
     return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
 
 
@@ -106,6 +119,10 @@ def main() -> None:
                         help="reward parameters for --reward (e.g. credit=1 beta=0)")
     parser.add_argument("--gamma", type=float, default=0.9, help="discount per decision for --reward")
     parser.add_argument("--checkpoint", help="a trained DQN's checkpoint: print its Q-values on these decisions")
+    parser.add_argument("--coin-at-waits-of", metavar="HEURISTIC",
+                        help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
+    parser.add_argument("--heuristic-param", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="its parameters (e.g. lambda=1 step=0 lambda_max=1)")
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
@@ -114,6 +131,9 @@ def main() -> None:
     rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
     if not rewards:
         rewards = [("ispras", PUBLISHED, args.gamma)]
+    heuristic = None
+    if args.coin_at_waits_of:
+        heuristic = (args.coin_at_waits_of, {k: float(v) for k, v in (kv.split("=", 1) for kv in args.heuristic_param)})
     if args.checkpoint:
         print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
         print("|" + "---|" * 7)
@@ -134,11 +154,12 @@ def main() -> None:
     for label, reward, gamma in rewards:
         for scen in args.scenario:
             for cc in args.cc:
-                acts, rews, dts, seconds = collect(reward, scen, cc, args.runs, args.seed)
-                a = np.concatenate(acts)
-                r = np.concatenate(rews)
-                dt = np.concatenate(dts)
-                g = np.concatenate([discounted(x, gamma) for x in rews])
+                acts, rews, dts, seconds = collect(reward, scen, cc, args.runs, args.seed, heuristic=heuristic)
+                keep = np.concatenate(collect.kept)
+                a = np.concatenate(acts)[keep]
+                r = np.concatenate(rews)[keep]
+                dt = np.concatenate(dts)[keep]
+                g = np.concatenate([discounted(x, gamma) for x in rews])[keep]
                 rw, rs, rt = effect(r, a)
                 gw, gs, gt = effect(g, a)
                 print(f"| {label} | {gamma} | {scen} | {cc} | {len(a) / seconds:.0f} | "
