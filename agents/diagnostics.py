@@ -42,24 +42,29 @@ NO_ANSWER = -1  # the heuristic's answer has no action (several paths at once)
 
 
 @njit(cache=True)
-def _answers(sid, prm, st, obs, cobs, nsub, mss, rng, live, blocked, n_actions, out):
-    """Each live connection's answer of heuristic ``sid`` at its decision point, as an action of
-    the decision mode: blocked (0 = wait, 1 = send on the second path) or packet (path index,
-    ``n_actions - 1`` = wait); ``NO_ANSWER`` for a mask of several paths."""
-    for b in range(obs.shape[0]):
-        out[b] = NO_ANSWER
-        if not live[b]:
-            continue
-        mask = pick(sid, prm, st[b], obs[b], cobs[b], int(nsub[b]), mss, rng, b)
-        if mask == 0:
-            out[b] = 0 if blocked else n_actions - 1
-        elif blocked:
-            out[b] = 1
-        elif (mask & (mask - 1)) == 0:
-            i = 0
-            while (mask >> i) != 1:
-                i += 1
-            out[b] = i
+def _agreement(sids, prms, states, obs, cobs, nsub, mss, rng, live, acts, blocked, n_actions, same):
+    """Count in ``same[h]`` the live connections whose action ``acts[b]`` is heuristic
+    ``sids[h]``'s answer at its decision point, the heuristics in order (one call per decision
+    for all of them). The answer is an action of the decision mode: blocked (0 = wait, 1 = send
+    on the second path) or packet (path index, ``n_actions - 1`` = wait); ``NO_ANSWER`` for a
+    mask of several paths."""
+    for h in range(sids.shape[0]):
+        for b in range(obs.shape[0]):
+            if not live[b]:
+                continue
+            mask = pick(sids[h], prms[h], states[h, b], obs[b], cobs[b], int(nsub[b]), mss, rng, b)
+            answer = NO_ANSWER
+            if mask == 0:
+                answer = 0 if blocked else n_actions - 1
+            elif blocked:
+                answer = 1
+            elif (mask & (mask - 1)) == 0:
+                i = 0
+                while (mask >> i) != 1:
+                    i += 1
+                answer = i
+            if answer == acts[b]:
+                same[h] += 1
 
 
 @dataclass
@@ -114,26 +119,24 @@ class DecisionLog:
         mode = process.decision.mode
         self.compared = references if mode in ("blocked", "packet") else ()
         B = process.sim.B
-        self._sid = {h: scheduler_id(h) for h in self.compared}
-        self._prm = {h: scheduler_params(h, None, process.sim.n_paths) for h in self.compared}
-        self._state = {h: np.zeros((B, N_SCHED - SCHED_STATE)) for h in self.compared}
+        self._sid = np.array([scheduler_id(h) for h in self.compared], dtype=np.int64)
+        self._prm = np.stack([scheduler_params(h, None, process.sim.n_paths) for h in self.compared]) \
+            if self.compared else np.zeros((0, 1))
+        self._state = np.zeros((len(self.compared), B, N_SCHED - SCHED_STATE))  # each heuristic's own
         self._rng = np.random.default_rng(0).integers(1, 2**63, size=2 * B, dtype=np.uint64)  # never the sim's
-        self._same = dict.fromkeys(self.compared, 0)
-        self._answer = np.zeros(B, dtype=np.int64)
+        self._same = np.zeros(len(self.compared), dtype=np.int64)
 
     def record(self, actions: np.ndarray) -> None:
         s = self.process.sim
         live = ~s.done
         acts = np.asarray(actions, dtype=np.int64).reshape(-1)
         self.counts += np.bincount(acts[live], minlength=self.process.n_actions)[: self.process.n_actions]
-        blocked = self.process.decision.mode == "blocked"
-        for h in self.compared:
-            _answers(self._sid[h], self._prm[h], self._state[h], s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss,
-                     self._rng, live, blocked, self.process.n_actions, self._answer)
-            self._same[h] += int(np.count_nonzero(self._answer[live] == acts[live]))
+        if self.compared:
+            _agreement(self._sid, self._prm, self._state, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self._rng,
+                       live, acts, self.process.decision.mode == "blocked", self.process.n_actions, self._same)
 
     def result(self) -> PolicyDiagnostics:
-        return summarise(self.names, self.counts, self._same)
+        return summarise(self.names, self.counts, dict(zip(self.compared, (int(n) for n in self._same))))
 
 
 def summarise(names: tuple[str, ...], counts: np.ndarray, same: dict[str, int]) -> PolicyDiagnostics:
