@@ -187,8 +187,8 @@ class RunLogProcess(_Ends):
     """A ``RunLog`` kept by a helper process (``python -c ... serve()``), which starts importing
     MLflow at once, so that the import runs beside the training run's own start-up on another
     core. The same calls, sent in order through a pipe: ``where`` and ``end`` wait for their
-    answer, the others do not (an error in one is raised by the next that waits, and ``end``
-    then ends the run FAILED). Ctrl-C is left to the training process (the helper ignores it);
+    answer, the others do not (an error in one, such as ``start``'s for a tracking server that
+    does not answer, is raised by the next that waits, and ``end`` then ends the run FAILED). Ctrl-C is left to the training process (the helper ignores it);
     when the training process ends without ``end`` (kill -9), the helper ends too and a started
     run stays RUNNING, as MLflow leaves it in that case."""
 
