@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 from urllib.parse import urlparse
 
 LOCAL_DEFAULT = "sqlite:///mlflow.db"  # MLflow's own default: mlflow.db in the working directory
@@ -199,6 +199,9 @@ class RunLogProcess(_Ends):
         # the training process's argv: MLflow names the run's source (and its git commit) after argv[0]
         boot = f"import sys; sys.argv = {sys.argv!r}; sys.path.insert(0, {root!r}); from agents.tracking import serve; serve()"
         self.proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.calls: IO[bytes] = self.proc.stdin
+        self.answers: IO[bytes] = self.proc.stdout
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not callable(getattr(RunLog, name, None)):
@@ -207,11 +210,11 @@ class RunLogProcess(_Ends):
         def call(*args: Any, **kwargs: Any) -> Any:
             waits = name in self.WAITS
             try:
-                pickle.dump((name, args, kwargs, waits), self.proc.stdin)
-                self.proc.stdin.flush()  # type: ignore[union-attr]
+                pickle.dump((name, args, kwargs, waits), self.calls)
+                self.calls.flush()
                 if not waits:
                     return None
-                ok, value = pickle.load(self.proc.stdout)  # type: ignore[arg-type]
+                ok, value = pickle.load(self.answers)
             except (BrokenPipeError, EOFError):
                 raise RuntimeError(f"the MLflow helper process ended (exit code {self.proc.wait()}); "
                                    "its error, if any, is above") from None
@@ -223,7 +226,7 @@ class RunLogProcess(_Ends):
     def close(self) -> None:
         """Let the helper finish what was sent and end."""
         try:
-            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.calls.close()
         except BrokenPipeError:
             pass
         self.proc.wait()
