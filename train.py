@@ -20,9 +20,12 @@ register()  # the config schemas configs/*.yaml build on (envs/schema.py)
 @hydra.main(config_path="configs", config_name="train", version_base=None)
 def main(cfg: DictConfig) -> None:
     with ending():  # bad input: one line naming it; Ctrl-C: where the checkpoint is and how to resume
+        from agents.tracking import run_log
+
+        log = run_log()  # MLflow's helper process starts importing MLflow now, beside the imports below
         from agents.training import run  # after Hydra parsed the command line (torch loads slowly)
 
-        result = run(cfg, Path(HydraConfig.get().runtime.output_dir), started=STARTED)
+        result = run(cfg, Path(HydraConfig.get().runtime.output_dir), started=STARTED, run_log=log)
     print(f"\n{result['steps']} steps, {result['episodes']} episodes. "
           f"Evaluation on the training scenarios and CCs ({cfg.train.eval_runs} runs each, unseen seeds):")
     print(result["table"])

@@ -103,7 +103,12 @@ class EagerAdam(torch.optim.Adam):
         EagerAdam._add_param_group(self, param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        EagerAdam._zero_grad(self, set_to_none)
+        if not set_to_none:
+            EagerAdam._zero_grad(self, set_to_none)
+            return
+        for group in self.param_groups:  # torch's loop for set_to_none (SB3's), without its profiler record
+            for p in group["params"]:
+                p.grad = None
 
     def state_dict(self) -> dict[str, Any]:
         return EagerAdam._state_dict(self)
@@ -127,6 +132,23 @@ class EagerDQNPolicy(DQNMlpPolicy):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("optimizer_class", EagerAdam)
         super().__init__(*args, **kwargs)
+
+    def set_training_mode(self, mode: bool) -> None:
+        """SB3's (``nn.Module.train`` down the Q-network's modules, then the policy's flag), as a
+        flag set on each module of a cached list where each module takes ``nn.Module.train`` as
+        it is (the modules an MLP is made of), which is what that recursion does; SB3 switches
+        the mode twice per gradient step (training, then acting)."""
+        modules = self.__dict__.get("_mode_modules")
+        if modules is None or modules[0] is not self.q_net:
+            tree = list(self.q_net.modules())
+            plain = all(type(m).train is torch.nn.Module.train for m in tree)
+            modules = self.__dict__["_mode_modules"] = (self.q_net, tree if plain else None)
+        if modules[1] is None or not isinstance(mode, bool):
+            super().set_training_mode(mode)
+            return
+        for module in modules[1]:
+            module.__dict__["training"] = mode  # where nn.Module.__setattr__ puts a flag that is no parameter or buffer
+        self.training = mode
 
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         if not (isinstance(observation, np.ndarray) and observation.dtype == np.float32 and observation.ndim == 2

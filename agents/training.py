@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
-import mlflow
 import numpy as np
 import torch
-from mlflow.entities import Metric
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
@@ -250,25 +248,22 @@ def capped_notes(rows: list[dict[str, Any]]) -> list[str]:
 
 # ---------------------------------------------------------------------------------- monitoring
 class Tracker:
-    """Batches metrics into MLflow (one write per second at most)."""
+    """Batches metrics into the run's MLflow run (one write per second at most)."""
 
-    def __init__(self) -> None:
-        self.client = mlflow.MlflowClient()
-        active = mlflow.active_run()
-        assert active is not None  # created inside run()'s MLflow run
-        self.run_id = active.info.run_id
-        self.pending: list[Metric] = []
+    def __init__(self, log: tracking.RunLog | tracking.RunLogProcess) -> None:
+        self.log_to = log
+        self.pending: list[tuple[str, float, int, int]] = []  # key, value, timestamp (ms), step
         self.last_flush = time.monotonic()
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         now = int(time.time() * 1000)
-        self.pending += [Metric(k, float(v), now, step) for k, v in metrics.items() if np.isfinite(v)]
+        self.pending += [(k, float(v), now, step) for k, v in metrics.items() if np.isfinite(v)]
         if time.monotonic() - self.last_flush > 1.0 or len(self.pending) > 500:
             self.flush()
 
     def flush(self) -> None:
-        for i in range(0, len(self.pending), 1000):
-            self.client.log_batch(self.run_id, metrics=self.pending[i:i + 1000])
+        if self.pending:
+            self.log_to.log_batch(self.pending)
         self.pending = []
         self.last_flush = time.monotonic()
 
@@ -291,6 +286,7 @@ class Progress:
         self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
         self.eval_seconds = 0.0  # periodic evaluations
         self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)
+        self.last_infos: list[dict] = []
 
     def on_step(self, n: int, rewards: np.ndarray, infos: list[dict]) -> bool:
         if self.steps == self.start_step:  # the bar's clock starts at the first step, not at the
@@ -305,10 +301,10 @@ class Progress:
                 self.tracker.log({"episode/goodput_mbps": ep["goodput_mbps"], "episode/return": self.returns[b],
                                   "episode/reorder_max_bytes": ep["reorder_max_bytes"]}, self.steps)
                 self.returns[b] = 0.0
+        self.last_infos = infos
+        if time.time() - self.bar.last_print_t >= self.bar.mininterval:  # the bar is due to print (tqdm's clock)
+            self.postfix(infos)
         self.bar.update(n)
-        # recent goodput: of finished episodes, or of the running ones before any has finished
-        goodput = np.mean(self.recent) if self.recent else np.mean([i["goodput_mbps"] for i in infos])
-        self.bar.set_postfix(episodes=self.episodes, goodput=f"{goodput:.1f}Mb/s", refresh=False)
         final = self.steps >= self.s.steps  # run() evaluates and checkpoints the finished agent itself
         saved = False
         if self.steps >= self.next_eval and not final:
@@ -332,6 +328,12 @@ class Progress:
                 self.save(finished=False)
         return self.steps < self.s.steps
 
+    def postfix(self, infos: list[dict]) -> None:
+        """The bar's episodes and recent goodput (of finished episodes, or of the running ones
+        before any has finished), set where the bar prints (every ``mininterval`` s)."""
+        goodput = np.mean(self.recent) if self.recent else np.mean([i["goodput_mbps"] for i in infos])
+        self.bar.set_postfix(episodes=self.episodes, goodput=f"{goodput:.1f}Mb/s", refresh=False)
+
     def validate(self) -> None:
         """Score the agent on the held-out validation episodes; keep it (``save_best``) when it
         beats every earlier score."""
@@ -345,6 +347,8 @@ class Progress:
                 self.save_best(score)
 
     def close(self) -> None:
+        if self.last_infos:
+            self.postfix(self.last_infos)  # the final figures on the bar's last line
         self.bar.close()
         self.tracker.flush()
 
@@ -407,35 +411,40 @@ def prepare(cfg: DictConfig, out_dir: Path,
 
 
 def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
-        started: float | None = None) -> dict[str, Any]:
+        started: float | None = None, run_log: tracking.RunLog | tracking.RunLogProcess | None = None,
+        ) -> dict[str, Any]:
     """Train (or resume) as configured; returns the evaluation rows, where things are and the
     time split (``TimeSplit``; ``started``: the ``time.perf_counter()`` its start-up counts from).
     ``on_eval`` sees every periodic evaluation and the final one (see ``Progress``);
-    ``mlflow.parent_run_id`` nests the run under another (a sweep's trials)."""
+    ``mlflow.parent_run_id`` nests the run under another (a sweep's trials). ``run_log`` (default:
+    ``tracking.run_log()``, made here) records the run in MLflow; ``train.py`` makes it before
+    importing this module, so that MLflow's import in its helper process overlaps torch's here."""
     split = TimeSplit()
     started = time.perf_counter() if started is None else started
-    s, env, agent, meta = prepare(cfg, out_dir, split)
+    run_log = tracking.run_log() if run_log is None else run_log  # MLflow's import, beside the start-up below
+    try:
+        s, env, agent, meta = prepare(cfg, out_dir, split)
+    except BaseException:
+        run_log.close()  # refused (or interrupted) before anything was tracked
+        raise
     resume = cfg.train.get("resume")
     start = int(meta["steps_done"]) if resume else 0
     ckpt_dir = out_dir / "checkpoint"
     mlflow_cfg = cfg.mlflow  # envs.schema.MlflowSettings
-    tracking.open_store(mlflow_cfg.tracking_uri, mlflow_cfg.experiment)
-    # a resumed run continues its own MLflow run (also one left RUNNING by kill -9) when this store has it
-    own_run = tracking.resumable(meta.get("mlflow_run_id")) if resume else None
-    name = mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}"
-    with mlflow.start_run(run_id=own_run, run_name=None if own_run else name,
-                          parent_run_id=None if own_run else mlflow_cfg.get("parent_run_id")) as active:
-        _log_params(_params(s, resume), active.info.run_id)
-        if resume:
-            mlflow.set_tags({"resumed_from": str(resume), "resumed_at_step": start,
-                             **({} if own_run else {"resumed_from_run": str(meta.get("mlflow_run_id"))})})
-        tracker = Tracker()
+    run_log.start(tracking.RunSpec(
+        mlflow_cfg.tracking_uri, mlflow_cfg.experiment,
+        mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}", mlflow_cfg.get("parent_run_id"),
+        _params(s, resume), str(resume) if resume else None, start, meta.get("mlflow_run_id")))
+    with run_log:
+        # the store and the run exist before training starts (a server that does not answer is refused here)
+        run_id, tracking_uri = run_log.where()
+        tracker = Tracker(run_log)
 
         def save(finished: bool, directory: Path = ckpt_dir, **extra: Any) -> None:
             meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
                     "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
                     "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
-                    "mlflow_run_id": active.info.run_id, **extra}
+                    "mlflow_run_id": run_id, **extra}
             checkpoint.save(directory, agent, meta, s.config_yaml)
 
         best_dir = out_dir / "best"
@@ -450,15 +459,15 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         except KeyboardInterrupt:
             progress.close()
             save(finished=False)
-            mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
-            mlflow.end_run(status="KILLED")
+            run_log.log_artifacts(str(ckpt_dir), "checkpoint")
+            run_log.end("KILLED")
             raise Interrupted(f"checkpoint at {progress.steps} of {s.steps} steps in {ckpt_dir}; "
                               f"resume with: {resume_command(ckpt_dir)}") from None
         except BaseException:
             progress.close()  # the last periodic checkpoint stays as it was
             if ckpt_dir.exists():
-                mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
-            mlflow.end_run(status="FAILED")
+                run_log.log_artifacts(str(ckpt_dir), "checkpoint")
+            run_log.end("FAILED")
             raise
         progress.close()
         evaluating = time.perf_counter()
@@ -470,9 +479,9 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         if s.select == "validation":
             progress.validate()  # the agent as training ended is a candidate too
             chosen = checkpoint.load(best_dir, expect=s.interface)[0]
-            mlflow.log_metrics({"validation/best_score": progress.best_score,
-                                "validation/selected_step": float(checkpoint.read_meta(best_dir)["selected_step"])})
-            mlflow.log_artifacts(str(best_dir), "best")
+            run_log.log_metrics({"validation/best_score": progress.best_score,
+                                 "validation/selected_step": float(checkpoint.read_meta(best_dir)["selected_step"])})
+            run_log.log_artifacts(str(best_dir), "best")
         rows = compare_with_minrtt(chosen, s, s.eval_runs)
         final = time.perf_counter() - final
         split.evaluation += final
@@ -481,19 +490,19 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         table = format_rows(rows)
         (out_dir / "eval.md").write_text(table + "\n")
         for r in rows:
-            mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps", r["goodput_mbps"])
-            mlflow.log_metric(f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/capped_runs", r["capped"])
+            run_log.log_metrics({f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/goodput_mbps": r["goodput_mbps"],
+                                 f"final/{r['scenario']}/{r['cc']}/{r['scheduler']}/capped_runs": r["capped"]})
         for note in capped_notes(rows):
             log.warning(note)
-        mlflow.log_metrics(diagnostic_metrics(rows, "final"))
-        mlflow.log_artifacts(str(ckpt_dir), "checkpoint")
-        mlflow.log_artifact(str(out_dir / "eval.md"))
-        mlflow.log_text(s.config_yaml, "config.yaml")
+        run_log.log_metrics(diagnostic_metrics(rows, "final"))
+        run_log.log_artifacts(str(ckpt_dir), "checkpoint")
+        run_log.log_artifact(str(out_dir / "eval.md"))
+        run_log.log_text(s.config_yaml, "config.yaml")
         split.other = time.perf_counter() - evaluating - final
-        mlflow.log_metrics(split.metrics())
-        return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": active.info.run_id,
+        run_log.log_metrics(split.metrics())
+        return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": run_id,
                 "best_checkpoint": best_dir if s.select == "validation" else None,
-                "tracking_uri": mlflow.get_tracking_uri(), "steps": progress.steps, "episodes": progress.episodes,
+                "tracking_uri": tracking_uri, "steps": progress.steps, "episodes": progress.episodes,
                 "time": split}
 
 
@@ -503,12 +512,6 @@ def resume_command(ckpt_dir: Path) -> str:
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     kept = [o for o in overrides if o.lstrip("+").split("=", 1)[0] != "train.resume"]
     return " ".join(["python train.py", *map(shlex.quote, kept), shlex.quote(f"train.resume={ckpt_dir}")])
-
-
-def _log_params(params: dict[str, str], run_id: str) -> None:
-    """Log ``params``; a continued run keeps the values it has (MLflow refuses to change them)."""
-    have = mlflow.MlflowClient().get_run(run_id).data.params
-    mlflow.log_params({k: v for k, v in params.items() if k not in have})
 
 
 def _params(s: Setup, resume: str | None) -> dict[str, Any]:

@@ -356,6 +356,18 @@ def test_an_unanswering_tracking_server_fails_within_seconds(blackhole):
     mlflow.set_tracking_uri(None)
 
 
+def test_an_unanswering_tracking_server_is_refused_by_the_helper_process_too(blackhole, tmp_path):
+    """train.py's MLflow helper (agents.tracking.RunLogProcess) refuses it at the first call that
+    waits, which ``run`` makes before training starts."""
+    from agents.tracking import RunLogProcess, RunSpec
+    t = time.monotonic()
+    with pytest.raises(ConfigError, match="did not answer within 3 s"):
+        with RunLogProcess() as log:
+            log.start(RunSpec(blackhole, "mpsched", "dqn-bbr2", None, {}))
+            log.where()
+    assert time.monotonic() - t < 20
+
+
 def test_a_capped_run_says_so_in_table_and_json(work):
     args = ["file_mb=1000000", "env.max_duration_s=2", "runs=2", f"hydra.run.dir={work}/runs/capped"]
     got, out = cli("evaluate.py", args, work)

@@ -171,3 +171,47 @@ def test_learning_is_real_dqn_learns_to_wait_for_the_fast_path(tmp_path):
     random = np.nanmean(evaluate_agent(RandomPolicy(), s, s.scenarios[0], "cubic", 10, 99)["completion_s"])
     minrtt = [r for r in result["rows"] if r["scheduler"] == "minrtt"][0]["completion_s"]
     assert trained < 0.9 * random and trained < 0.9 * minrtt
+
+
+@pytest.mark.parametrize("where", ["here", "helper"])
+def test_the_run_log_records_the_same_in_its_helper_process(tmp_path, where):
+    """``tracking.RunLogProcess`` (the helper process train.py starts, so that MLflow's import
+    overlaps the run's start-up) records what ``tracking.RunLog`` records in this process; an
+    exception leaving its block ends the run FAILED, and an error in a call that does not wait
+    is raised by the next call that does."""
+    from agents import tracking
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    make = tracking.RunLog if where == "here" else tracking.RunLogProcess
+    spec = tracking.RunSpec(uri, "mpsched", "dqn-bbr2", None, {"seed": "0", "steps": "800"})
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "meta.json").write_text("{}")
+    with make() as log:
+        log.start(spec)
+        log.log_batch([("episode/return", 1.5, 1000, 8), ("episode/return", 2.5, 2000, 16)])
+        log.log_metrics({"final/x": 3.0})
+        log.log_artifacts(str(tmp_path / "ckpt"), "checkpoint")
+        log.log_text("a: 1\n", "config.yaml")
+        run_id, store = log.where()
+    assert store == uri
+    client = mlflow.MlflowClient(uri)
+    done = client.get_run(run_id)
+    assert done.info.status == "FINISHED" and done.data.params == {"seed": "0", "steps": "800"}
+    assert done.data.tags["mlflow.runName"] == "dqn-bbr2" and done.data.metrics["final/x"] == 3.0
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "episode/return")] == [(8, 1.5), (16, 2.5)]
+    assert sorted(a.path for a in client.list_artifacts(run_id)) == ["checkpoint", "config.yaml"]
+
+    with pytest.raises(RuntimeError, match="crash"):
+        with make() as log:
+            log.start(spec)
+            crashed_id = log.where()[0]
+            raise RuntimeError("crash")
+    assert client.get_run(crashed_id).info.status == "FAILED"
+
+    with pytest.raises(Exception, match="nowhere"):
+        with make() as log:
+            log.start(spec)
+            failing_id = log.where()[0]
+            log.log_artifact(str(tmp_path / "nowhere.txt"))  # fails in the helper without waiting
+            log.end("FINISHED")  # the first call that waits raises it
+    assert client.get_run(failing_id).info.status == "FAILED"
