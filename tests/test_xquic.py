@@ -7,6 +7,8 @@ tests also need what tests/test_live.py needs. Skipped with the reason otherwise
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -209,6 +211,43 @@ def test_the_c_hsr_lws_lts_and_kato_decide_as_the_python_heuristics(name, alpha)
     assert {-1, 0, 1} <= chosen  # waits and several paths were compared
 
 
+needs_lia = pytest.mark.skipif(mpsched_xquic is not None and "lia" not in mpsched_xquic.CCS,
+                               reason="the installed mpsched_xquic predates its coupled LIA: "
+                                      "python -m envs.live.setup --xquic")
+
+
+@needs_ext
+@needs_lia
+def test_the_c_lia_increase_is_rfc6356_as_the_simulator_computes_it():
+    """RFC 6356 sec. 3 on random windows and RTTs (2-8 paths, some without an RTT sample): the C
+    increase equals min(alpha acked mss / cwnd_total, acked mss / cwnd_i) with the simulator's
+    alpha and window sum (envs/cc/lia.py, over the paths with an RTT estimate). Two equal paths
+    grow by a quarter of Reno's increase each (the pair together by half a Reno: alpha = 1/2); one
+    path alone, or a path without an RTT sample, grows as Reno."""
+    from envs.cc import lia
+    from envs.cc.base import CWND
+    from envs.cc.coupled import SRTT, window_sum
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        cwnd = rng.uniform(2, 200, n) * MSS
+        srtt_us = rng.uniform(2e3, 300e3, n) * (rng.random(n) < 0.85)
+        i = int(rng.integers(0, n))
+        srtt_us[i] = srtt_us[i] or 50e3
+        C = np.zeros((n, SRTT + 1))
+        C[:, CWND], C[:, SRTT] = cwnd, srtt_us / 1e6
+        coupled = lia.alpha(C, 0, n) * MSS * MSS / window_sum(C, 0, n)
+        expect = min(coupled, MSS * MSS / cwnd[i])
+        assert mpsched_xquic.lia_increase(cwnd.tolist(), srtt_us.tolist(), i, MSS, MSS) == pytest.approx(expect,
+                                                                                                     rel=1e-9)
+    reno = MSS * MSS / (10 * MSS)
+    assert mpsched_xquic.lia_increase([10 * MSS] * 2, [20e3] * 2, 0, MSS, MSS) == pytest.approx(reno / 4)
+    assert mpsched_xquic.lia_increase([10 * MSS], [20e3], 0, MSS, MSS) == pytest.approx(reno)
+    assert mpsched_xquic.lia_increase([10 * MSS, 10 * MSS], [0.0, 20e3], 0, MSS, MSS) == pytest.approx(reno)
+    with pytest.raises(ValueError, match="path index"):
+        mpsched_xquic.lia_increase([MSS], [1e3], 1, MSS)
+
+
 # ------------------------------------------------------------------ live transfers# ------------------------------------------------------------------ live transfers
 
 S3 = "ispras_s3"
@@ -382,3 +421,68 @@ def test_evaluate_py_with_xquic_prints_every_format(tmp_path, fmt):
     else:
         assert "backend=live/xquic" in out.stdout and "mean ± 95% CI" in out.stdout
     assert len((tmp_path / "out" / "runs.jsonl").read_text().splitlines()) == 2
+
+
+def shared_core(competing_cc: str, duration_s: float):
+    """Two paths over their own 100 Mbit/s access links into one 10 Mbit/s, 20 ms core with one
+    long-lived kernel TCP flow of ``competing_cc`` on it (the simulator's RFC 6356 check,
+    tests/test_network.py), and a file the XQUIC connection cannot finish in ``duration_s``."""
+    from envs.scenario import scenario_from_dict
+    return scenario_from_dict({
+        "name": "lia_shared_core",
+        "links": {"a0": {"bandwidth_mbps": 100}, "a1": {"bandwidth_mbps": 100, "delay_ms": 2},
+                  "core": {"bandwidth_mbps": 10, "delay_ms": 20, "queue_packets": 40,
+                           "competing": {"flows": 1, "cc": competing_cc}}},
+        "paths": [{"links": ["a0", "core"]}, {"links": ["a1", "core"]}],
+        "workload": {"type": "file", "file_mb": 2 * 10 * duration_s / 8}})
+
+
+def pair_against_tcp(tb, cc: str, warmup_s: float, measure_s: float) -> tuple[float, float, list[float]]:
+    """One two-path XQUIC connection under ``cc`` beside the core's competing flow: its rate and
+    the competing flow's (Mbit/s) from ``warmup_s`` to ``warmup_s + measure_s`` after its
+    handshake, and the share of its bytes each path carried."""
+    from envs.live.xquic import XquicTransfer
+    from envs.sim.layout import COBS_ACKED
+    tr = XquicTransfer(tb, cc, tb.scenario.workload, telemetry_ms=50.0, max_duration_s=warmup_s + measure_s + 5)
+    try:
+        tr.start()
+        time.sleep(warmup_s)
+        a0, c0, t0 = tr.sample_now().cobs[COBS_ACKED], tb.competition.stats()["core"]["received_bytes"], time.monotonic()
+        time.sleep(measure_s)
+        a1, c1, t1 = tr.sample_now().cobs[COBS_ACKED], tb.competition.stats()["core"]["received_bytes"], time.monotonic()
+    finally:
+        r = tr.result()
+        tr.stop()
+    tb.competition.check()
+    recv = np.asarray(r.extra["path_recv"], float)
+    return 8e-6 * (a1 - a0) / (t1 - t0), 8e-6 * (c1 - c0) / (t1 - t0), (recv / recv.sum()).tolist()
+
+
+@needs_live
+@needs_lia
+@pytest.mark.live
+def test_two_lia_paths_through_one_bottleneck_take_no_more_than_one_reno_flow():
+    """RFC 6356 sec. 2 (goals 1-2), live: a two-path XQUIC connection whose paths share one
+    10 Mbit/s core with one kernel Reno flow. Under the coupled LIA (bindings/src/mps_lia.c) the
+    pair takes no more than that Reno flow (rate ratio <= 1.35, the simulator check's upper
+    bound, tests/test_network.py), while XQUIC's uncoupled Reno on each path takes more than the
+    LIA pair does (at least 1.3x its ratio). Each connection 20 s after a 10 s warm-up, both
+    paths carrying data."""
+    from envs.live.network_testbed import NetworkTestbed
+    tb = NetworkTestbed(shared_core("reno", 40.0), seed=0)
+    try:
+        tb.start()
+        time.sleep(3.0)  # the competing flow leaves slow start
+        ratios = {}
+        for cc in ("lia", "reno"):
+            ours, tcp, shares = pair_against_tcp(tb, cc, 10.0, 20.0)
+            ratios[cc] = ours / tcp
+            print(f"{cc}: pair {ours:.2f} Mbit/s, kernel reno {tcp:.2f} Mbit/s, ratio {ratios[cc]:.2f}, "
+                  f"path shares {shares}")
+            assert min(shares) > 0.05  # both paths carried data
+            assert ours + tcp > 0.8 * 10  # the core stayed busy
+    finally:
+        problems = tb.close()
+    assert problems == [] and tb.leftovers() == []
+    assert ratios["lia"] <= 1.35
+    assert ratios["reno"] >= 1.3 * ratios["lia"]
