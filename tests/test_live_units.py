@@ -409,3 +409,31 @@ def test_a_testbed_failing_verification_is_retried_then_the_last_failure_raised(
         start_verified(lambda: Bed(False), 2)
     with pytest.raises(ValueError, match="attempts must be >= 1"):
         start_verified(lambda: Bed(True), 0)
+
+
+def test_the_flows_send_and_count_bytes_until_done_or_stopped():
+    """envs.live.bottleneck.send_zeros / receive_counting, the loops of BulkFlows and the competing
+    traffic (envs.live.competition): a sized send ends with True and the reader counts every byte
+    up to the close; an unsized one runs until stopped (False)."""
+    import socket
+    import threading
+
+    from envs.live.bottleneck import receive_counting, send_zeros
+
+    a, b = socket.socketpair()
+    for s in (a, b):
+        s.settimeout(0.05)
+    stop, got = threading.Event(), []
+    reader = threading.Thread(target=receive_counting, args=(b, stop, got.append))
+    reader.start()
+    assert send_zeros(a, stop, 200_000) is True
+    a.close()
+    reader.join(5)
+    assert not reader.is_alive() and sum(got) == 200_000
+    b.close()
+    c, d = socket.socketpair()
+    c.settimeout(0.05)
+    stop.set()
+    assert send_zeros(c, stop) is False  # stopped: nothing more sent
+    c.close()
+    d.close()
