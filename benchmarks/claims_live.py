@@ -35,6 +35,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -173,8 +174,9 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
             print(f"verification failed (attempt {attempt}/{VERIFY_ATTEMPTS}, load {load_average():.1f}): "
                   f"{str(err).splitlines()[0]}", flush=True)
 
-        tb = start_verified(lambda scenario=scenario: make_testbed(scenario, seed=seed), VERIFY_ATTEMPTS, 30.0, failed)
+        tb = start_verified(partial(make_testbed, scenario, seed=seed), VERIFY_ATTEMPTS, 30.0, failed)
         try:
+            assert tb.verification is not None  # started verified
             print(tb.describe())
             print(tb.verification.table())
             entry.setdefault("testbeds", {})[scen_name] = {"describe": tb.describe(),
