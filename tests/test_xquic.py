@@ -423,33 +423,39 @@ def test_evaluate_py_with_xquic_prints_every_format(tmp_path, fmt):
     assert len((tmp_path / "out" / "runs.jsonl").read_text().splitlines()) == 2
 
 
-def shared_core(competing_cc: str, duration_s: float):
-    """Two paths over their own 100 Mbit/s access links into one 10 Mbit/s, 20 ms core with one
-    long-lived kernel TCP flow of ``competing_cc`` on it (the simulator's RFC 6356 check,
-    tests/test_network.py), and a file the XQUIC connection cannot finish in ``duration_s``."""
+def lia_network(shared: bool, duration_s: float):
+    """Two paths of 10 Mbit/s, 20 ms one way and a 40-packet buffer, with one long-lived kernel
+    Reno flow on each bottleneck: ``shared``, both paths over their own 100 Mbit/s access links
+    into one such core (the simulator's RFC 6356 check, tests/test_network.py); otherwise each
+    path its own bottleneck. The file is one the XQUIC connection cannot finish in ``duration_s``."""
     from envs.scenario import scenario_from_dict
+    link = {"bandwidth_mbps": 10, "delay_ms": 20, "queue_packets": 40, "competing": {"flows": 1, "cc": "reno"}}
+    work = {"type": "file", "file_mb": 2 * 10 * duration_s / 8}
+    if not shared:
+        return scenario_from_dict({"name": "lia_two_bottlenecks", "paths": [link, link], "workload": work})
     return scenario_from_dict({
-        "name": "lia_shared_core",
-        "links": {"a0": {"bandwidth_mbps": 100}, "a1": {"bandwidth_mbps": 100, "delay_ms": 2},
-                  "core": {"bandwidth_mbps": 10, "delay_ms": 20, "queue_packets": 40,
-                           "competing": {"flows": 1, "cc": competing_cc}}},
-        "paths": [{"links": ["a0", "core"]}, {"links": ["a1", "core"]}],
-        "workload": {"type": "file", "file_mb": 2 * 10 * duration_s / 8}})
+        "name": "lia_shared_core", "workload": work,
+        "links": {"a0": {"bandwidth_mbps": 100}, "a1": {"bandwidth_mbps": 100, "delay_ms": 2}, "core": link},
+        "paths": [{"links": ["a0", "core"]}, {"links": ["a1", "core"]}]})
 
 
 def pair_against_tcp(tb, cc: str, warmup_s: float, measure_s: float) -> tuple[float, float, list[float]]:
-    """One two-path XQUIC connection under ``cc`` beside the core's competing flow: its rate and
-    the competing flow's (Mbit/s) from ``warmup_s`` to ``warmup_s + measure_s`` after its
-    handshake, and the share of its bytes each path carried."""
+    """One two-path XQUIC connection under ``cc`` beside the competing kernel flows: its rate and
+    the competing flows' mean rate per bottleneck (Mbit/s) from ``warmup_s`` to ``warmup_s +
+    measure_s`` after its handshake, and the share of its bytes each path carried."""
     from envs.live.xquic import XquicTransfer
     from envs.sim.layout import COBS_ACKED
+
+    def competing() -> float:
+        return float(np.mean([v["received_bytes"] for v in tb.competition.stats().values()]))
+
     tr = XquicTransfer(tb, cc, tb.scenario.workload, telemetry_ms=50.0, max_duration_s=warmup_s + measure_s + 5)
     try:
         tr.start()
         time.sleep(warmup_s)
-        a0, c0, t0 = tr.sample_now().cobs[COBS_ACKED], tb.competition.stats()["core"]["received_bytes"], time.monotonic()
+        a0, c0, t0 = tr.sample_now().cobs[COBS_ACKED], competing(), time.monotonic()
         time.sleep(measure_s)
-        a1, c1, t1 = tr.sample_now().cobs[COBS_ACKED], tb.competition.stats()["core"]["received_bytes"], time.monotonic()
+        a1, c1, t1 = tr.sample_now().cobs[COBS_ACKED], competing(), time.monotonic()
     finally:
         r = tr.result()
         tr.stop()
@@ -458,31 +464,41 @@ def pair_against_tcp(tb, cc: str, warmup_s: float, measure_s: float) -> tuple[fl
     return 8e-6 * (a1 - a0) / (t1 - t0), 8e-6 * (c1 - c0) / (t1 - t0), (recv / recv.sum()).tolist()
 
 
+def against_tcp(shared: bool, ccs: tuple[str, ...], measure_s: float) -> dict[str, float]:
+    """cc -> the pair's rate over the competing flow's (per bottleneck), on a fresh testbed."""
+    from envs.live.network_testbed import NetworkTestbed
+    tb = NetworkTestbed(lia_network(shared, 10.0 + measure_s + 5), seed=0)
+    ratios = {}
+    try:
+        tb.start()
+        time.sleep(3.0)  # the competing flows leave slow start
+        for cc in ccs:
+            ours, tcp, shares = pair_against_tcp(tb, cc, 10.0, measure_s)
+            ratios[cc] = ours / tcp
+            print(f"{'shared core' if shared else 'two bottlenecks'}, {cc}: pair {ours:.2f} Mbit/s, kernel Reno "
+                  f"{tcp:.2f} Mbit/s per bottleneck, ratio {ratios[cc]:.2f}, path shares {np.round(shares, 2)}")
+            assert min(shares) > 0.05  # both paths carried data
+    finally:
+        problems = tb.close()
+    assert problems == [] and tb.leftovers() == []
+    return ratios
+
+
 @needs_live
 @needs_lia
 @pytest.mark.live
 def test_two_lia_paths_through_one_bottleneck_take_no_more_than_one_reno_flow():
-    """RFC 6356 sec. 2 (goals 1-2), live: a two-path XQUIC connection whose paths share one
-    10 Mbit/s core with one kernel Reno flow. Under the coupled LIA (bindings/src/mps_lia.c) the
-    pair takes no more than that Reno flow (rate ratio <= 1.35, the simulator check's upper
-    bound, tests/test_network.py), while XQUIC's uncoupled Reno on each path takes more than the
-    LIA pair does (at least 1.3x its ratio). Each connection 20 s after a 10 s warm-up, both
-    paths carrying data."""
-    from envs.live.network_testbed import NetworkTestbed
-    tb = NetworkTestbed(shared_core("reno", 40.0), seed=0)
-    try:
-        tb.start()
-        time.sleep(3.0)  # the competing flow leaves slow start
-        ratios = {}
-        for cc in ("lia", "reno"):
-            ours, tcp, shares = pair_against_tcp(tb, cc, 10.0, 20.0)
-            ratios[cc] = ours / tcp
-            print(f"{cc}: pair {ours:.2f} Mbit/s, kernel reno {tcp:.2f} Mbit/s, ratio {ratios[cc]:.2f}, "
-                  f"path shares {shares}")
-            assert min(shares) > 0.05  # both paths carried data
-            assert ours + tcp > 0.8 * 10  # the core stayed busy
-    finally:
-        problems = tb.close()
-    assert problems == [] and tb.leftovers() == []
-    assert ratios["lia"] <= 1.35
-    assert ratios["reno"] >= 1.3 * ratios["lia"]
+    """RFC 6356 sec. 2 (goals 1-2), live, XQUIC with the coupled LIA (bindings/src/mps_lia.c):
+    - both paths through one 10 Mbit/s core with one kernel Reno flow: the pair takes no more than
+      that flow (rate ratio <= 1.35, the simulator check's upper bound, tests/test_network.py;
+      measured 1.14-1.34 in 20 s windows);
+    - each path its own bottleneck with its own kernel Reno flow: the coupled pair takes clearly
+      less than XQUIC's uncoupled Reno on each path (<= 0.85 of it; measured 0.61-0.76, RFC 6356's
+      ideal 0.5). The uncoupled pair is no reference on the shared core: an XQUIC Reno path takes
+      only about a third of a bottleneck from a kernel Reno flow (2.3-2.6 against 6.9-7.5 Mbit/s),
+      so even two of them took about one flow's share there (1.06-1.23).
+    Rates over 30 s after a 10 s warm-up, both paths carrying data."""
+    shared = against_tcp(True, ("lia",), 30.0)
+    apart = against_tcp(False, ("lia", "reno"), 30.0)
+    assert shared["lia"] <= 1.35
+    assert apart["lia"] <= 0.85 * apart["reno"]
