@@ -491,7 +491,7 @@ def test_two_lia_paths_through_one_bottleneck_take_no_more_than_one_reno_flow():
     """RFC 6356 sec. 2 (goals 1-2), live, XQUIC with the coupled LIA (bindings/src/mps_lia.c):
     - both paths through one 10 Mbit/s core with one kernel Reno flow: the pair takes no more than
       that flow (rate ratio <= 1.35, the simulator check's upper bound, tests/test_network.py;
-      measured 1.14-1.34 in 20 s windows);
+      measured 1.02-1.34);
     - each path its own bottleneck with its own kernel Reno flow: the coupled pair takes clearly
       less than XQUIC's uncoupled Reno on each path (<= 0.85 of it; measured 0.61-0.76, RFC 6356's
       ideal 0.5). The uncoupled pair is no reference on the shared core: an XQUIC Reno path takes
