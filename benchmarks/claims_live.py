@@ -13,11 +13,17 @@ One testbed per scenario, verified before its runs (and before its competing tra
 the schedulers of a scenario take turns run by run, so a change of the machine's load falls on
 all of them alike. Each run records the machine's 1-minute load average.
 
-What the live stacks cannot run is substituted, and the file says so: the coupled CCs (LIA,
-OLIA, BALIA, wVegas) exist neither in XQUIC nor in upstream Linux MPTCP, so MPTCP-TUT and KATO
-run XQUIC's Reno (uncoupled, one instance per path); the studies' long transfers (MPTCP-TUT's
-60 s of 3 MB messages, KATO's web map service, LEEYOO's 300-chunk video) become file transfers of
-the sizes below, a fresh connection each (XQUIC's transfers are files).
+What the live stacks cannot run is substituted, and the file says so: of the coupled CCs only LIA
+runs live (``bindings/src/mps_lia.c``: RFC 6356 across XQUIC's paths; OLIA, BALIA and wVegas exist
+neither in XQUIC nor in upstream Linux MPTCP), so KATO runs LIA as its study does and MPTCP-TUT
+runs LIA for its four coupled CCs; the studies' long transfers (MPTCP-TUT's 60 s of 3 MB messages,
+KATO's web map service, LEEYOO's 300-chunk video) become file transfers of the sizes below, a
+fresh connection each (XQUIC's transfers are files).
+
+A family recorded under another setting (CC, file size, time limit), or any family with
+``--fresh`` (a re-run on the current tree), keeps its earlier record in ``earlier`` (newest last)
+and starts afresh; ``reproduce_claims.py`` shows the newest earlier record beside the current
+one (before/after).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -40,12 +47,13 @@ from envs.live.network_testbed import make_testbed  # noqa: E402
 from envs.live.provenance import load_average, utc_now  # noqa: E402
 from envs.live.provenance import provenance as live_provenance  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
-from envs.live.verification import VerificationError  # noqa: E402
+from envs.live.verification import VerificationError, start_verified  # noqa: E402
 from envs.live.xquic import XquicTransfer, extension  # noqa: E402
 from envs.live.xquic_build import bindings_digest  # noqa: E402
 from envs.scenario import WorkloadSpec, load_scenario  # noqa: E402
 
 DEFAULT_OUT = ROOT / "tests" / "data" / "claims_live.json"
+VERIFY_ATTEMPTS = 4  # per testbed; 30 s apart
 
 
 @dataclass(frozen=True)
@@ -72,17 +80,17 @@ FAMILIES = {
     "kato": Family(
         ("kato_4", "kato_churn_3"),
         (("minrtt", "minrtt", 0.5), ("kato_0.25", "kato", 0.25), ("kato_0.5", "kato", 0.5),
-         ("kato_0.75", "kato", 0.75)), "reno", 3.0, 120.0, 5.0, False,
-        "LIA (coupled) does not exist in XQUIC or upstream Linux MPTCP: XQUIC's Reno, one per path (LIA's increase "
-        "is at most Reno's per subflow; uncoupled Reno is the closest CC there)",
+         ("kato_0.75", "kato", 0.75)), "lia", 3.0, 120.0, 5.0, False,
+        "none for the CC: LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356), as the study's Linux "
+        "MPTCP runs it",
         "a 3 MB file (about 15-20 s beside the competition) standing for the 60 s bulk transfer; throughput over "
         "whole 1 s windows of the acknowledged bytes"),
     "mptcp_tut": Family(
         tuple(f"mptcp_tut_mesh_e{k}" for k in range(8)),
         (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
-         ("lts", "lts", 0.5)), "reno", 40.0, 20.0, 0.0, True,
-        "LIA, OLIA, BALIA and wVegas (coupled) exist in neither XQUIC nor upstream Linux MPTCP: XQUIC's Reno, one "
-        "per path",
+         ("lts", "lts", 0.5)), "lia", 40.0, 20.0, 0.0, True,
+        "LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356) stands for the study's four coupled CCs: "
+        "OLIA, BALIA and wVegas exist in neither XQUIC nor upstream Linux MPTCP",
         "a 40 MB file capped at 20 s standing for 500 messages of 3 MB capped at 60 s (e2 and e3 finish in about 10 s "
         "at the client-side bottlenecks' 35 Mbit/s, e0 and e1 in about 17 s at 20 Mbit/s; the lossy e4-e7 carry a few "
         "Mbit/s and are capped); goodput = bytes delivered in order / time"),
@@ -122,11 +130,32 @@ def provenance() -> dict:
             "machine": f"{os.cpu_count()} cores, shared with other jobs (load average beside every run)"}
 
 
-def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Path, seed: int) -> None:
-    record = load_record(out)
-    entry = record["families"].setdefault(name, {"cells": {}, "batches": []})
+SETTING = ("cc", "file_mb", "time_limit_s")  # a record under other values is not continued
+
+
+def family_entry(record: dict, name: str, fam: Family, fresh: bool) -> dict:
+    """The family's record to continue: the recorded one if it was made under ``fam``'s setting
+    and not ``fresh``; otherwise a new one, the recorded one (without its own earlier records)
+    appended to its ``earlier`` with why it was set aside."""
+    old = record["families"].get(name)
+    changed = [k for k in SETTING if old is not None and old.get(k) != getattr(fam, k)]
+    entry = old
+    if old is None or changed or fresh:
+        earlier = old.pop("earlier", []) if old is not None else []
+        if old is not None:
+            why = (f"recorded under {', '.join(f'{k} {old.get(k)}' for k in changed)}; now "
+                   f"{', '.join(f'{k} {getattr(fam, k)}' for k in changed)}") if changed else "re-run with --fresh"
+            earlier.append({**old, "set_aside": f"{utc_now()}: {why}"})
+        entry = record["families"][name] = {"cells": {}, "batches": [], **({"earlier": earlier} if earlier else {})}
     entry.update(cc=fam.cc, file_mb=fam.file_mb, time_limit_s=fam.time_limit_s, workload=fam.workload,
                  substitution=fam.substitution)
+    return entry
+
+
+def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Path, seed: int,
+               fresh: bool = False) -> None:
+    record = load_record(out)
+    entry = family_entry(record, name, fam, fresh)
     entry["batches"].append(provenance())
     save_record(out, record)
     for scen_name in scenarios:
@@ -137,8 +166,17 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
         if not todo:
             print(f"{name} {scen_name}: complete")
             continue
-        tb = start_verified(scenario, seed, entry.setdefault("verification_failures", []))
+        failures = entry.setdefault("verification_failures", [])
+
+        def failed(attempt: int, err: VerificationError, name: str = scen_name, failures: list = failures) -> None:
+            failures.append({"scenario": name, "time": utc_now(), "load": load_average(),
+                             "error": str(err).splitlines()[0]})
+            print(f"verification failed (attempt {attempt}/{VERIFY_ATTEMPTS}, load {load_average():.1f}): "
+                  f"{str(err).splitlines()[0]}", flush=True)
+
+        tb = start_verified(partial(make_testbed, scenario, seed=seed), VERIFY_ATTEMPTS, 30.0, failed)
         try:
+            assert tb.verification is not None  # started verified
             print(tb.describe())
             print(tb.verification.table())
             entry.setdefault("testbeds", {})[scen_name] = {"describe": tb.describe(),
@@ -160,24 +198,6 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
             problems = tb.close()
             if problems:
                 print(f"teardown left: {problems}", file=sys.stderr)
-
-
-def start_verified(scenario, seed: int, failures: list, attempts: int = 4, pause_s: float = 30.0):
-    """A started, verified testbed; a verification that fails (on this shared machine, mostly
-    the RTT spread when other jobs load it) is kept in ``failures`` and retried after a pause."""
-    for attempt in range(attempts):
-        tb = make_testbed(scenario, seed=seed)
-        try:
-            return tb.start()
-        except VerificationError as err:
-            failures.append({"scenario": scenario.name, "time": utc_now(), "load": load_average(),
-                             "error": str(err).splitlines()[0]})
-            print(f"verification failed (attempt {attempt + 1}/{attempts}, load {load_average():.1f}): "
-                  f"{str(err).splitlines()[0]}", flush=True)
-            if attempt + 1 == attempts:
-                raise
-            time.sleep(pause_s)
-    raise AssertionError("unreachable")
 
 
 def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
@@ -216,6 +236,9 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="+", help="a part of the family's scenarios")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--fresh", action="store_true",
+                    help="set the family's recorded runs aside (kept as its earlier record) and record afresh "
+                         "(the first batch of a re-run only)")
     args = ap.parse_args()
     if args.runs < 3:
         ap.error("--runs: at least 3 runs per cell")
@@ -225,7 +248,7 @@ def main() -> None:
     if unknown:
         ap.error(f"--scenarios: {', '.join(unknown)} not in {args.family}'s {', '.join(fam.scenarios)}")
     try:
-        run_family(args.family, fam, args.runs, scenarios, args.out, args.seed)
+        run_family(args.family, fam, args.runs, scenarios, args.out, args.seed, args.fresh)
     except LiveError as err:
         sys.exit(f"error: {err}")
 

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,20 +56,24 @@ def always_wait_header(out: Path) -> Path:
     from omegaconf import OmegaConf
 
     from agents.registry import make_agent
+    from agents.sb3 import SB3Agent
     from envs.vector_env import SB3VecEnv
     from export import export_agent
-    cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "dqn.yaml"))
+    cfg = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "dqn.yaml")))
     spec, env = cfg["agent"], cfg["env"]
     torch.manual_seed(0)
     agent = make_agent(spec, 6, 2, seed=0)
+    assert isinstance(agent, SB3Agent)  # the dqn preset: an SB3 DQN (its network: agent.model.q_net)
     venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
                      observation=env["observation"], reward=env["reward"]["name"])
     agent.learn(venv, 1, Always())  # builds the network (no update before learning_starts)
+    from stable_baselines3 import DQN
+    assert isinstance(agent.model, DQN)
     last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         last.weight.zero_()
         last.bias.copy_(torch.tensor([1.0, -1.0]))  # Q(wait) = 1 > Q(send) = -1 for every input
-    meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
+    meta: dict[str, Any] = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
             "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": 0,
             "finished": True, "config_hash": "fast_only", "scenarios": [], "ccs": []}
     export_agent(agent, meta, out, prefix="fast_only")

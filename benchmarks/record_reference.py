@@ -29,11 +29,8 @@ its value. Needs root and the live setup (``python -m envs.live.setup --xquic``)
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
 import platform
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -46,11 +43,12 @@ from envs.evaluation import shared_bottleneck  # noqa: E402
 from envs.live.backends import get_backend  # noqa: E402
 from envs.live.bottleneck import two_flow_queue  # noqa: E402
 from envs.live.evaluation import LiveOptions, run_transfer  # noqa: E402
+from envs.live.provenance import load_average, provenance, utc_now  # noqa: E402
 from envs.live.reference import DATA_DIR, MIN_RUNS, table_from_dict  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.live.verification import VerificationError  # noqa: E402
+from envs.live.verification import VerificationError, start_verified  # noqa: E402
 from envs.scenario import Scenario, WorkloadSpec, load_scenario, scenario_from_dict  # noqa: E402
 # the recording settings have one home, beside the simulator side that replays them
 from envs.fidelity import (GRID_BUFFER_BDP, GRID_DELAY_MS, GRID_MBPS, GRID_SECONDS, ISPRAS_FILE_MIB, MIB,  # noqa: E402
@@ -69,12 +67,9 @@ LOAD_NOTE = ("The recording machine (2 cores) was shared with other jobs (model 
              "average is stored beside its value. Ran under nice -n -10 and a lock serialising live runs.")
 
 
-def now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-
-
 def load1() -> float:
-    return round(os.getloadavg()[0], 2)
+    """The 1-minute load average stored beside each run (rounded: the tables are read by people)."""
+    return round(load_average(), 2)
 
 
 class Recorder:
@@ -82,10 +77,12 @@ class Recorder:
 
     def __init__(self, name: str, stack: str, stack_version: str, out_dir: Path, notes: str) -> None:
         self.name, self.path = name, out_dir / f"{name}.json"
-        self.command = shlex.join(["python", "benchmarks/record_reference.py", *sys.argv[1:]])
+        here = provenance("python benchmarks/record_reference.py", sys.argv[1:])  # the record every live tool keeps
+        self.command = here["command"]
         self.cells: dict[tuple[str, str], dict] = {}
-        self.prov = {"stack": stack, "stack_version": stack_version, "kernel": platform.release(), "recorded": now(),
-                     "command": self.command, "harness": HARNESS.format(mode="?"), "notes": f"{notes} {LOAD_NOTE}"}
+        self.prov = {"stack": stack, "stack_version": stack_version, "kernel": here["kernel"], "recorded": here["date"],
+                     "command": self.command, "harness": HARNESS.format(mode="?"), "notes": f"{notes} {LOAD_NOTE}",
+                     "python": here["python"], "mpsched_commit": here["mpsched_commit"]}
         if self.path.is_file():  # continue an earlier recording
             raw = json.loads(self.path.read_text())
             table_from_dict(raw, name)  # refuse a damaged file before adding to it
@@ -115,7 +112,7 @@ class Recorder:
         self.write()
 
     def fail(self, key: dict, metric: str, error: str, load: float) -> None:
-        self.cell(key, metric)["failed"].append(f"{now()} (load {load:.2f}): {error}")
+        self.cell(key, metric)["failed"].append(f"{utc_now()} (load {load:.2f}): {error}")
         self.write()
 
     def note(self, text: str) -> None:
@@ -126,7 +123,7 @@ class Recorder:
         self.prov["harness"] = HARNESS.format(mode=mode)
 
     def write(self) -> None:
-        self.prov["recorded"] = now()
+        self.prov["recorded"] = utc_now()
         cells = list(self.cells.values())
         raw = {"name": self.name, "provenance": self.prov,
                "cells": [c for c in cells if len(c["runs"]) >= MIN_RUNS],
@@ -142,30 +139,27 @@ class Recorder:
 def verified_testbed(rec: Recorder, scenario: Scenario, label: str) -> Iterator[Testbed | None]:
     """A started, verified testbed for ``scenario`` (None if it failed verification twice; the
     failures go to the table's notes)."""
-    for attempt in (1, 2):
-        tb = Testbed(scenario, verify=True)
-        try:
-            tb.start()
-        except VerificationError as err:
-            failures = "; ".join(c.line() for c in (tb.verification.failures() if tb.verification else []))
-            rec.note(f"[{now()}, load {load1():.2f}] testbed {label}: verification FAILED (attempt {attempt}): "
-                     f"{failures or err}.")
-            print(f"verification failed for {label}: {err}", flush=True)
-            time.sleep(5.0)
-            continue
-        try:
-            rec.harness(tb.emulation_mode)
-            print(tb.describe(), flush=True)
-            if tb.verification is not None:
-                print(tb.verification.table(), flush=True)
-            yield tb
-        finally:
-            problems = tb.close()
-            if problems:
-                rec.note(f"teardown of {label} left: {', '.join(problems)}.")
+    def failed(attempt: int, err: VerificationError) -> None:
+        rec.note(f"[{utc_now()}, load {load1():.2f}] testbed {label}: verification FAILED (attempt {attempt}): "
+                 f"{str(err).splitlines()[0]}.")
+        print(f"verification failed for {label}: {err}", flush=True)
+
+    try:
+        tb = start_verified(lambda: Testbed(scenario, verify=True), 2, 5.0, failed)
+    except VerificationError:
+        rec.note(f"testbed {label}: skipped, its cells not recorded in this call.")
+        yield None
         return
-    rec.note(f"testbed {label}: skipped, its cells not recorded in this call.")
-    yield None
+    try:
+        rec.harness(tb.emulation_mode)
+        print(tb.describe(), flush=True)
+        if tb.verification is not None:
+            print(tb.verification.table(), flush=True)
+        yield tb
+    finally:
+        problems = tb.close()
+        if problems:
+            rec.note(f"teardown of {label} left: {', '.join(problems)}.")
 
 
 def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,

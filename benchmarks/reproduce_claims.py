@@ -338,8 +338,9 @@ def live_mptcp_cause(cells: Cells, scens: list[str], cc: str) -> str:
         parts.append(f"{s.removeprefix('mptcp_tut_mesh_')} {_span([v[0] for v in g.values()], '.1f')} Mbit/s "
                      f"(RR {g['rr'][0]:.2f}, LL {g['minrtt'][0]:.2f}, lowest {low.upper()}, 95% CI up to "
                      f"+-{max(v[1] for v in g.values()):.2f})")
-    return ("the five schedulers' goodput per mesh: " + "; ".join(parts)
-            + f"; with XQUIC's {cc.capitalize()} standing in for the coupled CCs")
+    stand_in = ("LIA coupled across XQUIC's paths standing in for the four coupled CCs (OLIA, BALIA, wVegas not run "
+                "live)" if cc == "lia" else f"XQUIC's {cc.capitalize()} standing in for the coupled CCs")
+    return "the five schedulers' goodput per mesh: " + "; ".join(parts) + f"; with {stand_in}"
 
 
 def live_kato_cause(cells: Cells, scens: list[str], cc: str) -> str:
@@ -354,54 +355,75 @@ def live_kato_cause(cells: Cells, scens: list[str], cc: str) -> str:
     return "per-run variances spread widely under the competing flows: " + "; ".join(parts)
 
 
-def live_rows(path: Path = LIVE_FILE) -> dict[str, tuple[str, bool, dict, str]]:
-    """kind -> (the live numbers, whether the claim holds live, the family's record, what the
-    runs show, written from them) for every claim kind the recorded file covers (empty without
-    the file)."""
-    if not path.is_file():
-        return {}
-    record = json.loads(path.read_text())
-    out: dict[str, tuple[str, bool, dict, str]] = {}
-    fams = record["families"]
+class LiveRow(NamedTuple):
+    """A claim checked on recorded live runs: the numbers, whether it holds, the family's record,
+    what the runs show (written from them) and the same check on the family's newest earlier
+    record (``live_text`` of it and why it was set aside; empty without one)."""
 
-    def complete(fam: dict, labels: tuple[str, ...]) -> list[str]:
+    text: str
+    ok: bool
+    fam: dict
+    cause: str
+    before: str = ""
+
+
+def family_rows(name: str, fam: dict) -> dict[str, LiveRow]:
+    """kind -> LiveRow for the claims one recorded family (``leeyoo``, ``kato``, ``mptcp_tut``)
+    covers with at least 3 runs per cell."""
+    out: dict[str, LiveRow] = {}
+
+    def complete(labels: tuple[str, ...]) -> list[str]:
         return sorted(s for s, by in fam["cells"].items() if all(len(by.get(x, {}).get("runs", [])) >= 3 for x in labels))
 
-    if "leeyoo" in fams:
-        fam = fams["leeyoo"]
-        cells, _, cc = live_cells(fam)
-        for scen in complete(fam, ("ecf", "minrtt")):
+    cells, _, cc = live_cells(fam)
+    if name == "leeyoo":
+        for scen in complete(("ecf", "minrtt")):
             row = leeyoo_check(cells, scen, cc)
-            out[row.kind] = (row.ours, row.ok, fam, live_leeyoo_cause(cells, scen, cc, fam))
-    if "kato" in fams:
-        fam = fams["kato"]
-        cells, _, cc = live_cells(fam)
-        scens = tuple(complete(fam, ("minrtt",) + tuple(f"kato_{a}" for a in KATO_ALPHAS)))
+            out[row.kind] = LiveRow(row.ours, row.ok, fam, live_leeyoo_cause(cells, scen, cc, fam))
+    elif name == "kato":
+        scens = tuple(complete(("minrtt",) + tuple(f"kato_{a}" for a in KATO_ALPHAS)))
         if scens:
             cause = live_kato_cause(cells, list(scens), cc)
             for row in kato_checks(cells, scens, cc, ""):
-                out[row.kind] = (row.ours, row.ok, fam, cause)
-    if "mptcp_tut" in fams:
-        fam = fams["mptcp_tut"]
-        cells, _, cc = live_cells(fam)
-        scens = complete(fam, MPTCP_TUT_SCHEDULERS)
+                out[row.kind] = LiveRow(row.ours, row.ok, fam, cause)
+    elif name == "mptcp_tut":
+        scens = complete(MPTCP_TUT_SCHEDULERS)
         if scens:
             cause = live_mptcp_cause(cells, scens, cc)
             hetero = [s for s in scens if s.endswith(tuple(f"e{k}" for k in MPTCP_TUT_HETERO))]
             checks = mptcp_tut_checks(cells, scens, hetero, (cc,), "", "")
             for row in checks:
-                out[row.kind] = (row.ours, row.ok, fam, cause)
-            out["mptcp_tut:all"] = ("; ".join(r.ours for r in checks), all(r.ok for r in checks), fam, cause)
+                out[row.kind] = LiveRow(row.ours, row.ok, fam, cause)
+            out["mptcp_tut:all"] = LiveRow("; ".join(r.ours for r in checks), all(r.ok for r in checks), fam, cause)
     return out
 
 
-def live_text(text: str, ok: bool, fam: dict, _cause: str = "") -> str:
+def live_rows(path: Path = LIVE_FILE) -> dict[str, LiveRow]:
+    """kind -> LiveRow for every claim kind the recorded file covers (empty without the file),
+    each with the same check on its family's newest earlier record where there is one."""
+    if not path.is_file():
+        return {}
+    out: dict[str, LiveRow] = {}
+    for name, fam in json.loads(path.read_text())["families"].items():
+        rows = family_rows(name, fam)
+        if fam.get("earlier"):
+            prev = family_rows(name, fam["earlier"][-1])
+            for kind, row in rows.items():
+                if kind in prev:
+                    p = prev[kind]
+                    rows[kind] = row._replace(before=f"{live_text(p.text, p.ok, p.fam)} (set aside {p.fam['set_aside']})")
+        out.update(rows)
+    return out
+
+
+def live_text(text: str, ok: bool, fam: dict, _cause: str = "", before: str = "") -> str:
     n = min(len(c["runs"]) for by in fam["cells"].values() for c in by.values())
     scens = ", ".join(sorted(fam["cells"]))
-    return f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {text}: {'holds' if ok else 'does not hold'}"
+    now = f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {text}: {'holds' if ok else 'does not hold'}"
+    return f"{now}. Before: {before}" if before else now
 
 
-def verdict(ok: bool, live: tuple[str, bool, dict, str] | None) -> str:
+def verdict(ok: bool, live: LiveRow | None) -> str:
     if live is None:
         return "reproduced" if ok else "not reproduced, not checked live"
     if ok:
@@ -410,7 +432,7 @@ def verdict(ok: bool, live: tuple[str, bool, dict, str] | None) -> str:
         "not reproduced; does not hold live either"
 
 
-def docs_table(rows: list[Row], live: dict[str, tuple[str, bool, dict, str]] | None = None) -> str:
+def docs_table(rows: list[Row], live: dict[str, LiveRow] | None = None) -> str:
     """The claims table; ``live`` (``live_rows()``) fills the live column by claim kind. The cause
     column is written from the numbers of this run and of the recorded live runs."""
     live = live or {}

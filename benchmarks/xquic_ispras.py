@@ -29,6 +29,7 @@ from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
+from envs.sim.stacks import profile  # noqa: E402
 
 
 XQUIC_SIM = SimConfig(stack="xquic")  # the simulator imitating XQUIC (envs/sim/stacks.py)
@@ -53,7 +54,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--scenarios", default="ispras_s1,ispras_s2,ispras_s3")
-    ap.add_argument("--ccs", default=",".join(CCS))
+    # the CCs both sides run: XQUIC's own (the simulator's XQUIC profile has no coupled CC)
+    ap.add_argument("--ccs", default=",".join(cc for cc in CCS if cc in profile("xquic").ccs))
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
     ap.add_argument("--file-mb", type=float, default=10.0)
     ap.add_argument("--sim-runs", type=int, default=10)

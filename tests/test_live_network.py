@@ -110,7 +110,7 @@ def test_the_live_column_comes_from_the_recorded_file():
     fam = record["families"]["leeyoo"]
     runs = {label: [r["completion_s"] for r in c["runs"]] for label, c in fam["cells"]["leeyoo_static_dash"].items()}
     assert all(len(v) >= 3 for v in runs.values())
-    text, holds, _, cause = live["leeyoo"]
+    text, holds, _, cause, _ = live["leeyoo"]
     assert f"ECF {1e3 * np.mean(runs['ecf']):.0f} ±" in text and f"minRTT {1e3 * np.mean(runs['minrtt']):.0f} ±" in text
     # the cause is written from the same runs: ECF's share of the bytes on the slow (second) path
     share = np.mean([r["path_recv_bytes"][1] / sum(r["path_recv_bytes"])
@@ -127,6 +127,35 @@ def test_the_live_column_comes_from_the_recorded_file():
         for cells in fam["cells"].values():
             for cell in cells.values():
                 assert all("load" in r and "time" in r and "outcome" in r for r in cell["runs"]), name
+
+
+def test_a_family_recorded_under_another_setting_is_set_aside_and_shown_as_before(tmp_path):
+    """claims_live.py continues a family only under its recorded setting: a record under another
+    CC (or any with --fresh) moves to ``earlier`` with the reason, and the live column shows the
+    same check on it as "Before"."""
+    fam = claims_live.FAMILIES["leeyoo"]
+    run = {"ok": True, "completion_s": 0.5, "goodput_mbps": 20.0, "throughput_mean_mbps": 20.0,
+           "throughput_var_mbps2": 0.1, "path_recv_bytes": [1_000_000, 250_000], "load": 1.0, "time": "t",
+           "outcome": "finished"}
+    cells = {"leeyoo_static_dash": {x: {"runs": [run] * 3, "failed": []} for x in ("ecf", "minrtt")}}
+    old = {"cc": "reno", "file_mb": fam.file_mb, "time_limit_s": fam.time_limit_s, "cells": cells,
+           "batches": [{"xquic_commit": "x", "kernel": "k", "command": "c"}], "workload": "w", "substitution": "s"}
+    record = {"families": {"leeyoo": json.loads(json.dumps(old))}}
+    entry = claims_live.family_entry(record, "leeyoo", fam, fresh=False)
+    assert entry["cells"] == {} and entry["cc"] == fam.cc and len(entry["earlier"]) == 1
+    assert "recorded under cc reno; now cc cubic" in entry["earlier"][0]["set_aside"]
+    assert claims_live.family_entry(record, "leeyoo", fam, fresh=False) is entry  # same setting: continued
+    entry["cells"] = json.loads(json.dumps(cells))
+    again = claims_live.family_entry(record, "leeyoo", fam, fresh=True)
+    assert [e["cc"] for e in again["earlier"]] == ["reno", "cubic"] and "--fresh" in again["earlier"][1]["set_aside"]
+    assert "earlier" not in again["earlier"][1]  # one level: the earlier records are a list, not nested
+    again["cells"] = json.loads(json.dumps(cells))
+    path = tmp_path / "claims_live.json"
+    claims_live.save_record(path, record)
+    row = reproduce_claims.live_rows(path)["leeyoo"]
+    assert row.before.startswith("XQUIC, cubic, leeyoo_static_dash, >= 3 runs per cell: ECF 500 ±")
+    assert "--fresh" in row.before and ". Before: " not in row.before
+    assert reproduce_claims.live_text(*row).endswith(f". Before: {row.before}")
 
 
 # ------------------------------------------------------------------ live

@@ -380,3 +380,60 @@ def test_evaluate_live_refuses_a_cc_the_kernel_lacks():
         pytest.skip("this kernel has bbr2")
     out = run_evaluate("backend=live", "scenario=ispras_s3", "cc=bbr2", "runs=1")
     assert out.returncode != 0 and "'bbr2' is not available in this kernel; available:" in out.stderr
+
+
+def test_a_testbed_failing_verification_is_retried_then_the_last_failure_raised(monkeypatch):
+    """envs.live.verification.start_verified: the one retry rule of benchmarks/claims_live.py and
+    benchmarks/record_reference.py (each failure reported, a fresh testbed each attempt)."""
+    from envs.live import verification
+    from envs.live.verification import VerificationError, start_verified
+
+    monkeypatch.setattr(verification.time, "sleep", lambda s: None)
+    made, seen = [], []
+
+    class Bed:
+        def __init__(self, ok: bool) -> None:
+            self.ok = ok
+            made.append(self)
+
+        def start(self):
+            if not self.ok:
+                raise VerificationError(f"path 1 rtt ms: attempt {len(made)}\nthe table")
+            return self
+
+    outcomes = iter([False, False, True])
+    tb = start_verified(lambda: Bed(next(outcomes)), 3, 1.0, lambda a, e: seen.append((a, str(e).splitlines()[0])))
+    assert tb is made[-1] and len(made) == 3
+    assert seen == [(1, "path 1 rtt ms: attempt 1"), (2, "path 1 rtt ms: attempt 2")]
+    with pytest.raises(VerificationError, match="attempt 5"):
+        start_verified(lambda: Bed(False), 2)
+    with pytest.raises(ValueError, match="attempts must be >= 1"):
+        start_verified(lambda: Bed(True), 0)
+
+
+def test_the_flows_send_and_count_bytes_until_done_or_stopped():
+    """envs.live.bottleneck.send_zeros / receive_counting, the loops of BulkFlows and the competing
+    traffic (envs.live.competition): a sized send ends with True and the reader counts every byte
+    up to the close; an unsized one runs until stopped (False)."""
+    import socket
+    import threading
+
+    from envs.live.bottleneck import receive_counting, send_zeros
+
+    a, b = socket.socketpair()
+    for s in (a, b):
+        s.settimeout(0.05)
+    stop, got = threading.Event(), []
+    reader = threading.Thread(target=receive_counting, args=(b, stop, got.append))
+    reader.start()
+    assert send_zeros(a, stop, 200_000) is True
+    a.close()
+    reader.join(5)
+    assert not reader.is_alive() and sum(got) == 200_000
+    b.close()
+    c, d = socket.socketpair()
+    c.settimeout(0.05)
+    stop.set()
+    assert send_zeros(c, stop) is False  # stopped: nothing more sent
+    c.close()
+    d.close()

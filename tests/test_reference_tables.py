@@ -89,3 +89,26 @@ def test_recorded_tables_load(name):
     assert table.cells and all(len(c.runs) >= MIN_RUNS and len(c.load) == len(c.runs) for c in table.cells)
     stacks = table.provenance.stack.split("+")
     assert all(c.key.get("stack", stacks[0]) in stacks for c in table.cells)
+
+
+def test_the_recorder_writes_the_provenance_every_live_tool_keeps(tmp_path, monkeypatch):
+    """benchmarks/record_reference.py's tables carry envs.live.provenance's record (kernel, command,
+    date, Python, mpsched's commit) in the table schema, and what it writes loads."""
+    import platform
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import record_reference
+
+    monkeypatch.setattr(sys, "argv", ["record_reference.py", "ispras", "--stack", "xquic", "--runs", "3"])
+    rec = record_reference.Recorder("ispras_xquic", "xquic", "d67938db705c", tmp_path, "A note.")
+    key = {"scenario": "ispras_s1", "cc": "bbr", "scheduler": "minrtt"}
+    for value in (30.0, 31.0, 32.0):
+        rec.add(key, "goodput_mbps", value, "finished", 1.0)
+    table = load_reference("ispras_xquic", tmp_path)
+    p = table.provenance
+    assert p.kernel == platform.release() and p.python == platform.python_version()
+    assert p.command == "python benchmarks/record_reference.py ispras --stack xquic --runs 3"
+    assert p.recorded.endswith("Z") and p.mpsched_commit == record_reference.provenance("x", [])["mpsched_commit"]
+    assert table.cell(**key).runs == (30.0, 31.0, 32.0)

@@ -16,7 +16,7 @@
 namespace py = pybind11;
 
 static const char *MODES[] = {"minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato", "policy"};
-static const char *CCS[] = {"reno", "cubic", "bbr", "bbr2"};
+static const char *CCS[] = {"reno", "cubic", "bbr", "bbr2", "lia"};
 
 template <size_t N>
 static int index_of(const char *const (&names)[N], const std::string &name, const char *what) {
@@ -204,6 +204,16 @@ class Rules {
     mps_rule_state s_{};
 };
 
+// LIA's increase rule (mps_lia.c) on given windows and RTTs, for tests
+static double lia_increase(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i, double acked,
+                           double mss) {
+    if (cwnd.empty() || cwnd.size() > MPS_MAX_PATHS || cwnd.size() != srtt_us.size())
+        throw py::value_error("one window and one srtt per path, 1 to 8 paths");
+    if (i < 0 || i >= static_cast<int>(cwnd.size()))
+        throw py::value_error("path index i must be in 0.." + std::to_string(cwnd.size() - 1));
+    return mps_lia_increase(static_cast<int>(cwnd.size()), cwnd.data(), srtt_us.data(), i, acked, mss);
+}
+
 PYBIND11_MODULE(mpsched_xquic, m) {
     m.doc() = "Multipath XQUIC transfers with the workbench's schedulers inside XQUIC";
     py::list modes, ccs;
@@ -239,4 +249,7 @@ PYBIND11_MODULE(mpsched_xquic, m) {
         .def("pick", &Rules::pick, py::arg("mode"), py::arg("obs"), py::arg("cobs"), py::arg("mss") = 1200)
         .def_property_readonly("blest_lambda", &Rules::blest_lambda)
         .def_property_readonly("ecf_waiting", &Rules::ecf_waiting);
+    m.def("lia_increase", &lia_increase, py::arg("cwnd"), py::arg("srtt_us"), py::arg("i"), py::arg("acked"),
+          py::arg("mss") = 1200.0,
+          "LIA's window increase (bytes) of path i for acked bytes in congestion avoidance (RFC 6356, section 3)");
 }

@@ -680,6 +680,8 @@ noop_stream(xqc_stream_t *stream, void *user)
 
 /* ------------------------------------------------------------------ lifecycle */
 
+extern const xqc_cong_ctrl_callback_t mps_lia_cb;  /* mps_lia.c */
+
 static const xqc_cong_ctrl_callback_t *
 cc_cb(int cc)
 {
@@ -687,6 +689,7 @@ cc_cb(int cc)
     case MPS_CC_RENO: return &xqc_reno_cb;
     case MPS_CC_CUBIC: return &xqc_cubic_cb;
     case MPS_CC_BBR: return &xqc_bbr_cb;
+    case MPS_CC_LIA: return &mps_lia_cb;
     default: return &xqc_bbr2_cb;
     }
 }

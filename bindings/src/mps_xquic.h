@@ -25,7 +25,8 @@ extern "C" {
 #define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
 #define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining,item_acked,item_elapsed,items_acked,item_rate"
 
-enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_COUNT };
+/* XQUIC's NewReno, CUBIC, BBRv1, BBRv2, and LIA (RFC 6356) coupled across the paths (mps_lia.c) */
+enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MPS_CC_COUNT };
 
 /* Scheduling modes: XQUIC's own (minrtt, backup, rap), the workbench's C versions (rr, ecf,
    blest, hsr, lws, lts, kato) and an exported policy. */
@@ -122,6 +123,11 @@ void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, doub
                    double blest_lambda_max, double kato_alpha, uint64_t seed);
 int mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
                   uint64_t mss);
+
+/* LIA's increase (RFC 6356, section 3; mps_lia.c) of path i's window for `acked` bytes acknowledged
+   in congestion avoidance, from the n coupled paths' windows (bytes) and smoothed RTTs (us; 0: no
+   RTT sample yet, left out of the sums). */
+double mps_lia_increase(int n, const double *cwnd, const double *srtt_us, int i, double acked, double mss);
 
 #ifdef __cplusplus
 }

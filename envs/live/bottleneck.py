@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,6 +20,40 @@ from envs.live.system import LiveError, check_cc
 
 CHUNK = 1 << 16  # bytes per send()/recv() call
 POLL_S = 0.5  # how often a blocked send()/recv() looks at the stop flag
+_ZEROS = memoryview(bytes(CHUNK))
+
+
+def send_zeros(sock: socket.socket, stop: threading.Event, size: int | None = None) -> bool:
+    """Send ``size`` bytes (None: until ``stop`` is set) on a socket with a timeout (the time a
+    blocked send waits before it looks at ``stop`` again); True when all were sent, False when
+    stopped first. A socket error other than the timeout is raised."""
+    left = size
+    while not stop.is_set():
+        n = CHUNK if left is None else min(CHUNK, left)
+        if n == 0:
+            return True
+        try:
+            sent = sock.send(_ZEROS[:n])
+        except TimeoutError:
+            continue
+        if left is not None:
+            left -= sent
+    return False
+
+
+def receive_counting(sock: socket.socket, stop: threading.Event, count: Callable[[int], None]) -> None:
+    """Read a socket with a timeout until its peer closes it, an error or ``stop``, calling
+    ``count(bytes)`` after every read."""
+    while not stop.is_set():
+        try:
+            got = sock.recv(CHUNK)
+        except TimeoutError:
+            continue
+        except OSError:
+            return
+        if not got:
+            return
+        count(len(got))
 
 
 class BulkFlows:
@@ -75,26 +110,15 @@ class BulkFlows:
         return self
 
     def _send(self, sock: socket.socket) -> None:
-        data = b"\0" * CHUNK
-        while not self._stop.is_set():
-            try:
-                sock.send(data)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+        try:
+            send_zeros(sock, self._stop)
+        except OSError:
+            return
 
     def _receive(self, sock: socket.socket, i: int) -> None:
-        while not self._stop.is_set():
-            try:
-                got = sock.recv(CHUNK)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not got:
-                return
-            self.received[i] += len(got)
+        def count(n: int) -> None:
+            self.received[i] += n
+        receive_counting(sock, self._stop, count)
 
     def goodput_mbps(self) -> list[float]:
         """Each flow's mean goodput since the start (Mbit/s of payload)."""
@@ -194,4 +218,4 @@ def two_flow_queue(tb, cc: str, xquic: bool, warmup_s: float, end_s: float, path
         return queue.mean(warmup_s, end_s) / bdp_wire, goodput
 
 
-__all__ = ["BulkFlows", "QueueSampler", "two_flow_queue"]
+__all__ = ["BulkFlows", "QueueSampler", "receive_counting", "send_zeros", "two_flow_queue"]

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from envs.live.bottleneck import receive_counting, send_zeros
 from envs.live.system import LiveError
 
-CHUNK = 1 << 16
 POLL_S = 0.2
 
 
@@ -115,39 +115,20 @@ class Competition:
             self._thread(self._receive, conn, traffic)
 
     def _receive(self, conn: socket.socket, traffic: LinkTraffic) -> None:
-        while not self._stop.is_set():
-            try:
-                got = conn.recv(CHUNK)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not got:
-                conn.close()
-                return
+        def count(n: int) -> None:
             with self._lock:
-                traffic.received_bytes += len(got)
+                traffic.received_bytes += n
+        receive_counting(conn, self._stop, count)
 
     def _send(self, sock: socket.socket, size: int | None, traffic: LinkTraffic) -> bool:
         """Send ``size`` bytes (None: until stopped); True when all were sent."""
-        data = memoryview(b"\0" * CHUNK)
-        left = size
-        while not self._stop.is_set():
-            n = CHUNK if left is None else min(CHUNK, left)
-            if n == 0:
-                return True
-            try:
-                sent = sock.send(data[:n])
-            except TimeoutError:
-                continue
-            except OSError as err:
-                if not self._stop.is_set():
-                    with self._lock:
-                        self.errors.append(f"link {traffic.link}: a competing flow ended early: {err}")
-                return False
-            if left is not None:
-                left -= sent
-        return False
+        try:
+            return send_zeros(sock, self._stop, size)
+        except OSError as err:
+            if not self._stop.is_set():
+                with self._lock:
+                    self.errors.append(f"link {traffic.link}: a competing flow ended early: {err}")
+            return False
 
     def _arrivals(self, k: int, h, comp, addr, traffic: LinkTraffic) -> None:
         spec = comp.arrivals

@@ -60,6 +60,8 @@ class Provenance:
     command: str  # the exact command line(s) that recorded it
     harness: str  # testbed, emulation mode, verification result
     notes: str = ""
+    python: str = ""  # Python version of the recording (envs.live.provenance; absent from older tables)
+    mpsched_commit: str = ""  # mpsched's commit that recorded it (envs.live.provenance; absent from older tables)
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ def table_from_dict(raw: Any, name: str) -> ReferenceTable:
     if not isinstance(prov, dict) or any(f not in prov for f in required):
         lacking = [f for f in required if not isinstance(prov, dict) or f not in prov]
         raise ConfigError(f"reference table {name!r}: provenance lacks {', '.join(lacking)}")
-    unknown = set(prov) - {*required, "notes"}
+    unknown = set(prov) - {*required, "notes", "python", "mpsched_commit"}
     if unknown:
         raise ConfigError(f"reference table {name!r}: unknown provenance field(s) {', '.join(sorted(unknown))}")
     stacks = prov["stack"].split("+")

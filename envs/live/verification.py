@@ -28,7 +28,9 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from scipy import stats
@@ -339,3 +341,32 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
         raise VerificationError(f"the emulated network does not match scenario {tb.scenario.name!r}, refusing to "
                                 f"run: {misses}\n{report.table()}")
     return report
+
+
+class _Startable(Protocol):
+    def start(self) -> Any: ...
+
+
+T = TypeVar("T", bound=_Startable)
+
+
+def start_verified(make: Callable[[], T], attempts: int = 2, pause_s: float = 5.0,
+                   on_failure: Callable[[int, VerificationError], None] | None = None) -> T:
+    """``make()``'s testbed, started and verified. A verification that fails (on a shared machine
+    mostly the RTT spread while other jobs load it; the testbed is torn down) is handed to
+    ``on_failure(attempt, error)`` (attempt from 1) and retried on a fresh testbed after
+    ``pause_s``, at most ``attempts`` times in all; the last failure is raised."""
+    if attempts < 1:
+        raise ValueError(f"attempts must be >= 1, got {attempts}")
+    for attempt in range(1, attempts + 1):
+        tb = make()
+        try:
+            tb.start()
+            return tb
+        except VerificationError as err:
+            if on_failure is not None:
+                on_failure(attempt, err)
+            if attempt == attempts:
+                raise
+            time.sleep(pause_s)
+    raise AssertionError("unreachable")

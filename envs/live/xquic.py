@@ -1,9 +1,10 @@
 """XQUIC backend (``live.backend=xquic``): one multipath QUIC transfer from the client to the server
 host with XQUIC (alibaba/xquic) through the ``mpsched_xquic`` extension (``bindings/``), one UDP
 socket per path on the client (bound to the path's address, so source routing sends it over that
-path) and one on the server. XQUIC runs one CC instance per path and calls our scheduler once per
-packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts and
-kato (``bindings/src/mps_rules.c``; an extension built before the last four says to rebuild), or ``policy``: an exported policy header (``python -m export``)
+path) and one on the server. XQUIC runs one CC instance per path (``lia``: RFC 6356's coupled
+increase across the connection's paths, ``bindings/src/mps_lia.c``; the others XQUIC's own) and
+calls our scheduler once per packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts and
+kato (``bindings/src/mps_rules.c``; an extension built before the last four is refused, naming the rebuild), or ``policy``: an exported policy header (``python -m export``)
 compiled into a shared object (``envs.policy_library.build_library``) whose ``decide`` runs inside
 ``get_path`` on XQUIC's per-path state in the header's units.
 
@@ -47,7 +48,7 @@ from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
 from envs.transport import from_raw
 
-CCS = ("reno", "cubic", "bbr", "bbr2")
+CCS = ("reno", "cubic", "bbr", "bbr2", "lia")  # XQUIC's four and LIA coupled across the paths (bindings/src/mps_lia.c)
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
 # The simulator's scheduler parameters (envs/schedulers/*.py PARAMS) that the C rules take
@@ -67,6 +68,9 @@ def extension():
                         f"python -m envs.live.setup --xquic (README, 'XQUIC') ({err})") from None
     if tuple(mpsched_xquic.OBS_NAMES.split(",")) != OBS_NAMES or tuple(mpsched_xquic.COBS_NAMES.split(",")) != COBS_NAMES:
         raise LiveError("the mpsched_xquic extension records other columns than envs/sim/layout.py: rebuild it")
+    if "kato" not in mpsched_xquic.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
+        raise LiveError("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
+                        "with python -m envs.live.setup --xquic")
     return mpsched_xquic
 
 
@@ -79,7 +83,7 @@ def parse_scheduler(name: str) -> tuple[str, Path | None]:
         return "policy", header
     if name not in SCHEDULERS:
         raise unknown_name("XQUIC scheduler", name, (*SCHEDULERS, "policy=<header.h>"))
-    modes = getattr(extension(), "MODES", SCHEDULERS)
+    modes = extension().MODES
     if name not in modes:
         raise LiveError(f"the installed mpsched_xquic extension has no scheduler {name!r} (it has "
                         f"{', '.join(modes)}): rebuild it with python -m envs.live.setup --xquic")
@@ -221,11 +225,8 @@ class XquicTransfer:
         return self
 
     def _rule_kwargs(self) -> dict:
-        """``self.rules`` and the seed of KATO's draws, as far as the installed extension takes them
-        (one built before KATO has only ECF's beta and BLEST's step)."""
-        if "kato" in self.mx.MODES:
-            return {**self.rules, "seed": self.seed}
-        return {k: self.rules[k] for k in ("ecf_beta", "blest_lambda_step")}
+        """The extension's keyword arguments for its C rules: ``self.rules`` and the seed of KATO's draws."""
+        return {**self.rules, "seed": self.seed}
 
     def _run(self) -> None:
         try:
@@ -352,7 +353,9 @@ class XquicBackend:
         """``cc`` if XQUIC has it and the extension is installed (before anything is built)."""
         if cc not in CCS:
             raise unknown_name("XQUIC congestion control", cc, CCS)
-        extension()
+        if cc not in extension().CCS:
+            raise LiveError(f"the installed mpsched_xquic extension has no congestion control {cc!r} (it has "
+                            f"{', '.join(extension().CCS)}): rebuild it with python -m envs.live.setup --xquic")
         return cc
 
     @staticmethod
