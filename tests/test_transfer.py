@@ -105,6 +105,48 @@ def test_sign_counts_only_differences_beyond_their_ci():
     assert transfer.sign(math.nan, 1.0) == "?"
 
 
+def test_a_fixed_split_with_headroom_is_a_cell_to_win(tmp_path):
+    """fast_only (a fixed split) counts as live headroom like a heuristic, and a policy above minRTT
+    beyond the CI there is listed as the acceptance's win, with its numbers."""
+    r = Record({"label": "t"}, ["f"])
+    for side in ("sim", "live"):
+        r.put(m(side, POLICY, [42.6, 42.7, 42.8], scenario="hetero_file", cc="bbr"))
+        r.put(m(side, "minrtt", [38.4, 38.5, 38.4], scenario="hetero_file", cc="bbr"))
+        r.put(m(side, "fast_only", [42.7, 42.7, 42.6], scenario="hetero_file", cc="bbr"))
+        r.put(m(side, "ecf", [38.9, 39.0, 38.8], scenario="hetero_file", cc="bbr"))
+    assert r.schedulers() == [POLICY, "minrtt", "ecf", "fast_only"]
+    (c,) = summarise(r)
+    assert c.headroom_by == "fast_only" and c.headroom_live > transfer.HEADROOM and c.sign_live == "+"
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "cells with > 10% live headroom: 1, won beyond the CI there: 1 (hetero_file bbr: policy +11.1%" in text
+    assert "fast_only +11.0%)." in text
+
+
+def test_each_scenario_keeps_its_own_file_unless_one_size_is_given():
+    from envs.scenario import resolve_scenarios
+
+    s1, het = resolve_scenarios(["ispras_s1", "hetero_file"])
+    assert transfer.file_workload(het, None).workload.file_mb == 2.0
+    assert transfer.file_workload(het, 10.0).workload.file_mb == 10.0
+    sizes = transfer.file_sizes(10.0, [s1, het])  # a record from before per-scenario sizes: 10 MB for all
+    assert sizes == {"ispras_s1": 10.0, "hetero_file": 2.0}
+    assert transfer.file_sizes(sizes, [transfer.file_workload(s1, 1.0)]) == {"ispras_s1": 1.0, "hetero_file": 2.0}
+    bulk = s1.with_workload(type="bulk", duration_s=5.0, file_mb=None)
+    with pytest.raises(ConfigError, match="give --file-mb"):
+        transfer.file_workload(bulk, None)
+
+
+def test_fast_only_exports_as_a_policy_that_always_waits(tmp_path):
+    """The fixed split XQUIC runs for fast_only: the exported header answers "wait" (action 0)
+    at every input."""
+    from export import fast_only_header
+    from export.runtime import ExportedPolicy
+
+    pol = ExportedPolicy(fast_only_header(tmp_path / "fast_only.h"))
+    obs = np.random.default_rng(0).uniform(0, 1, size=(256, pol.n_features)).astype(np.float32)
+    assert (pol.act(obs, deterministic=True) == 0).all()
+
+
 def test_decision_mix_and_features_in_the_report(tmp_path):
     r = Record({"label": "t"}, ["cwnd_1"])
     for side in ("sim", "live"):
@@ -144,7 +186,7 @@ def test_bad_input_is_refused(tmp_path):
         transfer.main(["--side", "none", "--record", str(tmp_path / "none.json"), "--out", str(tmp_path)])
     with pytest.raises(ConfigError, match="--policy is required"):
         transfer.main(["--side", "sim", "--out", str(tmp_path)])
-    with pytest.raises(ConfigError, match="unknown --heuristics entry 'fifo'"):
+    with pytest.raises(ConfigError, match="unknown --heuristics entry 'fifo'.*fast_only"):
         transfer.main(["--heuristics", "fifo", "--side", "none", "--out", str(tmp_path)])
     (tmp_path / "bad.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(ConfigError, match="transfer record format 99"):
