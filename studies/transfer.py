@@ -660,11 +660,14 @@ def file_workload(scenario: Scenario, file_mb: float | None) -> Scenario:
     return scenario
 
 
-def file_sizes(before: float | dict[str, float] | None, scenarios: Sequence[Scenario]) -> dict[str, float]:
-    """Each measured scenario's file size in MB, those of earlier batches kept (a record from
-    before per-scenario sizes holds one size for all its scenarios)."""
-    old = before if isinstance(before, dict) else {}
-    return {**old, **{s.name: float(s.workload.file_mb) for s in scenarios}}
+def file_sizes(before: float | dict[str, float] | None, earlier: Sequence[str],
+               scenarios: Sequence[Scenario]) -> float | dict[str, float]:
+    """The file size in MB for the record's provenance: one number when every scenario measured
+    (``earlier`` ones, with the size ``before`` held for them, and ``scenarios``) had the same file,
+    else each scenario's."""
+    old = before if isinstance(before, dict) else dict.fromkeys(earlier, before) if before else {}
+    sizes = {**old, **{s.name: float(s.workload.file_mb) for s in scenarios}}
+    return next(iter(sizes.values())) if len(set(sizes.values())) == 1 else sizes
 
 
 def measure(record: Record, p: Policy, scenarios: list[Scenario], ccs: list[str], a: argparse.Namespace,
@@ -742,7 +745,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         prov = provenance(argv)
         commands = record.provenance.get("commands", []) + [prov["command"]]
         record.provenance = {**record.provenance, **prov, "commands": commands,
-                             "file_mb": file_sizes(record.provenance.get("file_mb"), scenarios),
+                             "file_mb": file_sizes(record.provenance.get("file_mb"),
+                                                   [scen for scen, _ in record.cells()], scenarios),
                              "decision_every": a.decision_every, "sim_overrides": a.sim_override}
         measure(record, p, scenarios, a.ccs, a, out, lambda: record.save(path))
         record.save(path)
