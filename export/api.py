@@ -167,6 +167,7 @@ def fast_only_header(out: str | Path, prefix: str = "fast_only") -> Path:
     from omegaconf import OmegaConf
 
     from agents.registry import make_agent
+    from agents.sb3 import SB3Agent
     from envs.vector_env import SB3VecEnv
 
     cfg = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "agent" / "dqn.yaml"))
@@ -174,9 +175,13 @@ def fast_only_header(out: str | Path, prefix: str = "fast_only") -> Path:
     spec, env = cfg["agent"], cfg["env"]
     torch.manual_seed(0)
     agent = make_agent(spec, 6, 2, seed=0)
+    assert isinstance(agent, SB3Agent)  # configs/agent/dqn.yaml: an SB3 DQN
     venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
                      observation=env["observation"], reward=env["reward"]["name"])
     agent.learn(venv, 1, _KeepGoing())  # builds the network (no update before learning_starts)
+    from stable_baselines3 import DQN
+
+    assert isinstance(agent.model, DQN)
     last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         last.weight.zero_()

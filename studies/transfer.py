@@ -666,7 +666,7 @@ def file_sizes(before: float | dict[str, float] | None, earlier: Sequence[str],
     (``earlier`` ones, with the size ``before`` held for them, and ``scenarios``) had the same file,
     else each scenario's."""
     old = before if isinstance(before, dict) else dict.fromkeys(earlier, before) if before else {}
-    sizes = {**old, **{s.name: float(s.workload.file_mb) for s in scenarios}}
+    sizes = {**old, **{s.name: float(s.workload.file_mb or math.nan) for s in scenarios}}
     return next(iter(sizes.values())) if len(set(sizes.values())) == 1 else sizes
 
 
