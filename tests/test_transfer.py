@@ -35,7 +35,7 @@ MIN_RUNS = {"before_profiles": 5, "xquic_randomised": 5, "linucb": 5}
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches)
 MINRTT_ONLY_LIVE = {"linucb_now": [("ispras_s1", "cubic"), ("ispras_s2", "cubic")], "dqn_backlog": CELLS}
-NOT_LIVE = {"dqn_backlog": CELLS}
+NOT_LIVE = {"dqn_backlog": [("ispras_s1", "cubic"), ("ispras_s2", "cubic")]}
 
 
 def recorded(name: str = "before_profiles") -> Record:
