@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
 
 import numpy as np
 
@@ -39,45 +38,10 @@ from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 from envs.sim.layout import OBS_ACKED, OBS_SENT  # noqa: E402
+from export import fast_only_header  # noqa: E402
 from studies.headroom import format_live  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Always:
-    def on_step(self, n, rewards, infos) -> bool:
-        return True
-
-
-def always_wait_header(out: Path) -> Path:
-    """fast_only as an exported policy: an (untrained) ISPRAS DQN whose bias on action 0 (wait for
-    the fast path) dominates every input."""
-    import torch
-    from omegaconf import OmegaConf
-
-    from agents.registry import make_agent
-    from agents.sb3 import SB3Agent
-    from envs.vector_env import SB3VecEnv
-    from export import export_agent
-    cfg = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "dqn.yaml")))
-    spec, env = cfg["agent"], cfg["env"]
-    torch.manual_seed(0)
-    agent = make_agent(spec, 6, 2, seed=0)
-    assert isinstance(agent, SB3Agent)  # the dqn preset: an SB3 DQN (its network: agent.model.q_net)
-    venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
-                     observation=env["observation"], reward=env["reward"]["name"])
-    agent.learn(venv, 1, Always())  # builds the network (no update before learning_starts)
-    from stable_baselines3 import DQN
-    assert isinstance(agent.model, DQN)
-    last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
-    with torch.no_grad():
-        last.weight.zero_()
-        last.bias.copy_(torch.tensor([1.0, -1.0]))  # Q(wait) = 1 > Q(send) = -1 for every input
-    meta: dict[str, Any] = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
-            "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": 0,
-            "finished": True, "config_hash": "fast_only", "scenarios": [], "ccs": []}
-    export_agent(agent, meta, out, prefix="fast_only")
-    return out
 
 
 def first_time(times, mask) -> float | None:
@@ -117,7 +81,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mpsched-headroom-"))
     scheds: dict[str, str] = {}
     for name in a.scheduler or ["minrtt"]:
-        scheds[name] = f"policy={always_wait_header(tmp / 'fast_only.h')}" if name == "fast_only" else name
+        scheds[name] = f"policy={fast_only_header(tmp / 'fast_only.h')}" if name == "fast_only" else name
     for item in a.checkpoint:
         label, _, directory = item.partition("=")
         if not directory:

@@ -149,3 +149,45 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path | None = None, pre
     if out is not None:
         write_atomic(out, text)
     return text
+
+
+class _KeepGoing:
+    """SB3 callback protocol of ``agents.base``: never stop."""
+
+    def on_step(self, n: int, rewards: Any, infos: Any) -> bool:
+        return True
+
+
+def fast_only_header(out: str | Path, prefix: str = "fast_only") -> Path:
+    """fast_only (send on the fast path, wait whenever it is blocked) as an exported policy: an
+    untrained ISPRAS DQN (``configs/agent/dqn.yaml``) whose output bias on action 0 (wait for the
+    fast path) dominates every input, so XQUIC runs the fixed split through the same ``get_path``
+    hook as a learned policy."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from agents.registry import make_agent
+    from agents.sb3 import SB3Agent
+    from envs.vector_env import SB3VecEnv
+
+    cfg = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "agent" / "dqn.yaml"))
+    assert isinstance(cfg, dict)
+    spec, env = cfg["agent"], cfg["env"]
+    torch.manual_seed(0)
+    agent = make_agent(spec, 6, 2, seed=0)
+    assert isinstance(agent, SB3Agent)  # configs/agent/dqn.yaml: an SB3 DQN
+    venv = SB3VecEnv(1, scenario="ispras_s3", cc="cubic", seed=0, decision=env["decision"],
+                     observation=env["observation"], reward=env["reward"]["name"])
+    agent.learn(venv, 1, _KeepGoing())  # builds the network (no update before learning_starts)
+    from stable_baselines3 import DQN
+
+    assert isinstance(agent.model, DQN)
+    last = [m for m in agent.model.q_net.q_net if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([1.0, -1.0]))  # Q(wait) = 1 > Q(send) = -1 for every input
+    meta = {"agent": "dqn", "kind": "sb3", "observation": env["observation"], "n_features": 6, "n_actions": 2,
+            "n_paths": 2, "decision": env["decision"], "spec": spec, "seed": 0, "steps_done": 0,
+            "finished": True, "config_hash": "fast_only", "scenarios": [], "ccs": []}
+    export_agent(agent, meta, out, prefix=prefix)
+    return Path(out)

@@ -1,11 +1,14 @@
 """Transfer report: a policy trained in the simulator, beside the same policy inside live XQUIC.
 
 For a learned policy (a checkpoint directory, ``runs:/<id>/checkpoint``, ``mlflow:<run_id>``, or a
-preset given as train.py overrides, trained first) and the heuristics minRTT, ECF and BLEST, on
-every scenario x CC cell (default: ispras_s1-s3 x cubic, bbr, bbr2):
+preset given as train.py overrides, trained first) and the heuristics minRTT, ECF and BLEST (and on
+request the fixed split fast_only: wait whenever the fast path is blocked), on every scenario x CC
+cell (default: ispras_s1-s3 x cubic, bbr, bbr2), each scenario's own file (ISPRAS: 10 MB) unless
+``--file-mb`` sets one for all:
 
 - goodput in the simulator and in live XQUIC (the exported header running in XQUIC's
-  ``get_path``; the heuristics as XQUIC's minRTT and the C versions of ECF and BLEST), mean and
+  ``get_path``; the heuristics as XQUIC's minRTT and the C versions of ECF and BLEST, fast_only
+  as an exported always-wait policy, ``export.fast_only_header``), mean and
   95% CI (Student t) over ``--runs`` (policy, minRTT) or ``--heuristic-runs`` (the others);
 - the forecast error ``(sim - live) / live`` and whether the simulator got the sign of
   (policy - minRTT) right: a difference counts as ``+`` or ``-`` only beyond its 95% Welch CI,
@@ -15,7 +18,8 @@ every scenario x CC cell (default: ispras_s1-s3 x cubic, bbr, bbr2):
   the simulator from the policy's own decisions, live from XQUIC's sampled decision records;
 - per input feature of the policy, its quantiles at the policy's blocked decisions in both;
 - the acceptance figures: live policy / live minRTT per cell (>= 0.95), the cells where a live
-  heuristic has more than 10% headroom over minRTT, and the count of sign matches;
+  heuristic or fixed split has more than 10% headroom over minRTT and whether the policy is above
+  minRTT beyond the CI there, and the count of sign matches;
 - ``report.md``, ``cells.csv``, ``transfer.png`` and the measurements (``record.json``, with
   their provenance: XQUIC commit, kernel, date, command, every run, load average), all logged as
   artifacts of one MLflow run ``transfer-<label>``.
@@ -66,7 +70,8 @@ from envs.scenario import Scenario, resolve_scenarios
 from envs.sim.stacks import BACKEND_STACK
 
 POLICY = "policy"
-HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them
+HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them; measured by default
+FIXED_SPLITS = ("fast_only",)  # on request (--heuristics): live, an exported always-wait policy
 SIDES = ("sim", "live")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 RECORD_FORMAT = 1
@@ -133,7 +138,8 @@ class Record:
 
     def schedulers(self) -> list[str]:
         found = list(dict.fromkeys(m.scheduler for m in self.measurements))
-        return [s for s in (POLICY, *HEURISTICS) if s in found] + [s for s in found if s not in (POLICY, *HEURISTICS)]
+        known = (POLICY, *HEURISTICS, *FIXED_SPLITS)
+        return [s for s in known if s in found] + [s for s in found if s not in known]
 
     def save(self, path: Path) -> None:
         data = {"format": RECORD_FORMAT, "policy": self.policy, "features": self.features,
@@ -308,7 +314,7 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
     from envs.live.testbed import Testbed
 
     tallies = {name: LiveTally() for name in runs}
-    sched = {name: f"policy={p.header}" if name == POLICY else name for name in runs}
+    sched = {name: live_scheduler(p, name) for name in runs}
     date = utc_now()
     with Testbed(scenario, verify=True) as tb:
         for i in range(max(runs.values())):
@@ -343,6 +349,19 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
                                len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date))
     return out
+
+
+def live_scheduler(p: Policy, name: str) -> str:
+    """What XQUIC runs for ``name``: the policy's exported header, fast_only as an exported
+    always-wait policy (``export.fast_only_header``, beside the policy's header), or the
+    scheduler of that name."""
+    if name == POLICY:
+        return f"policy={p.header}"
+    if name == "fast_only":
+        from export import fast_only_header
+
+        return f"policy={fast_only_header(p.header.with_name('fast_only.h'))}"
+    return name
 
 
 def provenance(argv: Sequence[str]) -> dict[str, Any]:
@@ -482,17 +501,21 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
               f"Sign right in {sum(matches)} of {len(matches)} cells.", ""]
     lines += ["## Acceptance", "",
               f"Live policy / live minRTT >= {ACCEPT_RATIO} in every cell; above minRTT beyond the CI in a cell "
-              f"where a live heuristic shows more than {100 * HEADROOM:.0f}% headroom over minRTT.", ""]
+              f"where a live heuristic or fixed split ({', '.join(FIXED_SPLITS)}, when measured) shows more than "
+              f"{100 * HEADROOM:.0f}% headroom over minRTT.", ""]
     rows = [[c.scenario, c.cc, f"{c.ratio_live:.3f}" if math.isfinite(c.ratio_live) else "n/a",
              {True: "yes", False: "no", None: "n/a"}[c.accepted], f"{_pct(c.headroom_live)} ({c.headroom_by})" if c.headroom_by else "n/a",
              c.sign_live] for c in cells]
-    lines += [_md(["scenario", "cc", "policy/minRTT live", f">= {ACCEPT_RATIO}", "best live heuristic headroom",
+    lines += [_md(["scenario", "cc", "policy/minRTT live", f">= {ACCEPT_RATIO}", "best live heuristic/split headroom",
                    "policy vs minRTT live"], rows), ""]
     wins = [c for c in cells if c.headroom_live > HEADROOM and c.sign_live == "+"]
     chances = [c for c in cells if c.headroom_live > HEADROOM]
     measured = [c.accepted for c in cells if c.accepted is not None]
     lines += [f"Cells at >= {ACCEPT_RATIO}: {sum(measured)} of {len(measured)} measured live; cells with > "
-              f"{100 * HEADROOM:.0f}% live headroom: {len(chances)}, won beyond the CI there: {len(wins)}.", ""]
+              f"{100 * HEADROOM:.0f}% live headroom: {len(chances)}, won beyond the CI there: {len(wins)}"
+              + "".join(f"{'; ' if i else ' ('}{c.scenario} {c.cc}: policy {_pct(c.ratio_live - 1)} "
+                        f"({c.diff['live'][0]:+.2f} ± {c.diff['live'][1]:.2f} Mbit/s), {c.headroom_by} "
+                        f"{_pct(c.headroom_live)}" for i, c in enumerate(wins)) + (")." if wins else "."), ""]
     lines += ["## Decision mix", "",
               "Path 1's share of the bytes delivered; waits among the blocked decisions (fast path without "
               "window, another path with), live from every k-th decision XQUIC recorded. The simulator's "
@@ -626,6 +649,27 @@ def _positive(name: str) -> Callable[[str], int]:
     return parse
 
 
+def file_workload(scenario: Scenario, file_mb: float | None) -> Scenario:
+    """``scenario`` transferring a ``file_mb`` file, or its own file when None (a scenario without
+    a file workload needs ``--file-mb``)."""
+    if file_mb is not None:
+        return scenario.with_workload(file_mb=file_mb)
+    if scenario.workload.type != "file":
+        raise ConfigError(f"scenario {scenario.name!r} has a {scenario.workload.type!r} workload; the transfer "
+                          f"report measures file transfers: give --file-mb")
+    return scenario
+
+
+def file_sizes(before: float | dict[str, float] | None, earlier: Sequence[str],
+               scenarios: Sequence[Scenario]) -> float | dict[str, float]:
+    """The file size in MB for the record's provenance: one number when every scenario measured
+    (``earlier`` ones, with the size ``before`` held for them, and ``scenarios``) had the same file,
+    else each scenario's."""
+    old = before if isinstance(before, dict) else dict.fromkeys(earlier, before) if before else {}
+    sizes = {**old, **{s.name: float(s.workload.file_mb or math.nan) for s in scenarios}}
+    return next(iter(sizes.values())) if len(set(sizes.values())) == 1 else sizes
+
+
 def measure(record: Record, p: Policy, scenarios: list[Scenario], ccs: list[str], a: argparse.Namespace,
             out: Path, save: Callable[[], None]) -> None:
     """Every missing (side, cell, scheduler) of the selection, saved as each cell ends (live
@@ -658,10 +702,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--label", default="")
     ap.add_argument("--scenarios", nargs="+", default=["ispras_s1", "ispras_s2", "ispras_s3"])
     ap.add_argument("--ccs", nargs="+", default=["cubic", "bbr", "bbr2"])
-    ap.add_argument("--heuristics", nargs="+", default=list(HEURISTICS))
+    ap.add_argument("--heuristics", nargs="+", default=list(HEURISTICS),
+                    help=f"schedulers beside the policy: {', '.join(HEURISTICS + FIXED_SPLITS)} "
+                         f"(default {' '.join(HEURISTICS)})")
     ap.add_argument("--runs", type=_positive("runs"), default=5, help="runs of the policy and minRTT per cell")
     ap.add_argument("--heuristic-runs", type=_positive("heuristic-runs"), default=3)
-    ap.add_argument("--file-mb", type=float, default=10.0)
+    ap.add_argument("--file-mb", type=float, default=None,
+                    help="file size for every scenario (default: each scenario's own file; the ISPRAS ones 10 MB)")
     ap.add_argument("--side", choices=("both", "sim", "live", "none"), default="both",
                     help="what to measure (none: only the report from --record)")
     ap.add_argument("--decision-every", type=_positive("decision-every"), default=4,
@@ -674,9 +721,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-mlflow", action="store_true")
     a = ap.parse_args(argv)
     for h in a.heuristics:
-        if h not in HEURISTICS:
-            raise unknown_name("--heuristics entry", h, HEURISTICS)
-    if not a.file_mb > 0:
+        if h not in HEURISTICS + FIXED_SPLITS:
+            raise unknown_name("--heuristics entry", h, HEURISTICS + FIXED_SPLITS)
+    if a.file_mb is not None and not a.file_mb > 0:
         raise out_of_range("--file-mb", a.file_mb, "> 0")
     if a.side != "none" and not a.policy:
         raise ConfigError("--policy is required unless --side none (a report from --record)")
@@ -685,7 +732,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     source = a.record or path
     record = Record.load(source) if source.is_file() else None
     if a.side != "none":
-        scenarios = [s.with_workload(file_mb=a.file_mb) for s in resolve_scenarios(a.scenarios)]
+        scenarios = [file_workload(s, a.file_mb) for s in resolve_scenarios(a.scenarios)]
         p = resolve_policy(a.policy, out, a.label, a.tracking_uri, a.sim_override)
         names = [f.name for f in feature_set(p.meta["observation"], len(scenarios[0].paths))]
         fresh = policy_record(p, names)
@@ -697,7 +744,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             record.policy = {**fresh.policy, **record.policy}
         prov = provenance(argv)
         commands = record.provenance.get("commands", []) + [prov["command"]]
-        record.provenance = {**record.provenance, **prov, "commands": commands, "file_mb": a.file_mb,
+        record.provenance = {**record.provenance, **prov, "commands": commands,
+                             "file_mb": file_sizes(record.provenance.get("file_mb"),
+                                                   [scen for scen, _ in record.cells()], scenarios),
                              "decision_every": a.decision_every, "sim_overrides": a.sim_override}
         measure(record, p, scenarios, a.ccs, a, out, lambda: record.save(path))
         record.save(path)
