@@ -108,6 +108,7 @@ from numba import njit
 
 from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
+from envs.schedulers.base import lowest_srtt
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
 from envs.sim.reordering import TRAINS_PER_OCTAVE
@@ -221,11 +222,17 @@ def reset_connection(b, state, mss, dt):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _apply_schedules(t, conn, mss, now, nsub, nflows):
-    """Capacity trace per link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
+    """A subflow's path opens when the stack has set it up (``FL_OPEN_AT``). Capacity trace per
+    link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
     a transit link's failure (-s: down until step s; envs/network.py), a competing flow's activity (0: off; > 0: on, with
     that many bytes to send, inf for a long-lived flow). An arriving flow whose slot is still
     busy with the previous one waits for it to finish."""
     fb, C, Pc, bnb, ct, at = conn.fl, conn.cc, conn.ccp, conn.bn, conn.ctrace, conn.atrace
+    if t <= conn.cn[CN_PATHS_READY]:  # the stack's path setup (envs/sim/stacks.py path_open_steps)
+        for f in range(1, nsub):
+            if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
+                fb[f, FL_ACTIVE] = 1.0
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)  # the path's CC starts with it
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -1059,7 +1066,10 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
             _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
             fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
-    sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
+    # while the stack sets paths up, minRTT over the open ones, as bindings/ runs XQUIC (a policy
+    # needs all its paths; the rules see an unopened path as unavailable)
+    opening = t < c[CN_PATHS_READY]
+    sticky = blocked or burst(sid) or opening  # the same single path until it is blocked (see _burst)
     it = 0
     while it < MAX_PACKETS_PER_STEP:
         backlog = c[CN_PENDING] + max(min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
@@ -1068,7 +1078,10 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         co[COBS_RWND] = max(c[CN_ACKED_EDGE] + c[CN_RCVBUF] - c[CN_SND_NXT], 0.0)  # as sent so far
         if backlog <= EPS:
             break
-        if blocked:
+        if opening:
+            i = lowest_srtt(o, nsub, True)
+            mask = 0 if i < 0 else 1 << i
+        elif blocked:
             fast, second, fast_blocked = blocked_rule(o, nsub)
             if not fast_blocked:
                 mask = 1 << fast
