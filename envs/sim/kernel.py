@@ -108,7 +108,6 @@ from numba import njit
 
 from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
-from envs.schedulers.base import lowest_srtt
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
 from envs.sim.reordering import TRAINS_PER_OCTAVE
@@ -1066,10 +1065,15 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
             _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
             fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
-    # while the stack sets paths up, minRTT over the open ones, as bindings/ runs XQUIC (a policy
-    # needs all its paths; the rules see an unopened path as unavailable)
+    sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
+    # while the stack sets paths up, an unopened path looks unavailable with an infinite RTT to the
+    # scheduler and the blocked rule, as bindings/ shows XQUIC's rules the paths not yet active (its
+    # srtt is its setup sample until it opens, which OBS_LATEST_RTT keeps; restored below)
     opening = t < c[CN_PATHS_READY]
-    sticky = blocked or burst(sid) or opening  # the same single path until it is blocked (see _burst)
+    if opening:
+        for f in range(1, nsub):
+            if fb[f, FL_ACTIVE] == 0.0:
+                o[f, OBS_SRTT] = math.inf
     it = 0
     while it < MAX_PACKETS_PER_STEP:
         backlog = c[CN_PENDING] + max(min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
@@ -1078,10 +1082,7 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         co[COBS_RWND] = max(c[CN_ACKED_EDGE] + c[CN_RCVBUF] - c[CN_SND_NXT], 0.0)  # as sent so far
         if backlog <= EPS:
             break
-        if opening:
-            i = lowest_srtt(o, nsub, True)
-            mask = 0 if i < 0 else 1 << i
-        elif blocked:
+        if blocked:
             fast, second, fast_blocked = blocked_rule(o, nsub)
             if not fast_blocked:
                 mask = 1 << fast
@@ -1090,6 +1091,8 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
                     break
                 advise = c[CN_ADVISE]
                 if advise < 0.0:
+                    if opening:
+                        _unmask_unopened(o, fb, nsub)
                     return PAUSE_DECISION
                 if advise == 0.0:
                     break
@@ -1118,7 +1121,17 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         if not progressed:
             break
         it += 1
+    if opening:
+        _unmask_unopened(o, fb, nsub)
     return PAUSE_NONE
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _unmask_unopened(o, fb, nsub):
+    """An unopened path's srtt back from infinity to its setup sample (see _schedule)."""
+    for f in range(1, nsub):
+        if fb[f, FL_ACTIVE] == 0.0:
+            o[f, OBS_SRTT] = o[f, OBS_LATEST_RTT]
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

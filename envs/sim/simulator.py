@@ -313,6 +313,10 @@ class Simulator:
         self.fl[b, :nsub, FL_OPEN_AT] = opens
         self.fl[b, :nsub, FL_ACTIVE] = opens <= 0.0
         cn[CN_PATHS_READY] = opens.max()
+        # a path set up later starts with its setup's RTT sample, which the peer's ACK delay lengthens
+        obs = self.obs[b, 1:nsub]
+        obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += prof.path_sample_delay
+        obs[:, OBS_RTTVAR] = obs[:, OBS_SRTT] / 2.0
 
     def _configure_workload(self, b: int, scen: Scenario) -> None:
         """Parameters and initial state of the application (``envs/sim/workload.py``)."""

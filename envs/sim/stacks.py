@@ -59,8 +59,10 @@ class StackProfile:
     rto_min: float  # s
     # receive-window auto-tuning (scenario receive_buffer_max_bytes), one of WINDOW_RULES
     window_rule: str
-    # how the paths after the first are set up before they carry data, one of PATH_SETUPS
+    # how the paths after the first are set up before they carry data, one of PATH_SETUPS, and
+    # the peer's ACK delay in such a path's first RTT sample (s), added to its round trip
     path_setup: str
+    path_sample_delay: float
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -106,6 +108,11 @@ XQUIC = StackProfile(
     # create_paths on ready_to_create_path_notify, xqc_multipath.c xqc_path_init (PATH_CHALLENGE)
     # and xqc_path_validate on PATH_RESPONSE: two round trips of path 0, then one of the path's own
     path_setup="xquic",
+    # the peer acknowledges the lone PATH_CHALLENGE packet after max_ack_delay (xqc_recv_record.c
+    # xqc_maybe_should_ack: fewer than ack_frequency 2 ack-eliciting packets arm the ACK timer;
+    # XQC_DEFAULT_MAX_ACK_DELAY 25 ms), and RFC 9002's first sample keeps it (live: 225 ms on a
+    # 200 ms path); until that sample XQUIC shows XQC_kInitialRtt (250 ms) for 25 ms, not modelled
+    path_sample_delay=0.025,
     ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
     cc_defaults={
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
@@ -172,6 +179,7 @@ LINUX = StackProfile(
     # pm_kernel.c mptcp_pm_create_subflow_or_signal_addr (every subflow endpoint at once), and a
     # joining subflow waits for the fourth ACK: one round trip of path 0, then two of the path's own
     path_setup="mp_join",
+    path_sample_delay=0.0,  # the SYN-ACK answers the MP_JOIN SYN at once (tcp_synack_rtt_meas)
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
