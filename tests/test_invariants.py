@@ -307,23 +307,23 @@ def test_every_path_starts_with_its_handshake_rtt():
     is acknowledged each path shows its two-way propagation delay, and minRTT's first packets on
     a path opening later go to it when it is the truly faster one (not to path 0 because every
     path showed the same placeholder). The second path opens after the stack's path setup
-    (envs/sim/stacks.py path_open_steps; XQUIC: 2 x 40 + 10 = 90 ms), its first sample lengthened
-    by the peer's ACK delay (XQUIC: 25 ms)."""
+    (envs/sim/stacks.py path_open_steps; XQUIC: 2 x 40 + 10 = 90 ms); its first sample is its
+    round trip (shorter than XQUIC's 25 ms ACK delay, so the first data is acknowledged first)."""
     paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
              {"bandwidth_mbps": 20, "delay_ms": 5}]
     sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.2}, "paths": paths}),
                     "cubic", batch=1, seed=0)
     sim.reset()
-    np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.035])
-    np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.035])
-    np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.0175])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.010])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.005])
     assert sim.fl[0, :2, FL_OPEN_AT].tolist() == [0.0, 90.0]
     sim.advance(1)
     assert sim.obs[0, 0, OBS_SENT] > 0 and sim.obs[0, 1, OBS_SENT] == 0  # only the handshake's path is open
     while sim.obs[0, 1, OBS_SENT] == 0:
         sim.advance(1)
     assert sim.cn[0, CN_T] == 91  # path 1 sent in step 90, its first as an open path
-    np.testing.assert_allclose(sim.obs[0, 1, OBS_SRTT], 0.035)
+    np.testing.assert_allclose(sim.obs[0, 1, OBS_SRTT], 0.010)
     assert sim.fl[0, 1, FL_RTT_CNT] == 0  # chosen on the handshake sample: no data RTT yet (metric)
 
 

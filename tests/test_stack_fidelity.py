@@ -33,7 +33,7 @@ LINUX_BBR = ("modelled now: tcp_bbr.c's packet conservation in recovery, cwnd -=
 # (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
 GAPS: dict[tuple[str, str], str] = {
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
-        "sim 31.48 vs live 44.1 [43.2-44.9] Mbit/s (x0.71): the simulated BBRv1 under XQUIC's constants "
+        "sim 31.44 vs live 44.1 [43.2-44.9] Mbit/s (x0.71): the simulated BBRv1 under XQUIC's constants "
         "(cwnd gain 2.5, twice the extra_acked term) overflows the 1 BDP buffers and resends every spurious "
         "declaration; missing: the burstier live ACK stream "
         "(extra_acked is small in the fluid core's per-step ACKs, see the two-flow queue) and the loss "

@@ -314,8 +314,10 @@ class Simulator:
         self.fl[b, :nsub, FL_ACTIVE] = opens <= 0.0
         cn[CN_PATHS_READY] = opens.max()
         # a path set up later starts with its setup's RTT sample, which the peer's ACK delay lengthens
+        # where the path's first data, a round trip after the setup packet, comes later than it
         obs = self.obs[b, 1:nsub]
-        obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += prof.path_sample_delay
+        delay = np.where(obs[:, OBS_SRTT] > prof.path_sample_delay, prof.path_sample_delay, 0.0)
+        obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += delay[:, None]
         obs[:, OBS_RTTVAR] = obs[:, OBS_SRTT] / 2.0
 
     def _configure_workload(self, b: int, scen: Scenario) -> None:

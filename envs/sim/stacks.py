@@ -111,7 +111,9 @@ XQUIC = StackProfile(
     # the peer acknowledges the lone PATH_CHALLENGE packet after max_ack_delay (xqc_recv_record.c
     # xqc_maybe_should_ack: fewer than ack_frequency 2 ack-eliciting packets arm the ACK timer;
     # XQC_DEFAULT_MAX_ACK_DELAY 25 ms), and RFC 9002's first sample keeps it (live: 225 ms on a
-    # 200 ms path); until that sample XQUIC shows XQC_kInitialRtt (250 ms) for 25 ms, not modelled
+    # 200 ms path), unless the path's first data, sent a round trip later, arrives before the
+    # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path); until that sample XQUIC
+    # shows XQC_kInitialRtt (250 ms), not modelled
     path_sample_delay=0.025,
     ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
     cc_defaults={
