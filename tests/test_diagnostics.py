@@ -14,7 +14,7 @@ from agents.training import format_rows
 from envs.errors import ConfigError
 from envs.multipath_env import build_process
 from envs.scenario import load_scenario, resolve_scenarios
-from envs.sim.layout import OBS_AVAILABLE, OBS_INFLIGHT, OBS_LOSSES, OBS_NAMES, OBS_SENT, OBS_SRTT
+from envs.sim.layout import COBS_ELAPSED, OBS_AVAILABLE, OBS_INFLIGHT, OBS_LOSSES, OBS_NAMES, OBS_SENT, OBS_SRTT
 from envs.sim.simulator import SimConfig
 from studies.headroom import Candidate, candidates, evaluate_candidate, search, send_within
 
@@ -225,15 +225,18 @@ def test_completion_rate_mbps_shapes_without_changing_the_return():
     """With ``rate_mbps`` each decision earns the bytes it sent (less those declared lost) over
     that rate on top of minus its interval; summed over a file transfer those bytes are the
     file's but for what went out before the first decision, so the undiscounted return stays minus
-    the completion time plus a constant (potential-based shaping), while single decisions differ."""
-    scen = resolve_scenarios("lossy_slow")[0].with_workload(type="file", file_mb=0.5)
+    the completion time plus a constant (potential-based shaping), while single decisions differ.
+    A 2 MB file: a 0.5 MB one is out (0.16 s) before any decision, the slow path opening after
+    XQUIC's path setup (2 x 20 + 80 ms); the return counts from the first decision, at that opening."""
+    scen = resolve_scenarios("lossy_slow")[0].with_workload(type="file", file_mb=2)
     returns, steps = {}, {}
     for rate in (0.0, 40.0):
         p = build_process(2, scenario=scen, cc="bbr", seed=4, observation="ispras_backlog", reward="completion",
                           reward_params={"time_norm_s": 0.01, "rate_mbps": rate})
         p.reset()
         obs = p.sim.obs[:, :2]
-        before = (obs[:, :, OBS_SENT] - p.sim.mss * obs[:, :, OBS_LOSSES]).sum(axis=1)  # the initial windows
+        before = (obs[:, :, OBS_SENT] - p.sim.mss * obs[:, :, OBS_LOSSES]).sum(axis=1)  # sent before it
+        start = p.sim.cobs[:, COBS_ELAPSED].copy()  # the first decision
         total, rs = np.zeros(2), []
         for i in range(100_000):
             if p.sim.done.all():
@@ -243,10 +246,11 @@ def test_completion_rate_mbps_shapes_without_changing_the_return():
             rs.append(r.copy())
         returns[rate], steps[rate] = total, np.array(rs)
         completion = p.sim.results()["completion_s"]
-    np.testing.assert_allclose(returns[0.0] * 0.01, -completion, rtol=1e-6)
+    np.testing.assert_allclose(start, 0.12, atol=1e-9)
+    np.testing.assert_allclose(returns[0.0] * 0.01, -(completion - start), rtol=1e-6)
     assert before.min() > 0
-    rest = (0.5e6 - before) / (40.0 * 125_000.0)  # the file after the first decision at 40 Mbit/s, in seconds
-    np.testing.assert_allclose(returns[40.0] * 0.01, -completion + rest, rtol=0, atol=1e-6)
+    rest = (2e6 - before) / (40.0 * 125_000.0)  # the file after the first decision at 40 Mbit/s, in seconds
+    np.testing.assert_allclose(returns[40.0] * 0.01, -(completion - start) + rest, rtol=0, atol=1e-6)
     assert np.abs(steps[40.0] - steps[0.0]).max() > 0.01  # single decisions do move
     with pytest.raises(ConfigError, match="reward.rate_mbps"):
         build_process(1, reward="completion", reward_params={"rate_mbps": -1.0})

@@ -26,7 +26,7 @@ from envs.scenario import scenario_from_dict
 from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED, BN_ENQ, BN_JITTER, BN_QCAP,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
                              CN_RCV_NXT, CN_RCVBUF, CN_REORDER_MAX, CN_SND_LIMIT, CN_SND_NXT, CN_T,
-                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_PATH, FL_RTT_CNT, OBS_ACKED, OBS_AVAILABLE,
+                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_OPEN_AT, FL_PATH, FL_RTT_CNT, OBS_ACKED, OBS_AVAILABLE,
                              OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_RTTVAR,
                              OBS_SENT, OBS_SRTT, OBS_SWND)
 from envs.sim.simulator import SimConfig, Simulator
@@ -304,20 +304,27 @@ def test_observations_after_reset_same_with_default_receive_buffer():
 
 def test_every_path_starts_with_its_handshake_rtt():
     """RFC 9002 sec. 5.1 / RFC 6298: the handshake is the first RTT sample, so before any data
-    is acknowledged each path shows its two-way propagation delay, and minRTT's first packets go
-    to the truly faster path (not to path 0 because every path showed the same placeholder)."""
+    is acknowledged each path shows its two-way propagation delay, and minRTT's first packets on
+    a path opening later go to it when it is the truly faster one (not to path 0 because every
+    path showed the same placeholder). The second path opens after the stack's path setup
+    (envs/sim/stacks.py path_open_steps; XQUIC: 2 x 40 + 10 = 90 ms); its first sample is its
+    round trip (shorter than XQUIC's 25 ms ACK delay, so the first data is acknowledged first)."""
     paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
              {"bandwidth_mbps": 20, "delay_ms": 5}]
-    # a 4-packet file fits in the initial window of either path
-    sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.005}, "paths": paths}),
+    sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.2}, "paths": paths}),
                     "cubic", batch=1, seed=0)
     sim.reset()
     np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.010])
     np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.010])
     np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.005])
+    assert sim.fl[0, :2, FL_OPEN_AT].tolist() == [0.0, 90.0]
     sim.advance(1)
-    assert sim.obs[0, 0, OBS_SENT] == 0 and sim.obs[0, 1, OBS_SENT] > 0
-    assert sim.fl[0, :2, FL_RTT_CNT].tolist() == [0, 0]  # the handshake is not a data RTT (metric)
+    assert sim.obs[0, 0, OBS_SENT] > 0 and sim.obs[0, 1, OBS_SENT] == 0  # only the handshake's path is open
+    while sim.obs[0, 1, OBS_SENT] == 0:
+        sim.advance(1)
+    assert sim.cn[0, CN_T] == 91  # path 1 sent in step 90, its first as an open path
+    np.testing.assert_allclose(sim.obs[0, 1, OBS_SRTT], 0.010)
+    assert sim.fl[0, 1, FL_RTT_CNT] == 0  # chosen on the handshake sample: no data RTT yet (metric)
 
 
 def test_terminal_send_window_consistent():

@@ -15,7 +15,8 @@ from envs.plugins import cc_params
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim import recovery, stacks
 from envs.cc.base import CWND, SSTHRESH
-from envs.sim.layout import FL_DSACK_AT, FL_REO_STEPS, N_FL, N_OBS, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_SRTT
+from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, N_FL, N_OBS, OBS_AVAILABLE, OBS_LATEST_RTT,
+                             OBS_MIN_RTT, OBS_SENT, OBS_SRTT, PAUSE_DECISION, PAUSE_NONE)
 from envs.sim.reordering import GRID, W_GRID, spurious_table
 from envs.sim.simulator import SimConfig, Simulator
 from tests.conftest import compose_config
@@ -120,3 +121,42 @@ def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:
     assert fb[0, FL_DSACK_AT] == 0.0
     assert recovery.timeout(o, 0, stk) == pytest.approx(3 * (0.1 + 0.001 + 0.025))  # 3 PTOs
     assert recovery.timeout(o, 0, stacks.stack_vector(stacks.LINUX)) == pytest.approx(0.1 + 0.2)
+
+
+def test_path_setup_from_each_stacks_source() -> None:
+    """A further path carries data only once the stack has set it up (envs/sim/stacks.py
+    path_open_steps): XQUIC two round trips of path 0 (HANDSHAKE_DONE, then the acknowledgement
+    of the client's connection IDs) and one of its own (PATH_CHALLENGE / PATH_RESPONSE), one path
+    after another; Linux one round trip of path 0 (fully established) and two of the subflow's own
+    (MP_JOIN's SYN and fourth ACK), every subflow at once."""
+    assert stacks.XQUIC.path_setup == "xquic" and stacks.LINUX.path_setup == "mp_join"
+    np.testing.assert_array_equal(stacks.path_open_steps("xquic", [20, 200]), [0, 240])
+    np.testing.assert_array_equal(stacks.path_open_steps("mp_join", [20, 200]), [0, 420])
+    # path 2's connection IDs: acknowledged 80 steps (path 0's round trip) after path 1 was created
+    # at 160; the server's arrive (20 + 80) / 2 after it; so created at 240, open at 240 + 40
+    np.testing.assert_array_equal(stacks.path_open_steps("xquic", [80, 20, 40]), [0, 180, 280])
+    np.testing.assert_array_equal(stacks.path_open_steps("mp_join", [80, 20, 40]), [0, 120, 160])
+    with pytest.raises(ConfigError, match="unknown path setup 'instant'; valid: mp_join, xquic"):
+        stacks.path_open_steps("instant", [10, 10])
+
+
+@pytest.mark.parametrize("stack", ["xquic", "linux"])
+def test_unopened_path_is_unavailable_and_nobody_is_asked(stack: str) -> None:
+    """Until its path is set up a subflow is unavailable and sends nothing, and the blocked decision
+    mode asks nothing: the sender runs minRTT over the open paths, as bindings/ runs XQUIC (a policy
+    needs all its paths). The faster path here opens at 2 x 80 + 20 (XQUIC) or 80 + 2 x 20 (Linux)."""
+    paths = [{"bandwidth_mbps": 20, "delay_ms": 40}, {"bandwidth_mbps": 20, "delay_ms": 10}]
+    scen = scenario_from_dict({"name": "setup", "workload": {"type": "file", "file_mb": 2}, "paths": paths})
+    sim = Simulator(scen, "cubic", batch=1, seed=0, config=SimConfig(stack=stack))
+    sim.blocked = True
+    sim.reset()
+    opens = sim.fl[0, 1, FL_OPEN_AT]
+    assert opens == (180 if stack == "xquic" else 120)
+    while sim.cn[0, CN_T] < opens:
+        assert sim.advance(1)[0] != PAUSE_DECISION
+        assert sim.obs[0, 1, OBS_SENT] == 0 and sim.obs[0, 1, OBS_AVAILABLE] == 0
+    assert sim.obs[0, 0, OBS_SENT] > 0
+    pause = PAUSE_NONE
+    while pause != PAUSE_DECISION and not sim.done[0]:
+        pause = sim.advance(1)[0]
+    assert pause == PAUSE_DECISION  # once both paths are open, the agent decides the blocked case

@@ -221,11 +221,17 @@ def reset_connection(b, state, mss, dt):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _apply_schedules(t, conn, mss, now, nsub, nflows):
-    """Capacity trace per link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
+    """A subflow's path opens when the stack has set it up (``FL_OPEN_AT``). Capacity trace per
+    link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
     a transit link's failure (-s: down until step s; envs/network.py), a competing flow's activity (0: off; > 0: on, with
     that many bytes to send, inf for a long-lived flow). An arriving flow whose slot is still
     busy with the previous one waits for it to finish."""
     fb, C, Pc, bnb, ct, at = conn.fl, conn.cc, conn.ccp, conn.bn, conn.ctrace, conn.atrace
+    if t <= conn.cn[CN_PATHS_READY]:  # the stack's path setup (envs/sim/stacks.py path_open_steps)
+        for f in range(1, nsub):
+            if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
+                fb[f, FL_ACTIVE] = 1.0
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)  # the path's CC starts with it
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -1060,6 +1066,14 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
             fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
+    # while the stack sets paths up, an unopened path looks unavailable with an infinite RTT to the
+    # scheduler and the blocked rule, as bindings/ shows XQUIC's rules the paths not yet active (its
+    # srtt is its setup sample until it opens, which OBS_LATEST_RTT keeps; restored below)
+    opening = t < c[CN_PATHS_READY]
+    if opening:
+        for f in range(1, nsub):
+            if fb[f, FL_ACTIVE] == 0.0:
+                o[f, OBS_SRTT] = math.inf
     it = 0
     while it < MAX_PACKETS_PER_STEP:
         backlog = c[CN_PENDING] + max(min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
@@ -1077,6 +1091,8 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
                     break
                 advise = c[CN_ADVISE]
                 if advise < 0.0:
+                    if opening:
+                        _unmask_unopened(o, fb, nsub)
                     return PAUSE_DECISION
                 if advise == 0.0:
                     break
@@ -1105,7 +1121,17 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         if not progressed:
             break
         it += 1
+    if opening:
+        _unmask_unopened(o, fb, nsub)
     return PAUSE_NONE
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _unmask_unopened(o, fb, nsub):
+    """An unopened path's srtt back from infinity to its setup sample (see _schedule)."""
+    for f in range(1, nsub):
+        if fb[f, FL_ACTIVE] == 0.0:
+            o[f, OBS_SRTT] = o[f, OBS_LATEST_RTT]
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

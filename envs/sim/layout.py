@@ -85,7 +85,8 @@ FL_XLOSS_NEXT = 29  # packets until the next transit loss (as BN_LOSS_NEXT)
 FL_BUDGET = 30  # competing flow: bytes it has left to send (inf: long-lived; arriving flows send their size)
 FL_DOWN_UNTIL = 31  # subflow: step a failed transit link of its route comes back (its packets wait until then)
 FL_FIRST_SENT = 32  # send step of the latest segment acknowledged (0 / the idle step while nothing is in flight)
-N_FL = 33
+FL_OPEN_AT = 33  # subflow: step the path is set up and may carry data (the stack's path setup, envs/sim/stacks.py)
+N_FL = 34
 
 # --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)
@@ -143,7 +144,8 @@ CN_RCVBUF_MAX = 32  # largest receive buffer auto-tuning may reach (bytes)
 CN_TUNE_T = 33  # step the current auto-tuning epoch (XQUIC: the last window update; DRS: measurement) started
 CN_TUNE_SEQ = 34  # in-order point when it started
 CN_TUNE_SPACE = 35  # DRS: the most the application read in one measurement so far (rcvq_space.space)
-N_CN = 36
+CN_PATHS_READY = 36  # step the last subflow opens (FL_OPEN_AT); before it the sender runs minRTT over the open ones
+N_CN = 37
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has

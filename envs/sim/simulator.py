@@ -305,9 +305,20 @@ class Simulator:
         self.sched[b, :SCHED_STATE] = prm
         kernel.reset_connection(b, self.kernel_state(), self.mss, self.dt)
         self._configure_workload(b, scen)
-        # competing flows wait for their schedule; subflows are active from the start
+        # competing flows wait for their schedule; a subflow waits until the stack has set its
+        # path up (from the paths' handshake round trips, in whole steps)
         for k in range(nsub, f):
             self.fl[b, k, FL_ACTIVE] = 0.0
+        opens = stacks.path_open_steps(prof.path_setup, np.round(self.obs[b, :nsub, OBS_SRTT] / dt))
+        self.fl[b, :nsub, FL_OPEN_AT] = opens
+        self.fl[b, :nsub, FL_ACTIVE] = opens <= 0.0
+        cn[CN_PATHS_READY] = opens.max()
+        # a path set up later starts with its setup's RTT sample, which the peer's ACK delay lengthens
+        # where the path's first data, a round trip after the setup packet, comes later than it
+        obs = self.obs[b, 1:nsub]
+        delay = np.where(obs[:, OBS_SRTT] > prof.path_sample_delay, prof.path_sample_delay, 0.0)
+        obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += delay[:, None]
+        obs[:, OBS_RTTVAR] = obs[:, OBS_SRTT] / 2.0
 
     def _configure_workload(self, b: int, scen: Scenario) -> None:
         """Parameters and initial state of the application (``envs/sim/workload.py``)."""

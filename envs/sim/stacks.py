@@ -14,7 +14,7 @@ parameter defaults of the CC plug-ins (``cc_defaults``), applied under the user'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +29,9 @@ DEFAULT_STACK = "xquic"
 # how a receive window given a maximum auto-tunes (kernel._autotune_window): XQUIC's doubling of
 # the window read half within 2 RTTs, or Linux's dynamic right-sizing (DRS) once per RTT
 WINDOW_RULES = ("xquic", "drs")
+# when a connection's further paths may first carry data (path_open_steps): XQUIC's connection-ID
+# exchange and path validation, or Linux MPTCP's MP_JOIN handshake
+PATH_SETUPS = ("xquic", "mp_join")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,10 @@ class StackProfile:
     rto_min: float  # s
     # receive-window auto-tuning (scenario receive_buffer_max_bytes), one of WINDOW_RULES
     window_rule: str
+    # how the paths after the first are set up before they carry data, one of PATH_SETUPS, and
+    # the peer's ACK delay in such a path's first RTT sample (s), added to its round trip
+    path_setup: str
+    path_sample_delay: float
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -96,6 +103,18 @@ XQUIC = StackProfile(
     # 2 min srtt ago (xqc_conn_get_min_srtt), then the limit moves to read + window; bindings/
     # leaves the initial windows at that maximum, so there the window is fixed at 16 MiB
     window_rule="xquic",
+    # xqc_conn.c xqc_conn_try_add_new_conn_id (after handshake confirmation, for the next unused
+    # path ID only), xqc_conn_get_available_path_id (an acknowledged connection ID), bindings/
+    # create_paths on ready_to_create_path_notify, xqc_multipath.c xqc_path_init (PATH_CHALLENGE)
+    # and xqc_path_validate on PATH_RESPONSE: two round trips of path 0, then one of the path's own
+    path_setup="xquic",
+    # the peer acknowledges the lone PATH_CHALLENGE packet after max_ack_delay (xqc_recv_record.c
+    # xqc_maybe_should_ack: fewer than ack_frequency 2 ack-eliciting packets arm the ACK timer;
+    # XQC_DEFAULT_MAX_ACK_DELAY 25 ms), and RFC 9002's first sample keeps it (live: 225 ms on a
+    # 200 ms path), unless the path's first data, sent a round trip later, arrives before the
+    # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path); until that sample XQUIC
+    # shows XQC_kInitialRtt (250 ms), not modelled
+    path_sample_delay=0.025,
     ccs=("reno", "cubic", "bbr", "bbr2"),  # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c
     cc_defaults={
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
@@ -158,6 +177,11 @@ LINUX = StackProfile(
     # connection level, with the largest subflow RTT) and mptcp_rcvbuf_grow: DRS, capped by
     # tcp_rmem[2] (net.ipv4.tcp_rmem, 6 MiB by default)
     window_rule="drs",
+    # RFC 8684 sec. 3.2: net/mptcp/options.c check_fully_established (the first DSS ACK of data),
+    # pm_kernel.c mptcp_pm_create_subflow_or_signal_addr (every subflow endpoint at once), and a
+    # joining subflow waits for the fourth ACK: one round trip of path 0, then two of the path's own
+    path_setup="mp_join",
+    path_sample_delay=0.0,  # the SYN-ACK answers the MP_JOIN SYN at once (tcp_synack_rtt_meas)
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
@@ -214,6 +238,50 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_RULE] = RULES.index(prof.rule)
     v[STK_WINDOW_DRS] = float(WINDOW_RULES.index(prof.window_rule))
     return v
+
+
+def path_open_steps(rule: str, rtt: Sequence[float]) -> np.ndarray:
+    """The step at which each path may first carry data under path-setup ``rule`` (one of
+    PATH_SETUPS), from the paths' round trips ``rtt`` (steps; each path's handshake sample, as
+    ``kernel.reset_connection`` gives it). Time zero is the end of the handshake on path 0, where
+    a simulated episode and the live runs start; path 0 is open from it.
+
+    ``xquic`` (XQUIC d67938db705c as ``bindings/`` drives it): the client's handshake is confirmed
+    when the server's HANDSHAKE_DONE arrives, one round trip after the client finished, with the
+    server's MP_NEW_CONNECTION_ID frames; only then does the client issue its own
+    (``xqc_conn.c`` ``xqc_conn_try_add_new_conn_id`` needs ``xqc_conn_is_handshake_confirmed``), and a
+    path ID is available once one of them is acknowledged, a second round trip
+    (``xqc_conn_get_available_path_id``: an unused DCID and an acknowledged unused SCID). Then
+    ``ready_to_create_path_notify`` makes ``bindings/`` create the path, whose ``xqc_path_init``
+    sends PATH_CHALLENGE; the path is ACTIVE, and offered to the scheduler, when PATH_RESPONSE
+    returns one round trip of its own later (``xqc_frame.c`` ``xqc_process_path_response_frame``,
+    ``xqc_multipath.c`` ``xqc_path_validate``). Connection IDs are issued for the next unused path
+    ID only, so path k + 1 waits for path k: the client issues its IDs once it created path k, and
+    they are acknowledged one round trip of the fastest path then open later; the server issues
+    its own once the PATH_CHALLENGE created path k there, half a round trip of path k later, and
+    they reach the client half a round trip of that fastest path after that.
+
+    ``mp_join`` (Linux MPTCP, RFC 8684 sec. 3.2): the client's connection is fully established when
+    the first ACK of its data returns with a DSS option, one round trip of path 0
+    (``net/mptcp/options.c`` ``check_fully_established``); the in-kernel path manager then opens a
+    subflow from every ``subflow`` endpoint at once (``net/mptcp/pm_kernel.c``
+    ``mptcp_pm_create_subflow_or_signal_addr``), and a joining subflow sends data only after the
+    fourth ACK, two round trips of its own (SYN / SYN-ACK, then the third ACK with MP_JOIN's HMAC
+    and its ACK; ``options.c``: "MP_JOIN client subflow must wait for 4th ack before sending any
+    data")."""
+    if rule not in PATH_SETUPS:
+        raise unknown_name("path setup", rule, PATH_SETUPS)
+    r = np.asarray(rtt, dtype=float)
+    opens = np.zeros(len(r))
+    if rule == "mp_join":
+        opens[1:] = r[0] + 2.0 * r[1:]
+        return opens
+    created = 2.0 * r[0]
+    for k in range(1, len(r)):
+        opens[k] = created + r[k]
+        carrier = min(r[j] for j in range(k) if opens[j] <= created)
+        created += max(carrier, (r[k] + carrier) / 2.0)
+    return opens
 
 
 def cc_overrides(stack: str | StackProfile, cc: str, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
