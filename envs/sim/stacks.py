@@ -240,7 +240,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     return v
 
 
-def path_open_steps(rule: str, rtt: Sequence[float]) -> np.ndarray:
+def path_open_steps(rule: str, rtt: Sequence[float] | np.ndarray) -> np.ndarray:
     """The step at which each path may first carry data under path-setup ``rule`` (one of
     PATH_SETUPS), from the paths' round trips ``rtt`` (steps; each path's handshake sample, as
     ``kernel.reset_connection`` gives it). Time zero is the end of the handshake on path 0, where
