@@ -33,12 +33,11 @@ from omegaconf import OmegaConf
 
 from agents import checkpoint
 from agents.base import OnlineAgent
-from agents.registry import make_agent
+from agents.registry import make_agent, preset
 from envs.errors import ConfigError
 from envs.live.provenance import load_average, provenance
 
 DEFAULT_MODES = ("ecf", "minrtt")
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
 class TraceRecorder(gym.Wrapper):
@@ -100,17 +99,6 @@ def replay(agent: OnlineAgent, trace: dict[str, Any]) -> int:
         agent.update(np.asarray([t["obs"]], dtype=np.float32), np.array([t["action"]]), np.array([t["reward"]]),
                      np.asarray([t["next_obs"]], dtype=np.float32), np.array([t["done"]]))
     return len(trace["transitions"])
-
-
-def preset(name: str) -> dict[str, Any]:
-    """``configs/agent/<name>.yaml`` as a mapping (agent spec and its env settings)."""
-    path = CONFIG_DIR / "agent" / f"{name}.yaml"
-    if not path.is_file():
-        from envs.errors import unknown_name
-        raise unknown_name("agent", name, [p.stem for p in (CONFIG_DIR / "agent").glob("*.yaml")])
-    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    assert isinstance(cfg, dict)
-    return {str(k): v for k, v in cfg.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,10 +4,13 @@ which run inside the compiled core, are plug-ins: ``envs.plugins``)."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from agents.base import Agent
 from envs.errors import unknown_name
+
+PRESET_DIR = Path(__file__).resolve().parents[1] / "configs" / "agent"
 
 # kind -> "module:Class" (imported on use, so heuristics do not pull in torch)
 AGENT_KINDS = {
@@ -29,3 +32,16 @@ def agent_class(kind: str) -> type[Agent]:
 
 def make_agent(spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> Agent:
     return agent_class(spec.get("kind", "sb3"))(spec, n_features, n_actions, seed)
+
+
+def preset(name: str) -> dict[str, Any]:
+    """``configs/agent/<name>.yaml`` as a mapping (agent spec and its env settings), outside Hydra
+    (benchmarks, exports and live runs that name a preset)."""
+    from omegaconf import OmegaConf
+
+    path = PRESET_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise unknown_name("agent", name, [p.stem for p in PRESET_DIR.glob("*.yaml")])
+    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    assert isinstance(cfg, dict)
+    return {str(k): v for k, v in cfg.items()}

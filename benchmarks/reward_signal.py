@@ -32,18 +32,16 @@ import math
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
-
 from agents.diagnostics import HeuristicAnswers
+from agents.registry import preset as agent_preset
 from envs.multipath_env import build_process
 
-ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
 
 def preset(name: str) -> tuple[dict, float]:
     """Reward and per-decision discount of an agent preset."""
-    cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / f"{name}.yaml"))
+    cfg = agent_preset(name)
     agent = cfg["agent"]
     gamma = (agent.get("hyperparams") or {}).get("gamma", (agent.get("params") or {}).get("gamma", 0.0))
     return cfg["env"]["reward"], float(gamma)

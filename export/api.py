@@ -164,14 +164,11 @@ def fast_only_header(out: str | Path, prefix: str = "fast_only") -> Path:
     fast path) dominates every input, so XQUIC runs the fixed split through the same ``get_path``
     hook as a learned policy."""
     import torch
-    from omegaconf import OmegaConf
-
-    from agents.registry import make_agent
+    from agents.registry import make_agent, preset
     from agents.sb3 import SB3Agent
     from envs.vector_env import SB3VecEnv
 
-    cfg = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "agent" / "dqn.yaml"))
-    assert isinstance(cfg, dict)
+    cfg = preset("dqn")
     spec, env = cfg["agent"], cfg["env"]
     torch.manual_seed(0)
     agent = make_agent(spec, 6, 2, seed=0)
