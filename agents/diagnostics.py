@@ -12,6 +12,12 @@ checkpoint) the same episodes also yield, per scenario and CC:
 - warnings: a constant policy (one action at ``CONSTANT_SHARE`` of its decisions or more) and a
   clone of a heuristic (agreement ``CLONE_AGREEMENT`` or more).
 
+A learner trained with several seeds is reported in a cell both pooled (its seeds' decisions
+summed, ``combine``) and per seed (``pool_seeds``): each seed's policy is flagged on its own by the
+same rules, and the report says how many of the seeds are flagged. Pooling alone can hide a
+degenerate seed: one seed that always waits and one that always sends pool to a policy that is
+neither constant nor a clone.
+
 In the blocked mode a decision point is a moment when the fast path has no window and another
 path has: minRTT would send on the second path there (action 1) and fast_only would wait (action
 0), so a constant policy is also a clone of one of them. The packet mode compares paths (action
@@ -74,6 +80,22 @@ class PolicyDiagnostics:
     constant: str | None = None  # the action a constant policy takes
     clone_of: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    per_seed: dict[int, PolicyDiagnostics] = field(default_factory=dict)  # training seed -> its own policy's
+
+    @property
+    def degenerate(self) -> bool:
+        """Constant or a clone of a heuristic."""
+        return bool(self.constant or self.clone_of)
+
+    @property
+    def seeds_flagged(self) -> list[int]:
+        """The training seeds whose own policy is degenerate (empty when not pooled over seeds)."""
+        return [seed for seed, d in self.per_seed.items() if d.degenerate]
+
+    @property
+    def seeds_note(self) -> str:
+        """``"k of N"`` seeds flagged, or ``"-"`` when not pooled over seeds."""
+        return f"{len(self.seeds_flagged)} of {len(self.per_seed)}" if self.per_seed else "-"
 
     @property
     def action_shares(self) -> tuple[float, ...]:
@@ -86,9 +108,12 @@ class PolicyDiagnostics:
 
     def metrics(self, prefix: str) -> dict[str, float]:
         """Flat numbers for MLflow: ``<prefix>/share/<action>``, ``<prefix>/agree/<heuristic>``,
-        ``<prefix>/decisions``, ``<prefix>/degenerate`` (1 when constant or a clone)."""
-        out = {f"{prefix}/decisions": float(self.decisions),
-               f"{prefix}/degenerate": float(bool(self.constant or self.clone_of))}
+        ``<prefix>/decisions``, ``<prefix>/degenerate`` (1 when constant or a clone) and, pooled over
+        training seeds, ``<prefix>/seeds`` and ``<prefix>/seeds_degenerate`` (how many are)."""
+        out = {f"{prefix}/decisions": float(self.decisions), f"{prefix}/degenerate": float(self.degenerate)}
+        if self.per_seed:
+            out.update({f"{prefix}/seeds": float(len(self.per_seed)),
+                        f"{prefix}/seeds_degenerate": float(len(self.seeds_flagged))})
         out.update({f"{prefix}/share/{a}": s for a, s in zip(self.action_names, self.action_shares)})
         out.update({f"{prefix}/agree/{h}": v for h, v in self.agreement.items()})
         return {k: v for k, v in out.items() if math.isfinite(v)}
@@ -180,20 +205,36 @@ def combine(parts: list[PolicyDiagnostics]) -> PolicyDiagnostics:
     return summarise(names, counts, same)
 
 
+def pool_seeds(per_seed: dict[int, PolicyDiagnostics]) -> PolicyDiagnostics:
+    """One learner's diagnostics in a cell over its training seeds' policies (training seed ->
+    that seed's diagnostics): pooled as ``combine`` does, each seed kept in ``per_seed`` with its
+    own flags, and a warning naming the flagged seeds (``k of N seeds flagged``) when any is."""
+    pooled = combine(list(per_seed.values()))
+    pooled.per_seed = dict(per_seed)
+    flagged = pooled.seeds_flagged
+    if flagged:
+        pooled.warnings += (f"{pooled.seeds_note} seeds flagged: "
+                            + "; ".join(f"seed {seed}: " + ", ".join(per_seed[seed].warnings) for seed in flagged),)
+    return pooled
+
+
 def format_table(rows: list[tuple[str, ...]], diags: list[PolicyDiagnostics]) -> str:
     """Markdown: one row per (labels..., diagnostics), the label columns being
-    ``scheduler | scenario | cc``; action shares, agreement with each heuristic, warnings."""
+    ``scheduler | scenario | cc``; action shares, agreement with each heuristic, how many training
+    seeds' own policies are flagged (when pooled over seeds), warnings."""
     if not diags:
         return ""
     actions = max((d.action_names for d in diags), key=len)
     refs = list(dict.fromkeys(h for d in diags for h in d.agreement))
+    seeded = any(d.per_seed for d in diags)
     head = ["scheduler", "scenario", "cc", "decisions", *[f"{a} %" for a in actions], *[f"= {h} %" for h in refs],
-            "warning"]
+            *(["seeds flagged"] if seeded else []), "warning"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for labels, d in zip(rows, diags):
         shares = dict(zip(d.action_names, d.action_shares))
         cells = [*labels, str(d.decisions), *[_pct(shares.get(a, math.nan)) for a in actions],
-                 *[_pct(d.agreement.get(h, math.nan)) for h in refs], "; ".join(d.warnings) or "-"]
+                 *[_pct(d.agreement.get(h, math.nan)) for h in refs], *([d.seeds_note] if seeded else []),
+                 "; ".join(d.warnings) or "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -185,12 +185,16 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
         files["diagnostics.md"].write_text(
             f"# Policy diagnostics: study {study.name}\n\nPer learned scheduler and cell, over the cell's "
             "episodes: the share of each action at its decisions, and how often each reference heuristic, "
-            "shown the same sender state, would have decided the same.\n\n"
+            "shown the same sender state, would have decided the same. A learner trained with several seeds: "
+            "its seeds' decisions pooled, and (seeds flagged) how many of its seeds' own policies are constant "
+            "or a clone.\n\n"
             + format_table([key for key, _ in diagnosed], [d for _, d in diagnosed]) + "\n"
             + ("\n## Warnings\n\n" + "\n".join(warned) + "\n" if warned else ""))
         rows_d = [{"scheduler": k[0], "scenario": k[1], "cc": k[2], "decisions": d.decisions,
                    **{f"share_{a}": v for a, v in zip(d.action_names, d.action_shares)},
-                   **{f"agree_{h}": v for h, v in d.agreement.items()}, "warnings": "; ".join(d.warnings)}
+                   **{f"agree_{h}": v for h, v in d.agreement.items()},
+                   **({"seeds": len(d.per_seed), "seeds_flagged": len(d.seeds_flagged)} if d.per_seed else {}),
+                   "warnings": "; ".join(d.warnings)}
                   for k, d in diagnosed]
         files["diagnostics.csv"] = out_dir / "diagnostics.csv"
         pd.DataFrame(rows_d).to_csv(files["diagnostics.csv"], index=False)
@@ -215,31 +219,37 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     """Two checks of the learners against the searched headroom (``cells``: studies.headroom
     per cell): every degenerate policy (constant or a clone) with how far the heuristic it
     copies is from the cell's searched best (held-out; a heuristic outside the study's schedulers
-    at its search-seed score against the search's best), and for every cell whose headroom exceeds
-    ``HEADROOM_MATTERS`` beyond the CIs, the learners' recovered share with its interval (the
-    learner's 95% CI, over its training seeds when it has several)."""
+    at its search-seed score against the search's best), pooled over a learner's training seeds
+    and, when it has several, each seed's policy on its own; and for every cell whose headroom
+    exceeds ``HEADROOM_MATTERS`` beyond the CIs, the learners' recovered share with its interval
+    (the learner's 95% CI, over its training seeds when it has several)."""
     found = {(h.scenario, h.cc): h for h in cells}
     index = {e.label: i for i, e in enumerate(study.schedulers)}
     scen = [s.name for s in study.scenarios]
     out = ["Degenerate policies against the searched best (a clone is a failure unless the heuristic it copies "
-           f"is within {100 * CLONE_TOLERANCE:.0f}% of the cell's best):", ""]
-    bad = outside = 0
+           f"is within {100 * CLONE_TOLERANCE:.0f}% of the cell's best; per seed: how many of the learner's "
+           "training seeds' own policies are flagged, and how many of those fail):", ""]
+    bad = outside = seeded = seeds_total = seeds_bad = cells_seed_bad = 0
     for (label, s, cc), r in results.items():
         d = r.get("diagnostics")
         h = found.get((s, cc))
-        if d is None or not d.clone_of or h is None:
+        if d is None or h is None:
             continue
         k, c = scen.index(s), list(study.ccs).index(cc)
-        gaps = []
-        for name in d.clone_of:
-            if name in index and np.isfinite(means[index[name], k, c]):
-                gap = 1.0 - means[index[name], k, c] / h.best_mean
-            else:
-                search = dict(h.search)
-                top = max(v for v in search.values() if np.isfinite(v))
-                gap = 1.0 - search.get(name, math.nan) / top
-            gaps.append((name, gap))
-        ok = any(g <= CLONE_TOLERANCE for _, g in gaps)
+        failing = [seed for seed, part in d.per_seed.items()
+                   if part.clone_of and not _clone_ok(_clone_gaps(part.clone_of, h, means, index, k, c))]
+        seeded += bool(d.per_seed)
+        seeds_total += len(d.per_seed)
+        seeds_bad += len(failing)
+        cells_seed_bad += bool(failing)
+        per_seed = (f" [per seed: {d.seeds_note} flagged, {len(failing)} fail"
+                    + (f" (seed {', '.join(map(str, failing))})" if failing else "") + "]") if d.per_seed else ""
+        if not d.clone_of:
+            if d.seeds_flagged:
+                out.append(f"- {label} / {s} / {cc}: pooled over its seeds no clone" + per_seed)
+            continue
+        gaps = _clone_gaps(d.clone_of, h, means, index, k, c)
+        ok = _clone_ok(gaps)
         bad += not ok
         shown = ", ".join(f"{n} {100 * g:+.1f}% below" if np.isfinite(g) else f"{n} not scored" for n, g in gaps)
         note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
@@ -253,13 +263,16 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
                      "learner's action space" if within else
                      f"; the best a blocked-decision policy reaches: {h.blocked_best.label}, {h.blocked_best_mean:.2f}")
         out.append(f"- {label} / {s} / {cc}: clone of {', '.join(d.clone_of)} ({shown} the best): "
-                   + ("ok" if ok else "FAILS") + note)
+                   + ("ok" if ok else "FAILS") + note + per_seed)
     if len(out) == 2:
         out.append("- none")
     out += ["", f"{bad} degenerate cell(s) copy a heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best; "
             f"{outside} of them copy one within {100 * CLONE_TOLERANCE:.0f}% of the best a policy deciding only at "
-            "blocked decisions (the learners' action space) reaches.",
-            "", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the CIs) "
+            "blocked decisions (the learners' action space) reaches."]
+    if seeded:
+        out.append(f"Per training seed: {seeds_bad} of {seeds_total} seed policies in {seeded} learner cells copy a "
+                   f"heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best, in {cells_seed_bad} cell(s).")
+    out += ["", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the CIs) "
             f"and the learners' recovered share (>= {100 * RECOVER_SHARE:.0f}% counts as found):", ""]
     matters = [h for h in cells if h.significant and h.headroom > HEADROOM_MATTERS]
     for h in matters:
@@ -279,6 +292,27 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     if not matters:
         out.append("- none")
     return "\n".join(out)
+
+
+def _clone_gaps(clone_of: tuple[str, ...], h: Any, means: np.ndarray, index: dict[str, int], k: int,
+                c: int) -> list[tuple[str, float]]:
+    """Each copied heuristic with how far below the cell's searched best it scores (held-out
+    when it is one of the study's schedulers, else its search-seed score against the search's best)."""
+    gaps = []
+    for name in clone_of:
+        if name in index and np.isfinite(means[index[name], k, c]):
+            gap = 1.0 - means[index[name], k, c] / h.best_mean
+        else:
+            search = dict(h.search)
+            top = max(v for v in search.values() if np.isfinite(v))
+            gap = 1.0 - search.get(name, math.nan) / top
+        gaps.append((name, gap))
+    return gaps
+
+
+def _clone_ok(gaps: list[tuple[str, float]]) -> bool:
+    """A clone is no failure when a heuristic it copies is within ``CLONE_TOLERANCE`` of the best."""
+    return any(g <= CLONE_TOLERANCE for _, g in gaps)
 
 
 def worst_cc(study: Study, results: dict) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:

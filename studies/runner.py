@@ -19,7 +19,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
-from agents.diagnostics import combine
+from agents.diagnostics import pool_seeds
 from envs import compilation
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
@@ -173,13 +173,15 @@ def _outcome(r: dict[str, Any], metric: str) -> str:
 def merge_seeds(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
     """One cell from its cells per training seed (keyed by the index into ``seeds``): the runs of
     the seeds that ran side by side in ``metrics``, each one's mean in ``seed_means`` (what a
-    report's CI is taken over) and the errors of the others, naming their seed."""
+    report's CI is taken over), the errors of the others, naming their seed, and a learned policy's
+    diagnostics pooled over the seeds with each seed's own flags (``agents.diagnostics.pool_seeds``)."""
     if len(per_seed) == 1:
         return next(iter(per_seed.values()))
     ok = [per_seed[i] for i in sorted(per_seed) if not per_seed[i]["error"]]
     errors = [f"seed {seeds[i]}: {per_seed[i]['error']}" for i in sorted(per_seed) if per_seed[i]["error"]]
     names = [m for m in (ok[0]["metrics"] if ok else {}) if all(m in r["metrics"] for r in ok)]
-    diags = [r["diagnostics"] for r in ok if r.get("diagnostics") is not None]
+    diags = {seeds[i]: per_seed[i]["diagnostics"] for i in sorted(per_seed)
+             if not per_seed[i]["error"] and per_seed[i].get("diagnostics") is not None}
     with warnings.catch_warnings():  # a metric a seed has no value of (NaN runs) stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)
         return {"metrics": {m: np.concatenate([r["metrics"][m] for r in ok]) for m in names},
@@ -188,7 +190,7 @@ def merge_seeds(per_seed: dict[int, dict[str, Any]], seeds: list[int]) -> dict[s
                 "error": "; ".join(errors) or None,
                 "failed": any(r.get("failed") for r in per_seed.values()),
                 "seconds": sum(r.get("seconds", 0.0) for r in per_seed.values()),
-                "diagnostics": combine(diags) if diags else None}  # the seeds' policies pooled
+                "diagnostics": pool_seeds(diags) if diags else None}  # pooled, and each seed flagged on its own
 
 
 def search_headroom(study: Study, backend: Backend) -> list[Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.diagnostics import CLONE_AGREEMENT, DecisionLog, summarise
+from agents.diagnostics import CLONE_AGREEMENT, DecisionLog, format_table, pool_seeds, summarise
 from agents.training import format_rows
 from envs.errors import ConfigError
 from envs.multipath_env import build_process
@@ -17,6 +17,7 @@ from envs.scenario import load_scenario, resolve_scenarios
 from envs.sim.layout import COBS_ELAPSED, OBS_AVAILABLE, OBS_INFLIGHT, OBS_LOSSES, OBS_NAMES, OBS_SENT, OBS_SRTT
 from envs.sim.simulator import SimConfig
 from studies.headroom import Candidate, candidates, evaluate_candidate, search, send_within
+from studies.runner import merge_seeds
 
 DATA = Path(__file__).parent / "data"
 
@@ -92,6 +93,34 @@ def test_eval_table_prints_the_warning():
     assert "WARNING s/bbr: constant policy: 'wait'" in text
     assert d.metrics("final/s/bbr/dqn/diag")["final/s/bbr/dqn/diag/degenerate"] == 1.0
     assert summarise(("wait", "send_second"), np.zeros(2), {"minrtt": 0}).warnings[0].startswith("never asked")
+
+
+def test_each_training_seed_is_flagged_on_its_own():
+    """One learner, one cell, two training seeds: seed 7's policy always sends (constant, a minRTT
+    clone), seed 8's flips a coin. Pooled (the study's cell over its seeds, decision-weighted) it
+    is neither constant nor a clone: the coin's waits make most of the decisions. Per seed, seed 7
+    is flagged and seed 8 is not: "1 of 2" in the warnings, the table, and MLflow."""
+    rng = np.random.default_rng(0)
+    sends = diagnose(lambda x: np.ones(len(x), dtype=np.int64))
+    coin = diagnose(lambda x: rng.integers(0, 2, len(x)))
+    metrics = {"goodput_mbps": np.ones(3)}
+    cell = merge_seeds({0: {"metrics": metrics, "error": None, "diagnostics": sends},
+                        1: {"metrics": metrics, "error": None, "diagnostics": coin}}, [7, 8])
+    d = cell["diagnostics"]
+    assert d.decisions == sends.decisions + coin.decisions
+    assert d.constant is None and d.clone_of == () and not d.degenerate, d  # pooling hides the constant seed
+    assert d.per_seed == {7: sends, 8: coin} and d.seeds_flagged == [7] and d.seeds_note == "1 of 2"
+    assert d.per_seed[7].constant == "send_second" and "minrtt" in d.per_seed[7].clone_of
+    assert not d.per_seed[8].degenerate
+    assert d.warnings == ("1 of 2 seeds flagged: seed 7: " + ", ".join(sends.warnings),)
+    table = format_table([("dqn_bbr", "ispras_s1", "cubic")], [d])
+    assert "| seeds flagged | warning |" in table and "| 1 of 2 | 1 of 2 seeds flagged: seed 7: constant" in table
+    m = d.metrics("diag/ispras_s1/cubic/dqn_bbr")
+    assert m["diag/ispras_s1/cubic/dqn_bbr/degenerate"] == 0.0
+    assert m["diag/ispras_s1/cubic/dqn_bbr/seeds"] == 2.0 and m["diag/ispras_s1/cubic/dqn_bbr/seeds_degenerate"] == 1.0
+    both = pool_seeds({7: sends, 8: sends})  # both seeds send: flagged pooled and per seed
+    assert both.constant == "send_second" and both.seeds_note == "2 of 2"
+    assert "seeds flagged" not in format_table([("dqn", "s", "cc")], [sends])  # one seed: no per-seed column
 
 
 # ---------------------------------------------------------------------------------- headroom

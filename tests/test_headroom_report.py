@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from agents.diagnostics import BLOCKED_ACTIONS, PolicyDiagnostics, pool_seeds, summarise
 from envs.errors import ConfigError
 from envs.scenario import resolve_scenarios
 from envs.sim.simulator import SimConfig
@@ -28,10 +28,18 @@ def small_study(seeds: int = 3) -> Study:
                  "goodput_mbps", True, SimConfig(), 1, Path("."), {}, {})
 
 
-def cell(values, seed_means=None, clone_of=()):
-    r = {"metrics": {"goodput_mbps": np.asarray(values, float)}, "error": None,
-         "diagnostics": SimpleNamespace(clone_of=tuple(clone_of), warnings=("w",) if clone_of else (),
-                                        action_names=("wait", "send_second"))}
+def policy(clone_of=()) -> PolicyDiagnostics:
+    """Blocked-mode diagnostics of 100 decisions: always waiting (a fast_only clone), always
+    sending (a minRTT clone) or half and half (neither)."""
+    wait = {("fast_only",): 100, ("minrtt",): 0, (): 50}[tuple(clone_of)]
+    return summarise(BLOCKED_ACTIONS, np.array([wait, 100 - wait]), {"minrtt": 100 - wait, "fast_only": wait})
+
+
+def cell(values, seed_means=None, clone_of=(), seeds_clone_of=None):
+    """A cell's result; ``seeds_clone_of``: one learner's policy per training seed (what each copies)."""
+    diagnostics = (pool_seeds({seed: policy(c) for seed, c in enumerate(seeds_clone_of)}) if seeds_clone_of
+                   else policy(clone_of))
+    r = {"metrics": {"goodput_mbps": np.asarray(values, float)}, "error": None, "diagnostics": diagnostics}
     if seed_means is not None:
         r["seed_means"] = {"goodput_mbps": np.asarray(seed_means, float)}
     return r
@@ -84,6 +92,25 @@ def test_verdict_says_when_the_best_is_outside_the_blocked_action_space():
             "the best a blocked-decision policy reaches (minrtt, 15.00): the cell's best is outside the learner's "
             "action space") in text
     assert "2 degenerate cell(s) copy a heuristic more than 2% below the best; 2 of them copy one within 2%" in text
+
+
+def test_verdict_flags_each_training_seed_on_its_own():
+    """The bandit's three seeds in the bbr cell: one waits (a fast_only clone, the best: ok), one
+    sends (a minRTT clone, 21% below the best: fails), one mixes. Pooled, it is no clone; per
+    seed, 2 of 3 are flagged and 1 fails, in the verdict and its count."""
+    study, res = small_study(), results()
+    res[("bandit", "hetero_small_file", "bbr")] = cell([17.0] * 3, [19.0, 15.0, 17.0],
+                                                       seeds_clone_of=[("fast_only",), ("minrtt",), ()])
+    from studies.report import cube
+    means, cis = cube(study, res, "goodput_mbps")
+    text = learning_verdict(study, res, [found("cubic"), found("bbr")], means, cis)
+    assert ("- bandit / hetero_small_file / bbr: pooled over its seeds no clone [per seed: 2 of 3 flagged, 1 fail "
+            "(seed 1)]") in text
+    assert "1 degenerate cell(s) copy a heuristic more than 2% below the best" in text  # the pooled count
+    assert "Per training seed: 1 of 3 seed policies in 1 learner cells copy a heuristic more than 2% below" in text
+    d = res[("bandit", "hetero_small_file", "bbr")]["diagnostics"]
+    assert not d.degenerate and d.seeds_flagged == [0, 1] and d.seeds_note == "2 of 3"
+    assert any(w.startswith("2 of 3 seeds flagged: seed 0: constant policy: 'wait'") for w in d.warnings)
 
 
 def test_verdict_says_when_no_learner_finds_the_headroom():
