@@ -15,8 +15,8 @@ checkpoint) the same episodes also yield, per scenario and CC:
 A learner trained with several seeds is reported in a cell both pooled (its seeds' decisions
 summed, ``combine``) and per seed (``pool_seeds``): each seed's policy is flagged on its own by the
 same rules, and the report says how many of the seeds are flagged. Pooling alone can hide a
-degenerate seed: one seed that always waits and one that always sends pool to a policy that is
-neither constant nor a clone.
+degenerate seed: the pool is decision-weighted, and a seed that always sends makes few decisions
+beside one that waits at some, so the pool of the two is neither constant nor a clone.
 
 In the blocked mode a decision point is a moment when the fast path has no window and another
 path has: minRTT would send on the second path there (action 1) and fast_only would wait (action
