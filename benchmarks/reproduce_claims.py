@@ -365,39 +365,54 @@ def mptcp_tut_experiments(sim: Cells, live: dict | None, cc: str = "lia") -> str
     lines = [f"| experiment | bottlenecks | simulator {head} (Mbit/s) | lowest | at or above LL | live {head} (Mbit/s) "
              "| lowest | at or above LL | agree |", "|---|" * 1 + "---|" * 8]
     sides: dict[str, list[tuple[str, dict[str, bool]] | None]] = {"sim": [], "live": []}
+    spreads: dict[str, list[float]] = {"sim": [], "live": []}
 
-    def answers(cell: tuple[str, dict[str, bool]]) -> str:
-        worst, ok = cell
-        held = [x.upper() for x in better if ok[x]]
-        return worst.upper() if worst != "minrtt" else "LL", ", ".join(held) or "none"
+    def same(a: tuple[str, dict[str, bool]], b: tuple[str, dict[str, bool]]) -> bool:
+        return (a[0] == "rr") == (b[0] == "rr") and a[1] == b[1]
+
+    def answers(side: str, cells: Cells, s: str) -> str:
+        """The cell's answers as the row's "lowest" and "at or above LL" columns; the lowest with the
+        five schedulers' goodput spread ((max - min) / max)."""
+        worst, ok = cell = mptcp_tut_cell(cells, s, cc)
+        sides[side].append(cell)
+        g = [m(cells, x, s, cc, "goodput_mbps") for x in scheds]
+        spreads[side].append((max(g) - min(g)) / max(max(g), 1e-9))
+        held = ", ".join(x.upper() for x in better if ok[x]) or "none"
+        return f"{worst.upper() if worst != 'minrtt' else 'LL'} (spread {spreads[side][-1]:.1%}) | {held}"
 
     for k in range(8):
         s = f"mptcp_tut_mesh_e{k}"
         links = (load_scenario(s).links or {}).values()
         where = f"{_span([x.bandwidth_mbps for x in links], '.0f', ' Mbit/s')}, {_links(s)}"
-        sim_cell = mptcp_tut_cell(sim, s, cc)
-        sides["sim"].append(sim_cell)
-        sim_g = "/".join(f"{m(sim, x, s, cc, 'goodput_mbps'):.2f}" for x in scheds)
+        sim_g = "/".join("{:.2f} ± {:.2f}".format(*mean_ci(sim[(x, s, cc)]["goodput_mbps"])) for x in scheds)
+        sim_part = f"{sim_g} | {answers('sim', sim, s)}"
         if lcc == cc and all(len(lcells.get((x, s, cc), {}).get("goodput_mbps", ())) >= 3 for x in scheds):
-            live_cell = mptcp_tut_cell(lcells, s, cc)
             live_g = "/".join("{:.2f} ± {:.2f}".format(*mean_ci(lcells[(x, s, cc)]["goodput_mbps"])) for x in scheds)
-            same = (sim_cell[0] == "rr") == (live_cell[0] == "rr") and sim_cell[1] == live_cell[1]
-            live_part = f"{live_g} | {' | '.join(answers(live_cell))} | {'yes' if same else 'no'}"
+            live_part = f"{live_g} | {answers('live', lcells, s)}"
+            live_part += f" | {'yes' if same(sides['sim'][-1], sides['live'][-1]) else 'no'}"
         else:
-            live_cell, live_part = None, "not recorded | | | "
-        sides["live"].append(live_cell)
-        lines.append(f"| e{k} | {where} | {sim_g} | {' | '.join(answers(sim_cell))} | {live_part} |")
+            sides["live"].append(None)
+            live_part = "not recorded | | | "
+        lines.append(f"| e{k} | {where} | {sim_part} | {live_part} |")
 
-    def counts(side: str) -> str:
+    def counts(side: str, cells: Cells) -> str:
         got = [(k, c) for k, c in enumerate(sides[side]) if c is not None]
+        exact = [f"e{k}" for k, _ in got if all(np.ptp(cells[(x, f"mptcp_tut_mesh_e{k}", cc)]["goodput_mbps"]) == 0
+                                                for x in scheds)]
         hetero = [c for k, c in got if k in MPTCP_TUT_HETERO]
         return (f"RR lowest in {sum(c[0] == 'rr' for _, c in got)}/{len(got)} experiments "
                 f"({sum(c[0] == 'rr' for c in hetero)}/{len(hetero)} of the heterogeneous e2, e3, e6, e7), "
-                + ", ".join(f"{x.upper()} at or above LL in {sum(c[1][x] for _, c in got)}/{len(got)}" for x in better))
+                + ", ".join(f"{x.upper()} at or above LL in {sum(c[1][x] for _, c in got)}/{len(got)}" for x in better)
+                + (f"; spread {_span([100 * v for v in spreads[side]], '.1f', '%')}" if spreads[side] else "")
+                + (f"; every scheduler's runs identical (LL's CI 0: the test at or above LL is exact) in {', '.join(exact)}"
+                   if exact else ""))
     both = [(a, b) for a, b in zip(sides["sim"], sides["live"]) if b is not None]
-    agree = sum((a[0] == "rr") == (b[0] == "rr") and a[1] == b[1] for a, b in both)
-    return ("\n".join(lines) + f"\n\nSimulator: {counts('sim')}. Live: {counts('live')}. Simulator and live agree on "
-            f"RR lowest and HSR, LWS, LTS at or above LL in {agree}/{len(both)} experiments recorded live.")
+    agree = sum(same(a, b) for a, b in both)
+    each = ", ".join([f"RR lowest {sum((a[0] == 'rr') == (b[0] == 'rr') for a, b in both)}/{len(both)}"]
+                     + [f"{x.upper()} {sum(a[1][x] == b[1][x] for a, b in both)}/{len(both)}" for x in better])
+    return ("\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Live: {counts('live', lcells)}. Simulator and live agree on "
+            f"RR lowest and HSR, LWS, LTS at or above LL in {agree}/{len(both)} experiments recorded live (on each answer: "
+            f"{each})." if both else "\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Not recorded live.")
 
 
 def live_kato_cause(cells: Cells, scens: list[str], cc: str) -> str:
