@@ -171,6 +171,7 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
         def failed(attempt: int, err: VerificationError, name: str = scen_name, failures: list = failures) -> None:
             failures.append({"scenario": name, "time": utc_now(), "load": load_average(),
                              "error": str(err).splitlines()[0]})
+            save_record(out, record)  # kept even when every attempt fails and the batch stops
             print(f"verification failed (attempt {attempt}/{VERIFY_ATTEMPTS}, load {load_average():.1f}): "
                   f"{str(err).splitlines()[0]}", flush=True)
 

@@ -36,10 +36,11 @@ from envs.metrics import mean_ci  # noqa: E402
 from studies import runner, spec  # noqa: E402
 
 
-def run(name: str, runs: int, out: Path) -> tuple[dict, float]:
-    """The study's cells (per-run metrics) and its wall time."""
+def run(name: str, runs: int, out: Path, overrides: tuple[str, ...] = ()) -> tuple[dict, float]:
+    """The study's cells (per-run metrics) and its wall time; ``overrides`` are more Hydra overrides
+    of the study (``study.ccs=[lia]``)."""
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
-        cfg = compose(config_name="evaluate", overrides=[f"study={name}", f"study.runs={runs}"])
+        cfg = compose(config_name="evaluate", overrides=[f"study={name}", f"study.runs={runs}", *overrides])
     study = spec.from_config(cfg, out / name)
     start = time.perf_counter()
     with runner.backend(study) as backend:
@@ -131,11 +132,20 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     return [row if row.ok else row._replace(cause=cause) for row in rows], wall
 
 
+def mptcp_tut_cell(cells: Cells, s: str, cc: str) -> tuple[str, dict[str, bool]]:
+    """One experiment under one CC as MPTCP-TUT's claim reads it: the scheduler with the lowest mean
+    goodput, and for HSR, LWS and LTS whether its mean goodput is at or above LL's (minRTT's)
+    within LL's 95% CI."""
+    worst = min(MPTCP_TUT_SCHEDULERS, key=lambda x: m(cells, x, s, cc, "goodput_mbps"))
+    ll, ci = mean_ci(cells[("minrtt", s, cc)]["goodput_mbps"])
+    return worst, {x: m(cells, x, s, cc, "goodput_mbps") >= ll - ci for x in ("hsr", "lws", "lts")}
+
+
 def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tuple[str, ...], where: str,
                      grid: str) -> list[Row]:
     """RR worst on the heterogeneous experiments; HSR, LWS, LTS at or above LL (minRTT) within LL's CI."""
     scheds = MPTCP_TUT_SCHEDULERS
-    worst = [min(scheds, key=lambda x: m(cells, x, s, cc, "goodput_mbps")) for s in hetero for cc in ccs]
+    worst = [mptcp_tut_cell(cells, s, cc)[0] for s in hetero for cc in ccs]
     n_rr = sum(w == "rr" for w in worst)
     rows = [Row(f"MPTCP-TUT{where}: RR worst on heterogeneous capacities{grid}",
                 f"RR worst in {n_rr}/{len(worst)} cells (others worst: "
@@ -145,9 +155,8 @@ def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tup
         ok, ratios = 0, []
         for s in scens:
             for cc in ccs:
-                mine, ll = cells[(x, s, cc)]["goodput_mbps"], cells[("minrtt", s, cc)]["goodput_mbps"]
-                ok += mean_ci(mine)[0] >= mean_ci(ll)[0] - mean_ci(ll)[1]  # at or above LL, within LL's CI
-                ratios.append(mean_ci(mine)[0] / max(mean_ci(ll)[0], 1e-9))
+                ok += mptcp_tut_cell(cells, s, cc)[1][x]
+                ratios.append(m(cells, x, s, cc, "goodput_mbps") / max(m(cells, "minrtt", s, cc, "goodput_mbps"), 1e-9))
         n = len(scens) * len(ccs)
         rows.append(Row(f"MPTCP-TUT{where}: {x.upper()} at or above LL (minRTT) goodput",
                         f"{ok}/{n} cells; goodput ratio to LL median {np.median(ratios):.2f} "
@@ -343,6 +352,69 @@ def live_mptcp_cause(cells: Cells, scens: list[str], cc: str) -> str:
     return "the five schedulers' goodput per mesh: " + "; ".join(parts) + f"; with {stand_in}"
 
 
+def mptcp_tut_experiments(sim: Cells, live: dict | None, cc: str = "lia") -> str:
+    """MPTCP-TUT's claim per experiment of the full mesh under ``cc``, in simulation (``sim``, the
+    study's cells) and live (``live``, the recorded ``mptcp_tut`` family; experiments with fewer
+    than 3 runs per scheduler are "not recorded"): the five schedulers' mean goodput, the lowest,
+    HSR, LWS and LTS at or above LL (``mptcp_tut_cell``), whether the two sides agree on these four
+    answers; then the counts over the experiments, the claim's verdict read over all of them."""
+    from envs.scenario import load_scenario
+    scheds, better = MPTCP_TUT_SCHEDULERS, ("hsr", "lws", "lts")
+    lcells, lcc = live_cells(live)[::2] if live else ({}, cc)
+    head = "/".join(x.upper() if x != "minrtt" else "LL" for x in scheds)
+    lines = [f"| experiment | bottlenecks | simulator {head} (Mbit/s) | lowest | at or above LL | live {head} (Mbit/s) "
+             "| lowest | at or above LL | agree |", "|---|" * 1 + "---|" * 8]
+    sides: dict[str, list[tuple[str, dict[str, bool]] | None]] = {"sim": [], "live": []}
+    spreads: dict[str, list[float]] = {"sim": [], "live": []}
+
+    def same(a: tuple[str, dict[str, bool]], b: tuple[str, dict[str, bool]]) -> bool:
+        return (a[0] == "rr") == (b[0] == "rr") and a[1] == b[1]
+
+    def answers(side: str, cells: Cells, s: str) -> str:
+        """The cell's answers as the row's "lowest" and "at or above LL" columns; the lowest with the
+        five schedulers' goodput spread ((max - min) / max)."""
+        worst, ok = cell = mptcp_tut_cell(cells, s, cc)
+        sides[side].append(cell)
+        g = [m(cells, x, s, cc, "goodput_mbps") for x in scheds]
+        spreads[side].append((max(g) - min(g)) / max(max(g), 1e-9))
+        held = ", ".join(x.upper() for x in better if ok[x]) or "none"
+        return f"{worst.upper() if worst != 'minrtt' else 'LL'} (spread {spreads[side][-1]:.1%}) | {held}"
+
+    for k in range(8):
+        s = f"mptcp_tut_mesh_e{k}"
+        links = (load_scenario(s).links or {}).values()
+        where = f"{_span([x.bandwidth_mbps for x in links], '.0f', ' Mbit/s')}, {_links(s)}"
+        sim_g = "/".join("{:.2f} ± {:.2f}".format(*mean_ci(sim[(x, s, cc)]["goodput_mbps"])) for x in scheds)
+        sim_part = f"{sim_g} | {answers('sim', sim, s)}"
+        if lcc == cc and all(len(lcells.get((x, s, cc), {}).get("goodput_mbps", ())) >= 3 for x in scheds):
+            live_g = "/".join("{:.2f} ± {:.2f}".format(*mean_ci(lcells[(x, s, cc)]["goodput_mbps"])) for x in scheds)
+            live_part = f"{live_g} | {answers('live', lcells, s)}"
+            live_part += f" | {'yes' if same(sides['sim'][-1], sides['live'][-1]) else 'no'}"
+        else:
+            sides["live"].append(None)
+            live_part = "not recorded | | | "
+        lines.append(f"| e{k} | {where} | {sim_part} | {live_part} |")
+
+    def counts(side: str, cells: Cells) -> str:
+        got = [(k, c) for k, c in enumerate(sides[side]) if c is not None]
+        exact = [f"e{k}" for k, _ in got if all(np.ptp(cells[(x, f"mptcp_tut_mesh_e{k}", cc)]["goodput_mbps"]) == 0
+                                                for x in scheds)]
+        hetero = [c for k, c in got if k in MPTCP_TUT_HETERO]
+        return (f"RR lowest in {sum(c[0] == 'rr' for _, c in got)}/{len(got)} experiments "
+                f"({sum(c[0] == 'rr' for c in hetero)}/{len(hetero)} of the heterogeneous e2, e3, e6, e7), "
+                + ", ".join(f"{x.upper()} at or above LL in {sum(c[1][x] for _, c in got)}/{len(got)}" for x in better)
+                + (f"; spread {_span([100 * v for v in spreads[side]], '.1f', '%')}" if spreads[side] else "")
+                + (f"; every scheduler's runs identical (LL's CI 0: the test at or above LL is exact) in {', '.join(exact)}"
+                   if exact else ""))
+    both = [(a, b) for a, b in zip(sides["sim"], sides["live"]) if b is not None]
+    agree = sum(same(a, b) for a, b in both)
+    each = ", ".join([f"RR lowest {sum((a[0] == 'rr') == (b[0] == 'rr') for a, b in both)}/{len(both)}"]
+                     + [f"{x.upper()} {sum(a[1][x] == b[1][x] for a, b in both)}/{len(both)}" for x in better])
+    return ("\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Live: {counts('live', lcells)}. Simulator and live agree on "
+            f"RR lowest and HSR, LWS, LTS at or above LL in {agree}/{len(both)} experiments recorded live (on each answer: "
+            f"{each})." if both else "\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Not recorded live.")
+
+
 def live_kato_cause(cells: Cells, scens: list[str], cc: str) -> str:
     """Per recorded scenario: minRTT's per-run variances and each alpha's against minRTT's."""
     parts = []
@@ -483,9 +555,14 @@ def main() -> None:
     timing = (f"MPTCP-TUT grid (5 schedulers x 4 coupled CCs x 8 experiments x 60 s, 1 run each, 2 workers): "
               f"{grid_wall:.1f} s wall one path per bottleneck, {mesh_wall:.1f} s on the full mesh (6 subflows)")
     print(f"\n{timing}")
+    lia, _ = run("mptcp_tut_mesh", args.runs, args.out, ("study.ccs=[lia]",))
+    record = json.loads(LIVE_FILE.read_text()) if LIVE_FILE.is_file() else {"families": {}}
+    experiments = mptcp_tut_experiments(lia, record["families"].get("mptcp_tut"))
+    print(f"\n{experiments}")
     if args.docs:
         args.docs.write_text(f"{DOCS_HEAD}\n{docs_table(rows, live_rows())}\n\n{timing}; `--runs {args.runs}` for the "
-                             f"others.\n{live_tail()}", encoding="utf-8")
+                             f"others.\n\n{DOCS_EXPERIMENTS.format(runs=args.runs)}\n{experiments}\n{live_tail()}",
+                             encoding="utf-8")
         print(f"wrote {args.docs}")
 
 
@@ -498,6 +575,17 @@ networks that rebuild the studies' settings (docs/transport.md, "Network"): shar
 competing flows that come and go, a receive window that starts small and auto-tunes the way the
 simulated stack does it. The cause column is written from the numbers of the same run (and of the
 recorded live runs), never by hand.
+"""
+DOCS_EXPERIMENTS = """## MPTCP-TUT per experiment under LIA: simulator and live
+
+The full mesh's eight experiments under the coupled CC LIA, one row each: the simulator (study
+`mptcp_tut_mesh` with `study.ccs=[lia]`, {runs} runs per cell, the study's 60 s of 3 MB messages)
+beside the recorded live runs (XQUIC with the extension's LIA, the 40 MB file capped at 20 s
+described below, mean ± 95% CI over the runs). "lowest" is the scheduler with the lowest mean
+goodput; "at or above LL" lists those of HSR, LWS, LTS whose mean goodput is at or above LL's
+(minRTT's) within LL's 95% CI, the same test as the table above; "agree" says whether both sides
+give the same answers (RR lowest or not; each of HSR, LWS, LTS at or above LL or not). The
+study's RR claim is about the heterogeneous experiments e2, e3, e6, e7; the counts give both.
 """
 DOCS_TAIL_NONE = """
 Live: no claim was checked live for this table (no tests/data/claims_live.json; record it with

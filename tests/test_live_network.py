@@ -158,6 +158,62 @@ def test_a_family_recorded_under_another_setting_is_set_aside_and_shown_as_befor
     assert reproduce_claims.live_text(*row).endswith(f". Before: {row.before}")
 
 
+@pytest.mark.skipif(not RECORD.is_file(), reason="no recorded live claims (benchmarks/claims_live.py)")
+def test_the_mptcp_tut_experiments_table_reads_every_recorded_experiment():
+    """The per-experiment table of docs/claims.md: every experiment of the recorded mptcp_tut
+    family (all eight, e0-e7) with its runs' mean goodput, the lowest scheduler and HSR, LWS, LTS
+    at or above LL as the claim's checks read the same runs; a simulator side that answers
+    otherwise is shown disagreeing, experiment by experiment."""
+    fam = json.loads(RECORD.read_text())["families"]["mptcp_tut"]
+    assert fam["cc"] == "lia"
+    assert sorted(fam["cells"]) == [f"mptcp_tut_mesh_e{k}" for k in range(8)]
+    cells, scens, cc = reproduce_claims.live_cells(fam)
+    scheds = reproduce_claims.MPTCP_TUT_SCHEDULERS
+    assert all(len(cells[(x, s, cc)]["goodput_mbps"]) >= 3 for s in scens for x in scheds)
+    table = reproduce_claims.mptcp_tut_experiments(cells, fam)  # the live runs on both sides: all agree
+    rows = [line for line in table.splitlines() if line[:4] in {f"| e{k}" for k in range(8)}]
+    assert len(rows) == 8 and all(row.endswith("| yes |") for row in rows)
+    assert "agree on RR lowest and HSR, LWS, LTS at or above LL in 8/8 experiments recorded live" in table
+    e0 = cells[("rr", "mptcp_tut_mesh_e0", cc)]["goodput_mbps"]
+    assert f"{np.mean(e0):.2f} ± " in rows[0]
+    hetero = [f"mptcp_tut_mesh_e{k}" for k in reproduce_claims.MPTCP_TUT_HETERO]
+    checks = reproduce_claims.mptcp_tut_checks(cells, sorted(scens), hetero, (cc,), "", "")
+    n_rr = int(checks[0].ours.split("RR worst in ")[1].split("/")[0])
+    assert f"Live: RR lowest in {sum(reproduce_claims.mptcp_tut_cell(cells, s, cc)[0] == 'rr' for s in scens)}/8 " \
+           f"experiments ({n_rr}/4 of the heterogeneous" in table
+    for row in checks[1:]:  # HSR, LWS, LTS: the same count as the claim's row
+        x = row.claim.split(": ")[1].split()[0]
+        assert f"{x} at or above LL in {row.ours.split(' cells')[0]}" in table.split("Live: ")[1]
+    rr_last = {k: {"goodput_mbps": v["goodput_mbps"] * (0.5 if k[0] == "rr" else 1.0)} for k, v in cells.items()}
+    table = reproduce_claims.mptcp_tut_experiments(rr_last, fam)
+    live_rr = [reproduce_claims.mptcp_tut_cell(cells, s, cc)[0] == "rr" for s in sorted(scens)]
+    assert [line.endswith("| yes |") for line in table.splitlines() if line[:4] in {f"| e{k}" for k in range(8)}] == live_rr
+    assert "Simulator: RR lowest in 8/8 experiments (4/4 of the heterogeneous" in table
+
+
+def test_a_testbed_refused_on_every_attempt_leaves_its_failures_in_the_record(tmp_path, monkeypatch):
+    """claims_live.py on a machine too loaded to verify: the batch stops with the error, and the
+    record keeps the batch's provenance and every failed verification (scenario, time, load,
+    error), not only those of batches that go on to run."""
+    from envs.live.verification import VerificationError
+
+    def refused(make, attempts, pause_s, on_failure):
+        for attempt in range(1, attempts + 1):
+            on_failure(attempt, VerificationError(f"rtt spread too wide ({attempt})\nthe table"))
+        raise VerificationError("rtt spread too wide")
+
+    monkeypatch.setattr(claims_live, "start_verified", refused)
+    monkeypatch.setattr(claims_live, "provenance", lambda: {"command": "c"})
+    out = tmp_path / "claims_live.json"
+    with pytest.raises(VerificationError):
+        claims_live.run_family("mptcp_tut", claims_live.FAMILIES["mptcp_tut"], 3, ["mptcp_tut_mesh_e1"], out, 0)
+    fam = json.loads(out.read_text())["families"]["mptcp_tut"]
+    assert fam["batches"] == [{"command": "c"}]
+    failures = fam["verification_failures"]
+    assert [f["error"] for f in failures] == [f"rtt spread too wide ({k})" for k in range(1, claims_live.VERIFY_ATTEMPTS + 1)]
+    assert all(f["scenario"] == "mptcp_tut_mesh_e1" and f["time"] and "load" in f for f in failures)
+
+
 # ------------------------------------------------------------------ live
 
 @pytest.mark.live
