@@ -47,6 +47,16 @@ def test_an_out_of_order_abort_is_an_outcome_and_a_metric_not_an_error():
     assert m["per_path_goodput_mbps"][0].tolist() == pytest.approx([8.0, 4.0])
 
 
+def test_a_failed_transfer_quotes_why_and_when_xquic_closed_the_connection():
+    from envs.live.xquic import close_line
+    report = ("[report] |xqc_conn_destroy|0x5|has_0rtt:0|0rtt_accept:0|token_ok:-1|handshake_time:31|"
+              "first_send_delay:0|conn_persist:812|keyupdate_cnt:0|err:0xa|close_msg:remote close|"
+              "10.0.1.1:40000-10.0.1.2:4433|hsk_recv:31|close_recv:800|close_send:0|last_recv:800|last_send:790|")
+    assert close_line(report) == ("err=0xa close_msg=remote close close_recv=800 close_send=0 last_recv=800 "
+                                  "last_send=790")
+    assert close_line("") == ""
+
+
 def test_scheduler_names_and_policy_headers_are_checked(tmp_path):
     assert parse_scheduler("ecf") == ("ecf", None)
     with pytest.raises(Exception, match="unknown XQUIC scheduler 'fastest'"):
@@ -318,6 +328,24 @@ def test_the_mode_set_from_python_takes_effect_in_the_next_interval(testbed):
     assert rr.any() and (~rr).any()
     chosen = d["chosen"][rr & (d["chosen"] >= 0)]
     assert set(np.unique(chosen)) == {0, 1}
+
+
+@needs_live
+@pytest.mark.live
+def test_a_transfer_stopped_by_its_caller_says_so(testbed):
+    import time
+    from envs.live.xquic import XquicBackend
+    big = testbed.scenario.with_workload(file_mb=200).workload
+    tr = XquicBackend.transfer(testbed, "cubic", big, 10.0, "minrtt")
+    try:
+        tr.start()
+        time.sleep(0.3)
+        r = tr.result()
+    finally:
+        tr.stop()
+    assert r.extra["outcome"] == "stopped"
+    assert r.error.startswith("stopped by the caller after ") and f"of {200 * MB} bytes delivered" in r.error
+    assert 0 < r.extra["delivered"] < 200 * MB
 
 
 @pytest.fixture(scope="module")

@@ -171,7 +171,9 @@ class Transfer {
         d["server_errno"] = r.server_errno;
         d["path_error"] = r.path_error;
         d["cids_counted"] = r.cids_counted;
+        d["loss_timers_rearmed"] = r.loss_timers_rearmed;
         d["errors"] = std::string(r.errors);
+        d["close_report"] = py::make_tuple(std::string(r.close_report[0]), std::string(r.close_report[1]));
         return d;
     }
 

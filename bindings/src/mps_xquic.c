@@ -35,6 +35,7 @@
 #define MSS 1200u  /* XQUIC's default max UDP payload for packet-count conversions */
 #define OOO_MARK "stream frame buffered count exceed"
 #define IDLE_MARK "close_msg:idle timeout"
+#define CONN_REPORT_MARK "|has_0rtt:"  /* xqc_conn_destroy's statistics line */
 
 enum { O_CWND, O_SWND, O_SRTT, O_RTTVAR, O_MIN_RTT, O_LATEST_RTT, O_INFLIGHT, O_DELIVERY, O_LOSSES, O_RETRANS,
        O_RTOS, O_PACING, O_AVAILABLE, O_ACKED, O_SENT };
@@ -360,6 +361,12 @@ log_write(xqc_log_level_t lvl, const void *buf, size_t size, void *user)
     if (lvl == XQC_LOG_REPORT) {  /* statistics at close; an idle timeout means the transfer stalled */
         if (!t->finished && memmem(buf, size, IDLE_MARK, strlen(IDLE_MARK)))
             t->res.stalled = 1;
+        if (memmem(buf, size, CONN_REPORT_MARK, strlen(CONN_REPORT_MARK))) {  /* the connection's, not a stream's */
+            char *dst = t->res.close_report[sd->server];
+            size_t n = size < sizeof t->res.close_report[0] - 1 ? size : sizeof t->res.close_report[0] - 1;
+            memcpy(dst, buf, n);
+            dst[n] = 0;
+        }
         return;
     }
     if (lvl <= XQC_LOG_ERROR || (sd->server && t->res.ooo_abort))
@@ -865,6 +872,42 @@ drain(mps_transfer *t, int fd, int server, const struct sockaddr_in *local)
         xqc_engine_finish_recv(server ? t->srv : t->cli);
 }
 
+/* XQUIC now and then leaves a path with ack-eliciting packets in flight and no loss detection
+ * timer (seen live: ispras_s3, bbr2 with ECF under load; README, "XQUIC"). The way its timer code
+ * can do that, as far as we found: after timeout_cb, xqc_timer_expire (xqc_timer.h) unsets a
+ * timer whose expire_time is still <= now, and a callback that re-arms for a PTO or loss time
+ * already past sets expire_time to xqc_monotonic_timestamp(), which equals that now when the
+ * callback ran within gettimeofday's microsecond. If the scheduler sends nothing more on the
+ * path, its lost tail is never declared lost nor probed and the transfer hangs until the idle
+ * timeout. RFC 9002 (section 6.2.2.1, appendix A.8) keeps the timer armed while ack-eliciting
+ * packets are in flight: re-run XQUIC's own SetLossDetectionTimer (xqc_send_ctl_rearm_ld_timer)
+ * on such a path and let the connection act on it. */
+static void
+rearm_loss_timers(mps_transfer *t, xqc_connection_t *conn)
+{
+    xqc_list_head_t *pos, *next;
+    int rearmed = 0;
+    if (!conn)
+        return;
+    xqc_list_for_each_safe(pos, next, &conn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        xqc_send_ctl_t *c = path->path_send_ctl;
+        if (path->path_state != XQC_PATH_STATE_ACTIVE
+            || c->ctl_bytes_ack_eliciting_inflight[XQC_PNS_APP_DATA] == 0
+            || xqc_timer_is_set(&c->path_timer_manager, XQC_TIMER_LOSS_DETECTION))
+        {
+            continue;
+        }
+        xqc_send_ctl_rearm_ld_timer(c);
+        if (xqc_timer_is_set(&c->path_timer_manager, XQC_TIMER_LOSS_DETECTION)) {
+            ++t->res.loss_timers_rearmed;
+            rearmed = 1;
+        }
+    }
+    if (rearmed)
+        xqc_conn_continue_send_by_conn(conn);  /* its wake-up time now includes the timer */
+}
+
 int
 mps_run(mps_transfer *t)
 {
@@ -918,6 +961,8 @@ mps_run(mps_transfer *t)
                 t->sides[s].wake = 0.0;
                 xqc_engine_main_logic(s ? t->srv : t->cli);
             }
+        rearm_loss_timers(t, t->cconn);
+        rearm_loss_timers(t, t->sconn);
         /* a path XQUIC could not create yet (no spare connection ID when it said it was ready) */
         if (t->started && t->cconn && !t->finished && t->res.paths_created + 1 < (uint64_t)n
             && now >= t->next_path_try)

@@ -17,7 +17,9 @@ transfer runs (``mpsched/Live-v0`` with ``backend="xquic"``: the action of an in
 XQUIC closes a connection whose stream has more than 8192 out-of-order frames buffered; that is
 reported as an outcome (``outcome == "ooo_abort"``, metric ``ooo_exceeded`` = 1), not as an error;
 so is a connection XQUIC closed for being idle (``stalled``: the scheduler waited and nothing
-woke it). Other endings (``timeout``, ``failed``) are errors.
+woke it). Other endings are errors: ``timeout`` (the time limit), ``stopped`` (the caller stopped
+it first, e.g. ``run(timeout)``), ``failed`` (a connection closed before the end; the error
+quotes XQUIC's close statistics: its error code, close message and close times).
 
 Time zero is the end of the handshake (where the client starts sending), as in the MPTCP backend.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -132,6 +135,17 @@ def records_to_sim(rec: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     units, and the active mask [N, P]."""
     obs, cobs = from_raw(rec["obs"], rec["cobs"])
     return obs, cobs, np.asarray(rec["active"], dtype=bool)
+
+
+CLOSE_FIELDS = ("err", "close_msg", "close_recv", "close_send", "last_recv", "last_send")
+
+
+def close_line(report: str) -> str:
+    """The fields of XQUIC's connection-close statistics line (``xqc_conn_destroy``) that tell why
+    and when it closed: error code, close message, and the ms since creation of the peer's close,
+    our close, and the last packet received and sent."""
+    fields = {m[1]: m[2] for m in re.finditer(r"\|([a-z_]+):([^|]*)", report)}
+    return " ".join(f"{k}={fields[k]}" for k in CLOSE_FIELDS if k in fields)
 
 
 class XquicResult(TransferResult):
@@ -308,9 +322,10 @@ class XquicTransfer:
         self._socks.clear()
 
     def result(self) -> XquicResult:
-        """Stop (if still running) and measure."""
+        """Stop (if still running: outcome ``stopped`` unless the file was delivered) and measure."""
         finished_at = time.monotonic()
-        if not self.done.is_set():
+        stopped = not self.done.is_set()
+        if stopped:
             self._t.stop()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
@@ -325,11 +340,16 @@ class XquicTransfer:
         iv = self._concat(self._intervals, len(self.tb.paths))
         obs, cobs, active = records_to_sim(iv)
         outcome = "finished" if r["finished"] else "ooo_abort" if r["ooo_abort"] else \
-            "stalled" if r["stalled"] else "timeout" if r["timed_out"] else "failed"
+            "stalled" if r["stalled"] else "timeout" if r["timed_out"] else "stopped" if stopped else "failed"
         errors = [e for e in (self._error, r["errors"] if outcome in ("timeout", "failed") else None) if e]
-        if outcome == "failed" and not errors:
+        if outcome == "stopped":
+            errors.append(f"stopped by the caller after {finished_at - self._wall0:.1f} s with "
+                          f"{r['delivered']} of {self.total} bytes delivered")
+        elif outcome == "failed" and not errors:
+            closed = "; ".join(f"{side} closed: {close_line(line)}"
+                               for side, line in zip(("client", "server"), r.get("close_report", ())) if line)
             errors.append(f"XQUIC transfer ended early (client errno {r['client_errno']}, server errno "
-                          f"{r['server_errno']})")
+                          f"{r['server_errno']}{'; ' + closed if closed else ''})")
         done = bool(r["finished"])
         completion = float(r["completion_s"]) if done else math.nan
         span = completion if done else min(self.limit_s, finished_at - (self.t0 or finished_at))
