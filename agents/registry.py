@@ -36,12 +36,16 @@ def make_agent(spec: dict[str, Any], n_features: int, n_actions: int, seed: int)
 
 def preset(name: str) -> dict[str, Any]:
     """``configs/agent/<name>.yaml`` as a mapping (agent spec and its env settings), outside Hydra
-    (benchmarks, exports and live runs that name a preset)."""
+    (benchmarks, exports and live runs that name a preset): a preset built on another
+    (``defaults: [dqn, _self_]``) merged over its base as Hydra composes it; overrides of other
+    config groups in ``defaults`` (``override /scenario: ...``) are Hydra's and left out."""
     from omegaconf import OmegaConf
 
     path = PRESET_DIR / f"{name}.yaml"
     if not path.is_file():
         raise unknown_name("agent", name, [p.stem for p in PRESET_DIR.glob("*.yaml")])
-    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    assert isinstance(cfg, dict)
-    return {str(k): v for k, v in cfg.items()}
+    cfg = OmegaConf.load(path)
+    bases = [d for d in cfg.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
+    merged = OmegaConf.to_container(OmegaConf.merge(*(preset(b) for b in bases), cfg), resolve=True)
+    assert isinstance(merged, dict)
+    return {str(k): v for k, v in merged.items()}

@@ -39,6 +39,11 @@ from envs.multipath_env import build_process
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
 
+def key_values(items: list[str]) -> dict[str, float]:
+    """``KEY=VALUE`` arguments as numbers."""
+    return {k: float(v) for k, v in (kv.split("=", 1) for kv in items)}
+
+
 def preset(name: str) -> tuple[dict, float]:
     """Reward and per-decision discount of an agent preset."""
     cfg = agent_preset(name)
@@ -124,14 +129,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    given = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
+    given = key_values(args.set)
     rewards = [(" ".join([n, *args.set]), {**PUBLISHED, **given, "name": n}, args.gamma) for n in args.reward or []]
     rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
     if not rewards:
         rewards = [("ispras", PUBLISHED, args.gamma)]
     heuristic = None
     if args.coin_at_waits_of:
-        heuristic = (args.coin_at_waits_of, {k: float(v) for k, v in (kv.split("=", 1) for kv in args.heuristic_param)})
+        heuristic = (args.coin_at_waits_of, key_values(args.heuristic_param))
     if args.checkpoint:
         print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
         print("|" + "---|" * 7)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -358,10 +359,16 @@ def live_scheduler(p: Policy, name: str) -> str:
     if name == POLICY:
         return f"policy={p.header}"
     if name == "fast_only":
-        from export import fast_only_header
-
-        return f"policy={fast_only_header(p.header.with_name('fast_only.h'))}"
+        return f"policy={_fast_only(p.header.with_name('fast_only.h'))}"
     return name
+
+
+@functools.cache
+def _fast_only(path: Path) -> Path:
+    """``export.fast_only_header`` written once per run and path (every live cell runs the same)."""
+    from export import fast_only_header
+
+    return fast_only_header(path)
 
 
 def provenance(argv: Sequence[str]) -> dict[str, Any]:

@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from agents import checkpoint
-from agents.registry import make_agent
+from agents.registry import make_agent, preset
 from agents.training import evaluate_agent
 from envs.features import CLIP, compute, feature_set, table
 from envs.multipath_env import build_process
@@ -56,10 +55,7 @@ class Always:
 def agent_config(name: str) -> tuple[dict, dict]:
     """A preset's agent and env sections, a preset built on another (``defaults: [dqn, _self_]``)
     merged over its base as Hydra composes it."""
-    cfg = OmegaConf.load(ROOT / "configs" / "agent" / f"{name}.yaml")
-    bases = [d for d in cfg.pop("defaults", []) if d != "_self_"]
-    cfg = OmegaConf.to_container(OmegaConf.merge(*(OmegaConf.load(ROOT / "configs" / "agent" / f"{b}.yaml")
-                                                   for b in bases), cfg))
+    cfg = preset(name)
     return cfg["agent"], cfg["env"]
 
 
