@@ -39,12 +39,13 @@ def preset(name: str) -> dict[str, Any]:
     (benchmarks, exports and live runs that name a preset): a preset built on another
     (``defaults: [dqn, _self_]``) merged over its base as Hydra composes it; overrides of other
     config groups in ``defaults`` (``override /scenario: ...``) are Hydra's and left out."""
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     path = PRESET_DIR / f"{name}.yaml"
     if not path.is_file():
         raise unknown_name("agent", name, [p.stem for p in PRESET_DIR.glob("*.yaml")])
     cfg = OmegaConf.load(path)
+    assert isinstance(cfg, DictConfig)  # a preset is a mapping
     bases = [d for d in cfg.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
     merged = OmegaConf.to_container(OmegaConf.merge(*(preset(b) for b in bases), cfg), resolve=True)
     assert isinstance(merged, dict)
