@@ -87,8 +87,12 @@ class Recorder:
             raw = json.loads(self.path.read_text())
             table_from_dict(raw, name)  # refuse a damaged file before adding to it
             self.prov.update(raw["provenance"])
-            if self.command not in self.prov["command"].split(" ; "):
-                self.prov["command"] += f" ; {self.command}"
+            # each session's command and mpsched commit are added; a table older than the commit
+            # field says so for its earlier runs
+            earlier = raw["provenance"].get("mpsched_commit", "unknown (not recorded)")
+            for key, value, known in (("command", self.command, self.prov["command"]),
+                                      ("mpsched_commit", here["mpsched_commit"], earlier)):
+                self.prov[key] = known if value in known.split(" ; ") else f"{known} ; {value}"
             for c in raw["cells"] + raw.get("incomplete", []):
                 self.cells[self._id(c["key"], c["metric"])] = c
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -54,9 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             for cc, scheduler in pairs:
                 tr = XquicBackend.transfer(tb, cc, scenario.workload, 10.0, scheduler)
-                t0 = time.monotonic()
                 r = tr.run(args.limit)
-                longest[cc, scheduler] = max(longest[cc, scheduler], time.monotonic() - t0)
+                longest[cc, scheduler] = max(longest[cc, scheduler], r.wall_s)
                 outcomes[cc, scheduler][r.extra["outcome"]] += 1
                 rearmed[cc, scheduler] += int(r.extra.get("loss_timers_rearmed", 0))
             loads.append(load_average())

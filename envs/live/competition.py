@@ -118,7 +118,10 @@ class Competition:
         def count(n: int) -> None:
             with self._lock:
                 traffic.received_bytes += n
-        receive_counting(conn, self._stop, count)
+        try:
+            receive_counting(conn, self._stop, count)
+        finally:
+            conn.close()  # the sender closed it (or we stop): an arriving flow's socket goes with it
 
     def _send(self, sock: socket.socket, size: int | None, traffic: LinkTraffic) -> bool:
         """Send ``size`` bytes (None: until stopped); True when all were sent."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -182,11 +182,11 @@ def table_from_dict(raw: Any, name: str) -> ReferenceTable:
     if missing:
         raise ConfigError(f"reference table {name!r}: missing field(s) {', '.join(missing)}")
     prov = raw["provenance"]
-    required = ("stack", "stack_version", "kernel", "recorded", "command", "harness")
+    required = [f.name for f in fields(Provenance) if f.default is MISSING]
     if not isinstance(prov, dict) or any(f not in prov for f in required):
         lacking = [f for f in required if not isinstance(prov, dict) or f not in prov]
         raise ConfigError(f"reference table {name!r}: provenance lacks {', '.join(lacking)}")
-    unknown = set(prov) - {*required, "notes", "python", "mpsched_commit"}
+    unknown = set(prov) - {f.name for f in fields(Provenance)}
     if unknown:
         raise ConfigError(f"reference table {name!r}: unknown provenance field(s) {', '.join(sorted(unknown))}")
     stacks = prov["stack"].split("+")
