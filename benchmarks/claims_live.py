@@ -5,6 +5,7 @@ by ``envs.live.network_testbed`` (shared bottlenecks, competing flows arriving a
     sudo python benchmarks/claims_live.py leeyoo --runs 5
     sudo python benchmarks/claims_live.py kato --runs 3 [--scenarios kato_4]
     sudo python benchmarks/claims_live.py mptcp_tut --runs 3 [--scenarios mptcp_tut_mesh_e3]
+    sudo python benchmarks/claims_live.py mptcp_tut_olia --runs 3   # mptcp_tut_balia: the same under BALIA
 
 Every run is appended with its provenance to ``--out`` (default ``tests/data/claims_live.json``)
 as soon as it ends, and a rerun gives each cell only the runs it lacks, so recording goes in short
@@ -13,10 +14,10 @@ One testbed per scenario, verified before its runs (and before its competing tra
 the schedulers of a scenario take turns run by run, so a change of the machine's load falls on
 all of them alike. Each run records the machine's 1-minute load average.
 
-What the live stacks cannot run is substituted, and the file says so: of the coupled CCs only LIA
-runs live (``bindings/src/mps_lia.c``: RFC 6356 across XQUIC's paths; OLIA, BALIA and wVegas exist
+What the live stacks cannot run is substituted, and the file says so: of the coupled CCs LIA, OLIA
+and BALIA run live (``bindings/src/mps_coupled.c``: each across XQUIC's paths; wVegas exists
 neither in XQUIC nor in upstream Linux MPTCP), so KATO runs LIA as its study does and MPTCP-TUT
-runs LIA for its four coupled CCs; the studies' long transfers (MPTCP-TUT's 60 s of 3 MB messages,
+runs one family per coupled CC (``mptcp_tut`` LIA, ``mptcp_tut_olia``, ``mptcp_tut_balia``); the studies' long transfers (MPTCP-TUT's 60 s of 3 MB messages,
 KATO's web map service, LEEYOO's 300-chunk video) become file transfers of the sizes below, a
 fresh connection each (XQUIC's transfers are files).
 
@@ -81,20 +82,29 @@ FAMILIES = {
         ("kato_4", "kato_churn_3"),
         (("minrtt", "minrtt", 0.5), ("kato_0.25", "kato", 0.25), ("kato_0.5", "kato", 0.5),
          ("kato_0.75", "kato", 0.75)), "lia", 3.0, 120.0, 5.0, False,
-        "none for the CC: LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356), as the study's Linux "
+        "none for the CC: LIA coupled across XQUIC's paths (bindings/src/mps_coupled.c, RFC 6356), as the study's Linux "
         "MPTCP runs it",
         "a 3 MB file (about 15-20 s beside the competition) standing for the 60 s bulk transfer; throughput over "
         "whole 1 s windows of the acknowledged bytes"),
-    "mptcp_tut": Family(
+}
+
+
+def mptcp_tut_family(cc: str) -> Family:
+    """MPTCP-TUT's full mesh under one of the coupled CCs XQUIC runs (bindings/src/mps_coupled.c)."""
+    return Family(
         tuple(f"mptcp_tut_mesh_e{k}" for k in range(8)),
         (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
-         ("lts", "lts", 0.5)), "lia", 40.0, 20.0, 0.0, True,
-        "LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356) stands for the study's four coupled CCs: "
-        "OLIA, BALIA and wVegas exist in neither XQUIC nor upstream Linux MPTCP",
+         ("lts", "lts", 0.5)), cc, 40.0, 20.0, 0.0, True,
+        f"{cc.upper()} coupled across XQUIC's paths (bindings/src/mps_coupled.c) for the study's {cc.upper()}; "
+        "wVegas, the study's fourth coupled CC, exists in neither XQUIC nor upstream Linux MPTCP",
         "a 40 MB file capped at 20 s standing for 500 messages of 3 MB capped at 60 s (e2 and e3 finish in about 10 s "
         "at the client-side bottlenecks' 35 Mbit/s, e0 and e1 in about 17 s at 20 Mbit/s; the lossy e4-e7 carry a few "
-        "Mbit/s and are capped); goodput = bytes delivered in order / time"),
-}
+        "Mbit/s and are capped); goodput = bytes delivered in order / time")
+
+
+# MPTCP-TUT's family per coupled CC that runs live ("mptcp_tut" is LIA's, as first recorded)
+FAMILIES.update({"mptcp_tut" if cc == "lia" else f"mptcp_tut_{cc}": mptcp_tut_family(cc)
+                 for cc in ("lia", "olia", "balia")})
 
 
 def load_record(path: Path) -> dict:

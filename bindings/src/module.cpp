@@ -16,7 +16,7 @@
 namespace py = pybind11;
 
 static const char *MODES[] = {"minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato", "policy"};
-static const char *CCS[] = {"reno", "cubic", "bbr", "bbr2", "lia"};
+static const char *CCS[] = {"reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"};
 
 template <size_t N>
 static int index_of(const char *const (&names)[N], const std::string &name, const char *what) {
@@ -206,14 +206,34 @@ class Rules {
     mps_rule_state s_{};
 };
 
-// LIA's increase rule (mps_lia.c) on given windows and RTTs, for tests
-static double lia_increase(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i, double acked,
-                           double mss) {
+// The coupled CCs' rules (mps_coupled.c) on given windows, RTTs and (OLIA) loss intervals, for tests
+static int coupled_paths(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i) {
     if (cwnd.empty() || cwnd.size() > MPS_MAX_PATHS || cwnd.size() != srtt_us.size())
         throw py::value_error("one window and one srtt per path, 1 to 8 paths");
     if (i < 0 || i >= static_cast<int>(cwnd.size()))
         throw py::value_error("path index i must be in 0.." + std::to_string(cwnd.size() - 1));
-    return mps_lia_increase(static_cast<int>(cwnd.size()), cwnd.data(), srtt_us.data(), i, acked, mss);
+    return static_cast<int>(cwnd.size());
+}
+
+static double lia_increase(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i, double acked,
+                           double mss) {
+    return mps_lia_increase(coupled_paths(cwnd, srtt_us, i), cwnd.data(), srtt_us.data(), i, acked, mss);
+}
+
+static double olia_increase(const std::vector<double> &cwnd, const std::vector<double> &srtt_us,
+                            const std::vector<double> &loss_bytes, int i, double acked, double mss) {
+    int n = coupled_paths(cwnd, srtt_us, i);
+    if (loss_bytes.size() != cwnd.size()) throw py::value_error("one loss interval per path");
+    return mps_olia_increase(n, cwnd.data(), srtt_us.data(), loss_bytes.data(), i, acked, mss);
+}
+
+static double balia_increase(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i, double acked,
+                             double mss) {
+    return mps_balia_increase(coupled_paths(cwnd, srtt_us, i), cwnd.data(), srtt_us.data(), i, acked, mss);
+}
+
+static double balia_alpha(const std::vector<double> &cwnd, const std::vector<double> &srtt_us, int i) {
+    return mps_balia_alpha(coupled_paths(cwnd, srtt_us, i), cwnd.data(), srtt_us.data(), i);
 }
 
 PYBIND11_MODULE(mpsched_xquic, m) {
@@ -254,4 +274,12 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.def("lia_increase", &lia_increase, py::arg("cwnd"), py::arg("srtt_us"), py::arg("i"), py::arg("acked"),
           py::arg("mss") = 1200.0,
           "LIA's window increase (bytes) of path i for acked bytes in congestion avoidance (RFC 6356, section 3)");
+    m.def("olia_increase", &olia_increase, py::arg("cwnd"), py::arg("srtt_us"), py::arg("loss_bytes"), py::arg("i"),
+          py::arg("acked"), py::arg("mss") = 1200.0,
+          "OLIA's window change (bytes) of path i for acked bytes in congestion avoidance (Khalili et al. 2012)");
+    m.def("balia_increase", &balia_increase, py::arg("cwnd"), py::arg("srtt_us"), py::arg("i"), py::arg("acked"),
+          py::arg("mss") = 1200.0,
+          "BALIA's window increase (bytes) of path i for acked bytes in congestion avoidance (Peng et al. 2016)");
+    m.def("balia_alpha", &balia_alpha, py::arg("cwnd"), py::arg("srtt_us"), py::arg("i"),
+          "BALIA's alpha_i = max_r x_r / x_i (x = cwnd / srtt), which sets its increase and decrease");
 }

@@ -687,7 +687,7 @@ noop_stream(xqc_stream_t *stream, void *user)
 
 /* ------------------------------------------------------------------ lifecycle */
 
-extern const xqc_cong_ctrl_callback_t mps_lia_cb;  /* mps_lia.c */
+extern const xqc_cong_ctrl_callback_t mps_lia_cb, mps_olia_cb, mps_balia_cb;  /* mps_coupled.c */
 
 static const xqc_cong_ctrl_callback_t *
 cc_cb(int cc)
@@ -697,6 +697,8 @@ cc_cb(int cc)
     case MPS_CC_CUBIC: return &xqc_cubic_cb;
     case MPS_CC_BBR: return &xqc_bbr_cb;
     case MPS_CC_LIA: return &mps_lia_cb;
+    case MPS_CC_OLIA: return &mps_olia_cb;
+    case MPS_CC_BALIA: return &mps_balia_cb;
     default: return &xqc_bbr2_cb;
     }
 }

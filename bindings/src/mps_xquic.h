@@ -25,8 +25,10 @@ extern "C" {
 #define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
 #define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining,item_acked,item_elapsed,items_acked,item_rate"
 
-/* XQUIC's NewReno, CUBIC, BBRv1, BBRv2, and LIA (RFC 6356) coupled across the paths (mps_lia.c) */
-enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MPS_CC_COUNT };
+/* XQUIC's NewReno, CUBIC, BBRv1, BBRv2, and the coupled LIA (RFC 6356), OLIA and BALIA across the
+   paths (mps_coupled.c) */
+enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MPS_CC_OLIA, MPS_CC_BALIA,
+              MPS_CC_COUNT };
 
 /* Scheduling modes: XQUIC's own (minrtt, backup, rap), the workbench's C versions (rr, ecf,
    blest, hsr, lws, lts, kato) and an exported policy. */
@@ -127,10 +129,17 @@ void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, doub
 int mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
                   uint64_t mss);
 
-/* LIA's increase (RFC 6356, section 3; mps_lia.c) of path i's window for `acked` bytes acknowledged
-   in congestion avoidance, from the n coupled paths' windows (bytes) and smoothed RTTs (us; 0: no
-   RTT sample yet, left out of the sums). */
+/* The coupled CCs' rules (mps_coupled.c): path i's window increase (bytes) for `acked` bytes
+   acknowledged in congestion avoidance, from the n coupled paths' windows (bytes) and smoothed RTTs
+   (us; 0: no RTT sample yet, left out of the sums); OLIA also from each path's loss interval
+   (bytes: the larger of the bytes acked between its last two losses and since its last loss).
+   LIA: RFC 6356, section 3; OLIA: Khalili et al., CoNEXT 2012; BALIA: Peng et al., ToN 2016, whose
+   alpha_i = max_r x_r / x_i (x = cwnd / srtt) also sets its decrease, cwnd_i / 2 * min(alpha_i, 1.5). */
 double mps_lia_increase(int n, const double *cwnd, const double *srtt_us, int i, double acked, double mss);
+double mps_olia_increase(int n, const double *cwnd, const double *srtt_us, const double *loss_bytes, int i,
+                         double acked, double mss);
+double mps_balia_increase(int n, const double *cwnd, const double *srtt_us, int i, double acked, double mss);
+double mps_balia_alpha(int n, const double *cwnd, const double *srtt_us, int i);
 
 #ifdef __cplusplus
 }

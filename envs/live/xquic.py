@@ -1,8 +1,8 @@
 """XQUIC backend (``live.backend=xquic``): one multipath QUIC transfer from the client to the server
 host with XQUIC (alibaba/xquic) through the ``mpsched_xquic`` extension (``bindings/``), one UDP
 socket per path on the client (bound to the path's address, so source routing sends it over that
-path) and one on the server. XQUIC runs one CC instance per path (``lia``: RFC 6356's coupled
-increase across the connection's paths, ``bindings/src/mps_lia.c``; the others XQUIC's own) and
+path) and one on the server. XQUIC runs one CC instance per path (``lia``, ``olia``, ``balia``: the
+coupled MPTCP CCs across the connection's paths, ``bindings/src/mps_coupled.c``; the others XQUIC's own) and
 calls our scheduler once per packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts and
 kato (``bindings/src/mps_rules.c``; an extension built before the last four is refused, naming the rebuild), or ``policy``: an exported policy header (``python -m export``)
 compiled into a shared object (``envs.policy_library.build_library``) whose ``decide`` runs inside
@@ -51,7 +51,8 @@ from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
 from envs.transport import from_raw
 
-CCS = ("reno", "cubic", "bbr", "bbr2", "lia")  # XQUIC's four and LIA coupled across the paths (bindings/src/mps_lia.c)
+# XQUIC's four, and LIA, OLIA and BALIA coupled across the paths (bindings/src/mps_coupled.c)
+CCS = ("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia")
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
 # The simulator's scheduler parameters (envs/schedulers/*.py PARAMS) that the C rules take

@@ -115,9 +115,9 @@ XQUIC = StackProfile(
     # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path); until that sample XQUIC
     # shows XQC_kInitialRtt (250 ms), not modelled
     path_sample_delay=0.025,
-    # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia: RFC 6356 on XQUIC's NewReno, this
-    # repo's bindings/src/mps_lia.c (the live `cc=lia`)
-    ccs=("reno", "cubic", "bbr", "bbr2", "lia"),
+    # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia, olia, balia: the coupled rules on
+    # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
+    ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
     cc_defaults={
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
         # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default)
