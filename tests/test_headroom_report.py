@@ -185,6 +185,7 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
         assert len(rec["load_before"]) == 3 and "passed" in rec["verification"]
     cells = live_cells(records)
     assert all(c.runs >= 3 for c in cells), format_live(records)
+    assert all(c.gain == 0.0 and not c.significant for c in cells if c.scheduler == "minrtt")  # against itself
     short = [r for r in records if r["scenario"] in ("hetero_small_file", "hetero_file")]
     assert {r["scenario"] for r in short} == {"hetero_small_file", "hetero_file"}
     for rec in short:
