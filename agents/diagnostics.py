@@ -208,13 +208,11 @@ def combine(parts: list[PolicyDiagnostics]) -> PolicyDiagnostics:
 def pool_seeds(per_seed: dict[int, PolicyDiagnostics]) -> PolicyDiagnostics:
     """One learner's diagnostics in a cell over its training seeds' policies (training seed ->
     that seed's diagnostics): pooled as ``combine`` does, each seed kept in ``per_seed`` with its
-    own flags, and a warning naming the flagged seeds (``k of N seeds flagged``) when any is."""
+    own flags, and a warning per flagged seed naming it and why (how many of the seeds are
+    flagged, ``seeds_note``, is the tables' "seeds flagged" column, not repeated here)."""
     pooled = combine(list(per_seed.values()))
     pooled.per_seed = dict(per_seed)
-    flagged = pooled.seeds_flagged
-    if flagged:
-        pooled.warnings += (f"{pooled.seeds_note} seeds flagged: "
-                            + "; ".join(f"seed {seed}: " + ", ".join(per_seed[seed].warnings) for seed in flagged),)
+    pooled.warnings += tuple(f"seed {seed}: " + ", ".join(per_seed[seed].warnings) for seed in pooled.seeds_flagged)
     return pooled
 
 

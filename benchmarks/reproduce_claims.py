@@ -20,9 +20,11 @@ study's 160 runs, one per combination), the figure issue #3 asks for.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,6 +74,12 @@ _BACKLOGGED = ("every subflow of a backlogged transfer is window-limited and any
                "fills every window, so goodput is mostly what the bottlenecks and the CC give")
 
 
+def goodput_spread(goodputs: Iterable[float]) -> float:
+    """The schedulers' goodput spread in a cell, (max - min) / max."""
+    g = list(goodputs)
+    return (max(g) - min(g)) / max(max(g), 1e-9)
+
+
 def _span(values, fmt: str = ".2f", unit: str = "") -> str:
     """``lo-hi`` of ``values`` (one number when they agree to the format)."""
     lo, hi = format(min(values), fmt), format(max(values), fmt)
@@ -115,8 +123,7 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     spreads = []
     for cc in MPTCP_TUT_CCS:  # per CC: the experiment where the five differ most
         def spread(s: str, cc: str = cc) -> float:
-            g = [m(cells, x, s, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS]
-            return (max(g) - min(g)) / max(max(g), 1e-9)
+            return goodput_spread(m(cells, x, s, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS)
         worst = max(scens, key=spread)
         g = {x: m(cells, x, worst, cc, "goodput_mbps") for x in MPTCP_TUT_SCHEDULERS}
         spreads.append(f"{cc} {100 * spread(worst):.0f}% (e{worst[-1]}: "
@@ -132,20 +139,28 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     return [row if row.ok else row._replace(cause=cause) for row in rows], wall
 
 
-def mptcp_tut_cell(cells: Cells, s: str, cc: str) -> tuple[str, dict[str, bool]]:
+class TutCell(NamedTuple):
+    """One experiment under one CC as MPTCP-TUT's claim reads it (``mptcp_tut_cell``)."""
+
+    lowest: str  # the scheduler with the lowest mean goodput
+    above_ll: dict[str, bool]  # HSR, LWS, LTS -> mean goodput at or above LL's (minRTT's) within LL's 95% CI
+
+
+def mptcp_tut_cell(cells: Cells, s: str, cc: str) -> TutCell:
     """One experiment under one CC as MPTCP-TUT's claim reads it: the scheduler with the lowest mean
     goodput, and for HSR, LWS and LTS whether its mean goodput is at or above LL's (minRTT's)
     within LL's 95% CI."""
     worst = min(MPTCP_TUT_SCHEDULERS, key=lambda x: m(cells, x, s, cc, "goodput_mbps"))
     ll, ci = mean_ci(cells[("minrtt", s, cc)]["goodput_mbps"])
-    return worst, {x: m(cells, x, s, cc, "goodput_mbps") >= ll - ci for x in ("hsr", "lws", "lts")}
+    return TutCell(worst, {x: m(cells, x, s, cc, "goodput_mbps") >= ll - ci for x in ("hsr", "lws", "lts")})
 
 
 def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tuple[str, ...], where: str,
                      grid: str) -> list[Row]:
     """RR worst on the heterogeneous experiments; HSR, LWS, LTS at or above LL (minRTT) within LL's CI."""
     scheds = MPTCP_TUT_SCHEDULERS
-    worst = [mptcp_tut_cell(cells, s, cc)[0] for s in hetero for cc in ccs]
+    answers = {(s, cc): mptcp_tut_cell(cells, s, cc) for s in dict.fromkeys([*scens, *hetero]) for cc in ccs}
+    worst = [answers[(s, cc)].lowest for s in hetero for cc in ccs]
     n_rr = sum(w == "rr" for w in worst)
     rows = [Row(f"MPTCP-TUT{where}: RR worst on heterogeneous capacities{grid}",
                 f"RR worst in {n_rr}/{len(worst)} cells (others worst: "
@@ -155,7 +170,7 @@ def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tup
         ok, ratios = 0, []
         for s in scens:
             for cc in ccs:
-                ok += mptcp_tut_cell(cells, s, cc)[1][x]
+                ok += answers[(s, cc)].above_ll[x]
                 ratios.append(m(cells, x, s, cc, "goodput_mbps") / max(m(cells, "minrtt", s, cc, "goodput_mbps"), 1e-9))
         n = len(scens) * len(ccs)
         rows.append(Row(f"MPTCP-TUT{where}: {x.upper()} at or above LL (minRTT) goodput",
@@ -188,7 +203,7 @@ def mptcp_tut_receive_buffer(rcvbuf: float = 256 * 1024) -> list[Row]:
             cells += 1
             for x in ok:
                 ok[x] += g[x] >= 0.99 * g["minrtt"]
-            spread.setdefault(k, []).append((max(g.values()) - min(g.values())) / max(max(g.values()), 1e-9))
+            spread.setdefault(k, []).append(goodput_spread(g.values()))
             if k == 3:
                 e3.append(f"{cc} {g['rr']:.1f} against {_span([g[x] for x in scheds if x != 'rr'], '.1f')}")
     holds = worst.count("rr") >= 0.75 * cells and min(ok.values()) >= 0.75 * cells
@@ -364,19 +379,18 @@ def mptcp_tut_experiments(sim: Cells, live: dict | None, cc: str = "lia") -> str
     head = "/".join(x.upper() if x != "minrtt" else "LL" for x in scheds)
     lines = [f"| experiment | bottlenecks | simulator {head} (Mbit/s) | lowest | at or above LL | live {head} (Mbit/s) "
              "| lowest | at or above LL | agree |", "|---|" * 1 + "---|" * 8]
-    sides: dict[str, list[tuple[str, dict[str, bool]] | None]] = {"sim": [], "live": []}
+    sides: dict[str, list[TutCell | None]] = {"sim": [], "live": []}
     spreads: dict[str, list[float]] = {"sim": [], "live": []}
 
-    def same(a: tuple[str, dict[str, bool]], b: tuple[str, dict[str, bool]]) -> bool:
-        return (a[0] == "rr") == (b[0] == "rr") and a[1] == b[1]
+    def same(a: TutCell, b: TutCell) -> bool:
+        return (a.lowest == "rr") == (b.lowest == "rr") and a.above_ll == b.above_ll
 
     def answers(side: str, cells: Cells, s: str) -> str:
         """The cell's answers as the row's "lowest" and "at or above LL" columns; the lowest with the
         five schedulers' goodput spread ((max - min) / max)."""
         worst, ok = cell = mptcp_tut_cell(cells, s, cc)
         sides[side].append(cell)
-        g = [m(cells, x, s, cc, "goodput_mbps") for x in scheds]
-        spreads[side].append((max(g) - min(g)) / max(max(g), 1e-9))
+        spreads[side].append(goodput_spread(m(cells, x, s, cc, "goodput_mbps") for x in scheds))
         held = ", ".join(x.upper() for x in better if ok[x]) or "none"
         return f"{worst.upper() if worst != 'minrtt' else 'LL'} (spread {spreads[side][-1]:.1%}) | {held}"
 
@@ -400,16 +414,18 @@ def mptcp_tut_experiments(sim: Cells, live: dict | None, cc: str = "lia") -> str
         exact = [f"e{k}" for k, _ in got if all(np.ptp(cells[(x, f"mptcp_tut_mesh_e{k}", cc)]["goodput_mbps"]) == 0
                                                 for x in scheds)]
         hetero = [c for k, c in got if k in MPTCP_TUT_HETERO]
-        return (f"RR lowest in {sum(c[0] == 'rr' for _, c in got)}/{len(got)} experiments "
-                f"({sum(c[0] == 'rr' for c in hetero)}/{len(hetero)} of the heterogeneous e2, e3, e6, e7), "
-                + ", ".join(f"{x.upper()} at or above LL in {sum(c[1][x] for _, c in got)}/{len(got)}" for x in better)
+        return (f"RR lowest in {sum(c.lowest == 'rr' for _, c in got)}/{len(got)} experiments "
+                f"({sum(c.lowest == 'rr' for c in hetero)}/{len(hetero)} of the heterogeneous e2, e3, e6, e7), "
+                + ", ".join(f"{x.upper()} at or above LL in {sum(c.above_ll[x] for _, c in got)}/{len(got)}"
+                            for x in better)
                 + (f"; spread {_span([100 * v for v in spreads[side]], '.1f', '%')}" if spreads[side] else "")
                 + (f"; every scheduler's runs identical (LL's CI 0: the test at or above LL is exact) in {', '.join(exact)}"
                    if exact else ""))
     both = [(a, b) for a, b in zip(sides["sim"], sides["live"]) if b is not None]
     agree = sum(same(a, b) for a, b in both)
-    each = ", ".join([f"RR lowest {sum((a[0] == 'rr') == (b[0] == 'rr') for a, b in both)}/{len(both)}"]
-                     + [f"{x.upper()} {sum(a[1][x] == b[1][x] for a, b in both)}/{len(both)}" for x in better])
+    each = ", ".join([f"RR lowest {sum((a.lowest == 'rr') == (b.lowest == 'rr') for a, b in both)}/{len(both)}"]
+                     + [f"{x.upper()} {sum(a.above_ll[x] == b.above_ll[x] for a, b in both)}/{len(both)}"
+                        for x in better])
     return ("\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Live: {counts('live', lcells)}. Simulator and live agree on "
             f"RR lowest and HSR, LWS, LTS at or above LL in {agree}/{len(both)} experiments recorded live (on each answer: "
             f"{each})." if both else "\n".join(lines) + f"\n\nSimulator: {counts('sim', sim)}. Not recorded live.")
@@ -427,7 +443,8 @@ def live_kato_cause(cells: Cells, scens: list[str], cc: str) -> str:
     return "per-run variances spread widely under the competing flows: " + "; ".join(parts)
 
 
-class LiveRow(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class LiveRow:
     """A claim checked on recorded live runs: the numbers, whether it holds, the family's record,
     what the runs show (written from them) and the same check on the family's newest earlier
     record (``live_text`` of it and why it was set aside; empty without one)."""
@@ -483,24 +500,26 @@ def live_rows(path: Path = LIVE_FILE) -> dict[str, LiveRow]:
             for kind, row in rows.items():
                 if kind in prev:
                     p = prev[kind]
-                    rows[kind] = row._replace(before=f"{live_text(p.text, p.ok, p.fam)} (set aside {p.fam['set_aside']})")
+                    rows[kind] = dataclasses.replace(row, before=f"{live_text(p)} (set aside {p.fam['set_aside']})")
         out.update(rows)
     return out
 
 
-def live_text(text: str, ok: bool, fam: dict, _cause: str = "", before: str = "") -> str:
+def live_text(row: LiveRow) -> str:
+    """The live column: the recorded family, the check's numbers and verdict, and the earlier record's."""
+    fam = row.fam
     n = min(len(c["runs"]) for by in fam["cells"].values() for c in by.values())
     scens = ", ".join(sorted(fam["cells"]))
-    now = f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {text}: {'holds' if ok else 'does not hold'}"
-    return f"{now}. Before: {before}" if before else now
+    now = f"XQUIC, {fam['cc']}, {scens}, >= {n} runs per cell: {row.text}: {'holds' if row.ok else 'does not hold'}"
+    return f"{now}. Before: {row.before}" if row.before else now
 
 
 def verdict(ok: bool, live: LiveRow | None) -> str:
     if live is None:
         return "reproduced" if ok else "not reproduced, not checked live"
     if ok:
-        return "reproduced" + ("; holds live too" if live[1] else "; does not hold live")
-    return "not reproduced in simulation; holds live (see cause)" if live[1] else \
+        return "reproduced" + ("; holds live too" if live.ok else "; does not hold live")
+    return "not reproduced in simulation; holds live (see cause)" if live.ok else \
         "not reproduced; does not hold live either"
 
 
@@ -513,9 +532,9 @@ def docs_table(rows: list[Row], live: dict[str, LiveRow] | None = None) -> str:
         study = WHERE[next(k for k in WHERE if row.claim.startswith(k))]
         here = live.get(row.kind)
         cause = "" if row.ok else row.cause
-        if here is not None and here[3]:
-            cause = f"{cause}. Live: {here[3]}" if cause else f"Live: {here[3]}"
-        lines.append(f"| {row.claim} | {study} | {row.ours} | {live_text(*here) if here else 'not run'} | "
+        if here is not None and here.cause:
+            cause = f"{cause}. Live: {here.cause}" if cause else f"Live: {here.cause}"
+        lines.append(f"| {row.claim} | {study} | {row.ours} | {live_text(here) if here else 'not run'} | "
                      f"{verdict(row.ok, here)} | {cause} |")
     return "\n".join(lines)
 

@@ -157,10 +157,9 @@ def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, 
         def decide() -> np.ndarray:
             return np.maximum(heuristic.answer(~s.done), 0)  # finished connections: any action
     else:
-        k = dict(cand.params)["k"]
-        assert isinstance(k, float)  # the wait rule's one parameter (candidates)
-        if not k >= 0.0:
-            raise out_of_range("wait_rule k", k, ">= 0")
+        k = dict(cand.params).get("k")
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:  # a family given by hand
+            raise out_of_range("wait_rule k", k, "a number >= 0")
 
         def decide() -> np.ndarray:
             return send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, k)
@@ -168,6 +167,11 @@ def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, 
     while not s.done.all():
         process.step(decide())
     return s.results()
+
+
+def gain(mean: float, base: float, higher_is_better: bool = True) -> float:
+    """Relative gain of a score ``mean`` over minRTT's ``base`` (0.1 = 10% better; negative: worse)."""
+    return (1.0 if higher_is_better else -1.0) * (mean - base) / abs(base)
 
 
 @dataclass
@@ -192,15 +196,13 @@ class Headroom:
     @property
     def blocked_headroom(self) -> float:
         """``headroom`` of ``blocked_best``: what a policy deciding only at blocked decisions could gain."""
-        sign = 1.0 if self.higher_is_better else -1.0
-        return sign * (self.blocked_best_mean - self.minrtt_mean) / abs(self.minrtt_mean)
+        return gain(self.blocked_best_mean, self.minrtt_mean, self.higher_is_better)
 
     @property
     def headroom(self) -> float:
         """Relative gain of the best found over minRTT on the held-out seeds (0.1 = 10%);
         negative when the search's winner does not hold up there."""
-        sign = 1.0 if self.higher_is_better else -1.0
-        return sign * (self.best_mean - self.minrtt_mean) / abs(self.minrtt_mean)
+        return gain(self.best_mean, self.minrtt_mean, self.higher_is_better)
 
     @property
     def significant(self) -> bool:
@@ -321,8 +323,8 @@ def live_cells(records: Sequence[dict]) -> list[LiveScheduler]:
         base, base_ci = mean_ci(np.array(by["minrtt"]))
         for name in rec["schedulers"]:
             m, h = mean_ci(np.array(by.get(name, [])))
-            out.append(LiveScheduler(rec["scenario"], rec["cc"], name, len(by.get(name, [])), m, h,
-                                     (m - base) / base, name != "minrtt" and m - base > h + base_ci))
+            out.append(LiveScheduler(rec["scenario"], rec["cc"], name, len(by.get(name, [])), m, h, gain(m, base),
+                                     m - base > h + base_ci))
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -219,7 +219,7 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     """Two checks of the learners against the searched headroom (``cells``: studies.headroom
     per cell): every degenerate policy (constant or a clone) with how far the heuristic it
     copies is from the cell's searched best (held-out; a heuristic outside the study's schedulers
-    at its search-seed score against the search's best), pooled over a learner's training seeds
+    at its search-seed score against the search's, ``Copied``), pooled over a learner's training seeds
     and, when it has several, each seed's policy on its own; and for every cell whose headroom
     exceeds ``HEADROOM_MATTERS`` beyond the CIs, the learners' recovered share with its interval
     (the learner's 95% CI, over its training seeds when it has several)."""
@@ -251,13 +251,13 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
         gaps = _clone_gaps(d.clone_of, h, means, index, k, c)
         ok = _clone_ok(gaps)
         bad += not ok
-        shown = ", ".join(f"{n} {100 * g:+.1f}% below" if np.isfinite(g) else f"{n} not scored" for n, g in gaps)
+        shown = ", ".join(f"{g.name} {100 * g.gap:+.1f}% below" if np.isfinite(g.gap) else f"{g.name} not scored"
+                          for g in gaps)
         note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
         if not ok and d.action_names == BLOCKED_ACTIONS and h.blocked_best is not None:
             # the learner decides only at blocked decisions: how far is it from what such a policy reaches?
-            within = [n for n, g in gaps if np.isfinite(g)
-                      and 1.0 - (1.0 - g) * h.best_mean / h.blocked_best_mean <= CLONE_TOLERANCE]
-            outside += bool(within)
+            within = any(g.blocked_gap <= CLONE_TOLERANCE for g in gaps)
+            outside += within
             note += (f"; within {100 * CLONE_TOLERANCE:.0f}% of the best a blocked-decision policy reaches "
                      f"({h.blocked_best.label}, {h.blocked_best_mean:.2f}): the cell's best is outside the "
                      "learner's action space" if within else
@@ -294,25 +294,46 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     return "\n".join(out)
 
 
+class Copied(NamedTuple):
+    """A heuristic a degenerate policy copies, with its score and the cell's references measured on
+    the same seeds: the held-out ones when it is one of the study's schedulers, else the search's."""
+
+    name: str
+    score: float
+    best: float  # the cell's searched best on those seeds
+    blocked_best: float  # the best a blocked-decision policy reaches on those seeds (NaN: none searched)
+
+    @property
+    def gap(self) -> float:
+        """How far below the cell's best it scores (0.1 = 10%)."""
+        return 1.0 - self.score / self.best
+
+    @property
+    def blocked_gap(self) -> float:
+        """How far below the best blocked-decision policy it scores."""
+        return 1.0 - self.score / self.blocked_best
+
+
 def _clone_gaps(clone_of: tuple[str, ...], h: Any, means: np.ndarray, index: dict[str, int], k: int,
-                c: int) -> list[tuple[str, float]]:
-    """Each copied heuristic with how far below the cell's searched best it scores (held-out
-    when it is one of the study's schedulers, else its search-seed score against the search's best)."""
-    gaps = []
+                c: int) -> list[Copied]:
+    """Each copied heuristic against the cell's searched best and blocked-decision best: its
+    held-out score against theirs when it is one of the study's schedulers, else its search-seed
+    score against theirs on the search seeds."""
+    search = dict(h.search)
+    top = max((v for v in search.values() if np.isfinite(v)), default=math.nan)
+    blocked_top = search.get(h.blocked_best.label, math.nan) if h.blocked_best is not None else math.nan
+    out = []
     for name in clone_of:
         if name in index and np.isfinite(means[index[name], k, c]):
-            gap = 1.0 - means[index[name], k, c] / h.best_mean
+            out.append(Copied(name, means[index[name], k, c], h.best_mean, h.blocked_best_mean))
         else:
-            search = dict(h.search)
-            top = max(v for v in search.values() if np.isfinite(v))
-            gap = 1.0 - search.get(name, math.nan) / top
-        gaps.append((name, gap))
-    return gaps
+            out.append(Copied(name, search.get(name, math.nan), top, blocked_top))
+    return out
 
 
-def _clone_ok(gaps: list[tuple[str, float]]) -> bool:
+def _clone_ok(gaps: list[Copied]) -> bool:
     """A clone is no failure when a heuristic it copies is within ``CLONE_TOLERANCE`` of the best."""
-    return any(g <= CLONE_TOLERANCE for _, g in gaps)
+    return any(g.gap <= CLONE_TOLERANCE for g in gaps)
 
 
 def worst_cc(study: Study, results: dict) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:

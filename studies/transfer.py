@@ -671,9 +671,17 @@ def file_sizes(before: float | dict[str, float] | None, earlier: Sequence[str],
                scenarios: Sequence[Scenario]) -> float | dict[str, float]:
     """The file size in MB for the record's provenance: one number when every scenario measured
     (``earlier`` ones, with the size ``before`` held for them, and ``scenarios``) had the same file,
-    else each scenario's."""
+    else each scenario's. A scenario with cells in the record (``earlier``) asked for at another
+    size is refused: its cells measured so far would sit beside new ones of another file
+    (``--file-mb``), and a record's cells must stay comparable."""
     old = before if isinstance(before, dict) else dict.fromkeys(earlier, before) if before else {}
-    sizes = {**old, **{s.name: float(s.workload.file_mb or math.nan) for s in scenarios}}
+    new = {s.name: float(s.workload.file_mb or math.nan) for s in scenarios}
+    for name, mb in new.items():
+        if name in earlier and name in old and not math.isclose(old[name], mb):
+            raise ConfigError(f"scenario {name!r} is in the record with a {old[name]:g} MB file, this run asks for "
+                              f"{mb:g} MB: a record's cells must stay comparable; give --file-mb {old[name]:g} "
+                              "to continue it, or another --out for the new size")
+    sizes = {**old, **new}
     return next(iter(sizes.values())) if len(set(sizes.values())) == 1 else sizes
 
 

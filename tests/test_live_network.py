@@ -110,7 +110,8 @@ def test_the_live_column_comes_from_the_recorded_file():
     fam = record["families"]["leeyoo"]
     runs = {label: [r["completion_s"] for r in c["runs"]] for label, c in fam["cells"]["leeyoo_static_dash"].items()}
     assert all(len(v) >= 3 for v in runs.values())
-    text, holds, _, cause, _ = live["leeyoo"]
+    leeyoo = live["leeyoo"]
+    text, holds, cause = leeyoo.text, leeyoo.ok, leeyoo.cause
     assert f"ECF {1e3 * np.mean(runs['ecf']):.0f} ±" in text and f"minRTT {1e3 * np.mean(runs['minrtt']):.0f} ±" in text
     # the cause is written from the same runs: ECF's share of the bytes on the slow (second) path
     share = np.mean([r["path_recv_bytes"][1] / sum(r["path_recv_bytes"])
@@ -155,7 +156,7 @@ def test_a_family_recorded_under_another_setting_is_set_aside_and_shown_as_befor
     row = reproduce_claims.live_rows(path)["leeyoo"]
     assert row.before.startswith("XQUIC, cubic, leeyoo_static_dash, >= 3 runs per cell: ECF 500 ±")
     assert "--fresh" in row.before and ". Before: " not in row.before
-    assert reproduce_claims.live_text(*row).endswith(f". Before: {row.before}")
+    assert reproduce_claims.live_text(row).endswith(f". Before: {row.before}")
 
 
 @pytest.mark.skipif(not RECORD.is_file(), reason="no recorded live claims (benchmarks/claims_live.py)")
@@ -179,14 +180,14 @@ def test_the_mptcp_tut_experiments_table_reads_every_recorded_experiment():
     hetero = [f"mptcp_tut_mesh_e{k}" for k in reproduce_claims.MPTCP_TUT_HETERO]
     checks = reproduce_claims.mptcp_tut_checks(cells, sorted(scens), hetero, (cc,), "", "")
     n_rr = int(checks[0].ours.split("RR worst in ")[1].split("/")[0])
-    assert f"Live: RR lowest in {sum(reproduce_claims.mptcp_tut_cell(cells, s, cc)[0] == 'rr' for s in scens)}/8 " \
+    assert f"Live: RR lowest in {sum(reproduce_claims.mptcp_tut_cell(cells, s, cc).lowest == 'rr' for s in scens)}/8 " \
            f"experiments ({n_rr}/4 of the heterogeneous" in table
     for row in checks[1:]:  # HSR, LWS, LTS: the same count as the claim's row
         x = row.claim.split(": ")[1].split()[0]
         assert f"{x} at or above LL in {row.ours.split(' cells')[0]}" in table.split("Live: ")[1]
     rr_last = {k: {"goodput_mbps": v["goodput_mbps"] * (0.5 if k[0] == "rr" else 1.0)} for k, v in cells.items()}
     table = reproduce_claims.mptcp_tut_experiments(rr_last, fam)
-    live_rr = [reproduce_claims.mptcp_tut_cell(cells, s, cc)[0] == "rr" for s in sorted(scens)]
+    live_rr = [reproduce_claims.mptcp_tut_cell(cells, s, cc).lowest == "rr" for s in sorted(scens)]
     assert [line.endswith("| yes |") for line in table.splitlines() if line[:4] in {f"| e{k}" for k in range(8)}] == live_rr
     assert "Simulator: RR lowest in 8/8 experiments (4/4 of the heterogeneous" in table
 

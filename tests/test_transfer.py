@@ -154,7 +154,14 @@ def test_each_scenario_keeps_its_own_file_unless_one_size_is_given():
     assert transfer.file_sizes(10.0, ["ispras_s2"], [s1]) == 10.0
     sizes = transfer.file_sizes(10.0, ["ispras_s1"], [het])  # the earlier batches' scenarios had 10 MB
     assert sizes == {"ispras_s1": 10.0, "hetero_file": 2.0}
-    assert transfer.file_sizes(sizes, ["ispras_s1", "hetero_file"], [transfer.file_workload(s1, 1.0)]) == \
+    assert transfer.file_sizes(sizes, ["ispras_s1", "hetero_file"], [transfer.file_workload(het, 2.0)]) == sizes
+    # a record resumed at another --file-mb: its earlier cells of that scenario are at 10 MB, refused
+    with pytest.raises(ConfigError, match=r"'ispras_s1' is in the record with a 10 MB file, this run asks for 1 MB"):
+        transfer.file_sizes(sizes, ["ispras_s1", "hetero_file"], [transfer.file_workload(s1, 1.0)])
+    with pytest.raises(ConfigError, match="with a 10 MB file, this run asks for 2 MB"):
+        transfer.file_sizes(10.0, ["ispras_s1"], [transfer.file_workload(s1, 2.0)])
+    # a size held for a scenario without cells (a batch stopped before its first cell) binds nothing
+    assert transfer.file_sizes(sizes, ["hetero_file"], [transfer.file_workload(s1, 1.0)]) == \
         {"ispras_s1": 1.0, "hetero_file": 2.0}
     bulk = s1.with_workload(type="bulk", duration_s=5.0, file_mb=None)
     with pytest.raises(ConfigError, match="give --file-mb"):
@@ -238,6 +245,11 @@ def test_simulator_side_of_a_checkpoint_and_a_sim_override(tmp_path):
     pol = r.get("sim", "ispras_s3", "bbr", POLICY)
     assert len(pol.goodput_mbps) == 2 and pol.blocked > 0 and set(pol.feature_quantiles) == set(r.features)
     assert r.provenance["file_mb"] == 1.0 and r.provenance["commands"][-1].endswith("--no-mlflow")
+    bigger = list(args)
+    bigger[bigger.index("--file-mb") + 1] = "2"
+    with pytest.raises(ConfigError, match="'ispras_s3' is in the record with a 1 MB file, this run asks for 2 MB"):
+        transfer.main(bigger)  # resuming the record at another size: refused, the record untouched
+    assert Record.load(tmp_path / "out" / "record.json").provenance == r.provenance
     with pytest.raises(ConfigError, match="dt_ms must be"):
         transfer.main(args[:-3] + ["--out", str(tmp_path / "bad"), "--sim-override", "env.dt_ms=-1"])
 

@@ -174,28 +174,24 @@ def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
     assert waits > 50 and on_s > 50  # both of its answers were compared
 
 
-needs_new_rules = pytest.mark.skipif(mpsched_xquic is not None and "kato" not in mpsched_xquic.MODES,
-                                     reason="the installed mpsched_xquic predates hsr/lws/lts/kato: "
-                                            "python -m envs.live.setup --xquic")
-
-
 @needs_ext
-@needs_new_rules
 @pytest.mark.parametrize("name,alpha", [("hsr", None), ("lws", None), ("lts", None), ("kato", 0.0), ("kato", 1.0)])
 def test_the_c_hsr_lws_lts_and_kato_decide_as_the_python_heuristics(name, alpha):
     """Random path states (2-4 paths) fed to the Python heuristic (simulator units) and the C rule
     (XQUIC's units); KATO in sequences (its running mean carries over, one sample per call: the
     calls are at least 1 ms apart) with alpha 0 (always the path above the mean) and 1 (always
     the one below), where its draw cannot differ."""
+    from envs.live.xquic import extension
     from envs.plugins import scheduler_id, scheduler_params
     from envs.plugins.dispatch import pick
+    mx = extension()  # a build older than these rules is refused here, naming the rebuild
     sid = scheduler_id(name)
     prm = scheduler_params(name, None if alpha is None else {"alpha": alpha}, 4)
     rng = np.random.default_rng(1)
     chosen = set()
     for seq in range(20):
         n = int(rng.integers(2, 5))
-        rules = mpsched_xquic.Rules(kato_alpha=0.5 if alpha is None else alpha)
+        rules = mx.Rules(kato_alpha=0.5 if alpha is None else alpha)
         st, t_us = np.zeros(16), 0
         for _ in range(100):
             srtt_ms = rng.integers(2, 200, n)
