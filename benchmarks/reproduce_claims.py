@@ -117,8 +117,9 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     mesh = study == "mptcp_tut_mesh"
     prefix = "mptcp_tut_mesh_e" if mesh else "mptcp_tut_e"
     scens = [f"{prefix}{k}" for k in range(8)]
-    rows = mptcp_tut_checks(cells, scens, [f"{prefix}{k}" for k in MPTCP_TUT_HETERO], MPTCP_TUT_CCS,
-                            " (full mesh)" if mesh else "", " (e2, e3, e6, e7 x 4 CCs)")
+    rows = mptcp_tut_checks(cells, [(s, cc) for s in scens for cc in MPTCP_TUT_CCS],
+                            [f"{prefix}{k}" for k in MPTCP_TUT_HETERO], " (full mesh)" if mesh else "",
+                            " (e2, e3, e6, e7 x 4 CCs)")
     buffers = [load_scenario(s).receive_buffer(SimConfig().mss) / 1e6 for s in scens]
     spreads = []
     for cc in MPTCP_TUT_CCS:  # per CC: the experiment where the five differ most
@@ -155,27 +156,25 @@ def mptcp_tut_cell(cells: Cells, s: str, cc: str) -> TutCell:
     return TutCell(worst, {x: m(cells, x, s, cc, "goodput_mbps") >= ll - ci for x in ("hsr", "lws", "lts")})
 
 
-def mptcp_tut_checks(cells: Cells, scens: list[str], hetero: list[str], ccs: tuple[str, ...], where: str,
+def mptcp_tut_checks(cells: Cells, pairs: list[tuple[str, str]], hetero: list[str], where: str,
                      grid: str) -> list[Row]:
-    """RR worst on the heterogeneous experiments; HSR, LWS, LTS at or above LL (minRTT) within LL's CI."""
+    """RR worst on the heterogeneous experiments (``hetero``); HSR, LWS, LTS at or above LL (minRTT)
+    within LL's CI; over the (experiment, CC) cells ``pairs``."""
     scheds = MPTCP_TUT_SCHEDULERS
-    answers = {(s, cc): mptcp_tut_cell(cells, s, cc) for s in dict.fromkeys([*scens, *hetero]) for cc in ccs}
-    worst = [answers[(s, cc)].lowest for s in hetero for cc in ccs]
+    answers = {(s, cc): mptcp_tut_cell(cells, s, cc) for s, cc in pairs}
+    worst = [answers[(s, cc)].lowest for s, cc in pairs if s in hetero]
     n_rr = sum(w == "rr" for w in worst)
     rows = [Row(f"MPTCP-TUT{where}: RR worst on heterogeneous capacities{grid}",
                 f"RR worst in {n_rr}/{len(worst)} cells (others worst: "
                 + ", ".join(f"{x} {worst.count(x)}" for x in scheds if x != 'rr' and worst.count(x)) + ")",
                 bool(worst) and n_rr >= 0.75 * len(worst), "mptcp_tut:rr")]
     for x in ("hsr", "lws", "lts"):
-        ok, ratios = 0, []
-        for s in scens:
-            for cc in ccs:
-                ok += answers[(s, cc)].above_ll[x]
-                ratios.append(m(cells, x, s, cc, "goodput_mbps") / max(m(cells, "minrtt", s, cc, "goodput_mbps"), 1e-9))
-        n = len(scens) * len(ccs)
+        ok = sum(answers[pair].above_ll[x] for pair in pairs)
+        ratios = [m(cells, x, s, cc, "goodput_mbps") / max(m(cells, "minrtt", s, cc, "goodput_mbps"), 1e-9)
+                  for s, cc in pairs]
         rows.append(Row(f"MPTCP-TUT{where}: {x.upper()} at or above LL (minRTT) goodput",
-                        f"{ok}/{n} cells; goodput ratio to LL median {np.median(ratios):.2f} "
-                        f"(min {min(ratios):.2f})", ok >= 0.75 * n, f"mptcp_tut:{x}"))
+                        f"{ok}/{len(pairs)} cells; goodput ratio to LL median {np.median(ratios):.2f} "
+                        f"(min {min(ratios):.2f})", ok >= 0.75 * len(pairs), f"mptcp_tut:{x}"))
     return rows
 
 
@@ -353,18 +352,51 @@ def live_leeyoo_cause(cells: Cells, scen: str, cc: str, fam: dict) -> str:
     return text
 
 
-def live_mptcp_cause(cells: Cells, scens: list[str], cc: str) -> str:
-    """Per recorded mesh: the five schedulers' goodput, RR's and LL's, the lowest, the runs' spread."""
-    parts = []
-    for s in scens:
-        g = {x: mean_ci(cells[(x, s, cc)]["goodput_mbps"]) for x in MPTCP_TUT_SCHEDULERS}
-        low = min(g, key=lambda x: g[x][0])
-        parts.append(f"{s.removeprefix('mptcp_tut_mesh_')} {_span([v[0] for v in g.values()], '.1f')} Mbit/s "
-                     f"(RR {g['rr'][0]:.2f}, LL {g['minrtt'][0]:.2f}, lowest {low.upper()}, 95% CI up to "
-                     f"+-{max(v[1] for v in g.values()):.2f})")
-    stand_in = ("LIA coupled across XQUIC's paths standing in for the four coupled CCs (OLIA, BALIA, wVegas not run "
-                "live)" if cc == "lia" else f"XQUIC's {cc.capitalize()} standing in for the coupled CCs")
-    return "the five schedulers' goodput per mesh: " + "; ".join(parts) + f"; with {stand_in}"
+def live_mptcp_cause(cells: Cells, pairs: list[tuple[str, str]]) -> str:
+    """Per recorded coupled CC and mesh: the five schedulers' goodput, RR's and LL's, the lowest,
+    the runs' spread."""
+    per_cc = []
+    for cc in dict.fromkeys(c for _, c in pairs):
+        parts = []
+        for s in (s for s, c in pairs if c == cc):
+            g = {x: mean_ci(cells[(x, s, cc)]["goodput_mbps"]) for x in MPTCP_TUT_SCHEDULERS}
+            low = min(g, key=lambda x: g[x][0])
+            parts.append(f"{s.removeprefix('mptcp_tut_mesh_')} {_span([v[0] for v in g.values()], '.1f')} Mbit/s "
+                         f"(RR {g['rr'][0]:.2f}, LL {g['minrtt'][0]:.2f}, lowest {low.upper()}, 95% CI up to "
+                         f"+-{max(v[1] for v in g.values()):.2f})")
+        per_cc.append(f"{cc.upper()}: " + "; ".join(parts))
+    return ("the five schedulers' goodput per mesh, per coupled CC across XQUIC's paths (wVegas, the study's fourth, "
+            "not run live): " + ". ".join(per_cc))
+
+
+def pooled_tut(fams: list[dict]) -> tuple[Cells, list[tuple[str, str]], dict]:
+    """MPTCP-TUT's recorded families, one per coupled CC (``benchmarks/claims_live.py``: ``mptcp_tut``
+    LIA, ``mptcp_tut_olia``, ``mptcp_tut_balia``), read as one: their cells, the (experiment, CC)
+    pairs with at least 3 runs of every scheduler, and the pooled family the live column shows."""
+    cells: Cells = {}
+    pairs: list[tuple[str, str]] = []
+    shown: dict = {"cc": ", ".join(f["cc"] for f in fams), "cells": {},
+                   "set_aside": "; ".join(f["set_aside"] for f in fams if f.get("set_aside"))}
+    for fam in fams:
+        fam_cells, _, cc = live_cells(fam)
+        cells.update(fam_cells)
+        for s, by in sorted(fam["cells"].items()):
+            if all(len(by.get(x, {}).get("runs", [])) >= 3 for x in MPTCP_TUT_SCHEDULERS):
+                pairs.append((s, cc))
+                shown["cells"].setdefault(s, {}).update({f"{x}/{cc}": by[x] for x in MPTCP_TUT_SCHEDULERS})
+    return cells, pairs, shown
+
+
+def tut_rows(fams: list[dict]) -> dict[str, LiveRow]:
+    """kind -> LiveRow for MPTCP-TUT's claims over its recorded families (``pooled_tut``)."""
+    cells, pairs, shown = pooled_tut(fams)
+    if not pairs:
+        return {}
+    cause = live_mptcp_cause(cells, pairs)
+    checks = mptcp_tut_checks(cells, pairs, [f"mptcp_tut_mesh_e{k}" for k in MPTCP_TUT_HETERO], "", "")
+    out = {row.kind: LiveRow(row.ours, row.ok, shown, cause) for row in checks}
+    out["mptcp_tut:all"] = LiveRow("; ".join(r.ours for r in checks), all(r.ok for r in checks), shown, cause)
+    return out
 
 
 def mptcp_tut_experiments(sim: Cells, live: dict | None, cc: str = "lia") -> str:
@@ -457,8 +489,8 @@ class LiveRow:
 
 
 def family_rows(name: str, fam: dict) -> dict[str, LiveRow]:
-    """kind -> LiveRow for the claims one recorded family (``leeyoo``, ``kato``, ``mptcp_tut``)
-    covers with at least 3 runs per cell."""
+    """kind -> LiveRow for the claims one recorded family (``leeyoo``, ``kato``; MPTCP-TUT's
+    families: ``tut_rows``) covers with at least 3 runs per cell."""
     out: dict[str, LiveRow] = {}
 
     def complete(labels: tuple[str, ...]) -> list[str]:
@@ -475,15 +507,6 @@ def family_rows(name: str, fam: dict) -> dict[str, LiveRow]:
             cause = live_kato_cause(cells, list(scens), cc)
             for row in kato_checks(cells, scens, cc, ""):
                 out[row.kind] = LiveRow(row.ours, row.ok, fam, cause)
-    elif name == "mptcp_tut":
-        scens = complete(MPTCP_TUT_SCHEDULERS)
-        if scens:
-            cause = live_mptcp_cause(cells, scens, cc)
-            hetero = [s for s in scens if s.endswith(tuple(f"e{k}" for k in MPTCP_TUT_HETERO))]
-            checks = mptcp_tut_checks(cells, scens, hetero, (cc,), "", "")
-            for row in checks:
-                out[row.kind] = LiveRow(row.ours, row.ok, fam, cause)
-            out["mptcp_tut:all"] = LiveRow("; ".join(r.ours for r in checks), all(r.ok for r in checks), fam, cause)
     return out
 
 
@@ -493,10 +516,18 @@ def live_rows(path: Path = LIVE_FILE) -> dict[str, LiveRow]:
     if not path.is_file():
         return {}
     out: dict[str, LiveRow] = {}
+    groups: dict[str, list[dict]] = {}  # MPTCP-TUT's families, one per coupled CC, are read together
     for name, fam in json.loads(path.read_text())["families"].items():
-        rows = family_rows(name, fam)
-        if fam.get("earlier"):
-            prev = family_rows(name, fam["earlier"][-1])
+        groups.setdefault("mptcp_tut" if name.startswith("mptcp_tut") else name, []).append(fam)
+
+    def rows_of(name: str, fams: list[dict]) -> dict[str, LiveRow]:
+        return tut_rows(fams) if name == "mptcp_tut" else family_rows(name, fams[0])
+
+    for name, fams in groups.items():
+        rows = rows_of(name, fams)
+        earlier = [fam["earlier"][-1] for fam in fams if fam.get("earlier")]
+        if earlier:
+            prev = rows_of(name, earlier)
             for kind, row in rows.items():
                 if kind in prev:
                     p = prev[kind]

@@ -178,7 +178,7 @@ def test_the_mptcp_tut_experiments_table_reads_every_recorded_experiment():
     e0 = cells[("rr", "mptcp_tut_mesh_e0", cc)]["goodput_mbps"]
     assert f"{np.mean(e0):.2f} ± " in rows[0]
     hetero = [f"mptcp_tut_mesh_e{k}" for k in reproduce_claims.MPTCP_TUT_HETERO]
-    checks = reproduce_claims.mptcp_tut_checks(cells, sorted(scens), hetero, (cc,), "", "")
+    checks = reproduce_claims.mptcp_tut_checks(cells, [(s, cc) for s in sorted(scens)], hetero, "", "")
     n_rr = int(checks[0].ours.split("RR worst in ")[1].split("/")[0])
     assert f"Live: RR lowest in {sum(reproduce_claims.mptcp_tut_cell(cells, s, cc).lowest == 'rr' for s in scens)}/8 " \
            f"experiments ({n_rr}/4 of the heterogeneous" in table
