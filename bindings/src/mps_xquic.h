@@ -24,6 +24,8 @@ extern "C" {
 /* The column order the recorder writes (checked against envs.sim.layout by the Python side). */
 #define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
 #define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining,item_acked,item_elapsed,items_acked,item_rate"
+/* what the backlog column counts (mps_xquic.c conn_backlog): the simulator's definition */
+#define MPS_BACKLOG "retransmissions+unsent"
 
 /* XQUIC's NewReno, CUBIC, BBRv1, BBRv2, and LIA (RFC 6356) coupled across the paths (mps_lia.c) */
 enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MPS_CC_COUNT };
