@@ -285,9 +285,9 @@ def test_scheduler_params_reach_the_live_transfer(monkeypatch):
 
 def test_the_xquic_transfer_passes_kato_alpha_to_the_extension():
     mx = pytest.importorskip("mpsched_xquic")
-    if "kato" not in mx.MODES:
-        pytest.skip("the installed mpsched_xquic predates kato: python -m envs.live.setup --xquic")
-    from envs.live.xquic import XquicTransfer
+    from envs.live.xquic import XquicTransfer, outdated
+    if outdated(mx):
+        pytest.skip(outdated(mx))
     from envs.scenario import WorkloadSpec
     t = XquicTransfer(object(), "reno", WorkloadSpec(type="file", file_mb=1.0), scheduler="kato",
                       scheduler_params={"alpha": 0.25}, seed=3)

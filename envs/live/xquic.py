@@ -74,14 +74,22 @@ def extension():
                         f"python -m envs.live.setup --xquic (README, 'XQUIC') ({err})") from None
     if tuple(mpsched_xquic.OBS_NAMES.split(",")) != OBS_NAMES or tuple(mpsched_xquic.COBS_NAMES.split(",")) != COBS_NAMES:
         raise LiveError("the mpsched_xquic extension records other columns than envs/sim/layout.py: rebuild it")
-    if getattr(mpsched_xquic, "BACKLOG", None) != BACKLOG:
-        raise LiveError("the installed mpsched_xquic extension counts the backlog as the file minus the bytes on the "
-                        "wire (retransmissions and headers included), not as the simulator does: rebuild it with "
-                        "python -m envs.live.setup --xquic")
-    if "kato" not in mpsched_xquic.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
-        raise LiveError("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
-                        "with python -m envs.live.setup --xquic")
+    reason = outdated(mpsched_xquic)
+    if reason:
+        raise LiveError(reason)
     return mpsched_xquic
+
+
+def outdated(ext: Any) -> str | None:
+    """Why an importable ``mpsched_xquic`` cannot run this version's transfers (None: it can)."""
+    if "kato" not in ext.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
+        return ("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
+                "with python -m envs.live.setup --xquic")
+    if getattr(ext, "BACKLOG", None) != BACKLOG:
+        return ("the installed mpsched_xquic extension counts the backlog as the file minus the bytes on the wire "
+                "(retransmissions and headers included), not as the simulator does: rebuild it with "
+                "python -m envs.live.setup --xquic")
+    return None
 
 
 def parse_scheduler(name: str) -> tuple[str, Path | None]:
