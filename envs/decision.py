@@ -3,7 +3,8 @@ process the Gymnasium environments (single and vector) share.
 
 - ``blocked`` (ISPRAS, Peekaboo): minRTT runs until the lowest-RTT path has no window while
   another path has; then the agent answers 0 = wait for the fast path, 1 = send on the second
-  path. The answer holds for the rest of the simulator step (one decision per step at most).
+  path. The answer holds for the rest of the simulator step (one decision per step at most;
+  XQUIC asks per packet: docs/transport.md, "The blocked decision, in the simulator and in XQUIC").
 - ``interval`` (LEEYOO): every ``interval_ms`` the agent picks one of ``modes`` (a heuristic
   scheduler with parameters) that schedules until the next decision.
 - ``packet``: every simulator step the agent picks a path (action i) or waits (action P).

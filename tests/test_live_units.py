@@ -284,8 +284,10 @@ def test_scheduler_params_reach_the_live_transfer(monkeypatch):
 
 
 def test_the_xquic_transfer_passes_kato_alpha_to_the_extension():
-    pytest.importorskip("mpsched_xquic")  # a build without kato: XquicTransfer refuses it (extension())
-    from envs.live.xquic import XquicTransfer
+    mx = pytest.importorskip("mpsched_xquic")
+    from envs.live.xquic import XquicTransfer, outdated
+    if outdated(mx):
+        pytest.skip(outdated(mx))
     from envs.scenario import WorkloadSpec
     t = XquicTransfer(object(), "reno", WorkloadSpec(type="file", file_mb=1.0), scheduler="kato",
                       scheduler_params={"alpha": 0.25}, seed=3)

@@ -20,7 +20,9 @@ try:
 except ImportError as err:
     mpsched_xquic = None
     EXT_REASON = f"mpsched_xquic is not built ({err}): python -m envs.live.setup --xquic"
-LIVE_REASON = EXT_REASON or unavailable_reason()
+from envs.live.xquic import outdated  # noqa: E402 (plain Python; no extension)
+
+LIVE_REASON = EXT_REASON or (mpsched_xquic is not None and outdated(mpsched_xquic)) or unavailable_reason()
 needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
 needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")
 pytestmark = pytest.mark.xquic

@@ -245,6 +245,7 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.attr("CCS") = py::tuple(ccs);
     m.attr("OBS_NAMES") = MPS_OBS_NAMES;
     m.attr("COBS_NAMES") = MPS_COBS_NAMES;
+    m.attr("BACKLOG") = MPS_BACKLOG;
     m.attr("MAX_PATHS") = MPS_MAX_PATHS;
     m.attr("XQUIC_COMMIT") = MPS_XQUIC_COMMIT;
     py::class_<Transfer>(m, "Transfer")

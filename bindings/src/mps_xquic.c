@@ -65,7 +65,8 @@ struct mps_transfer {
     xqc_cid_t cid;
     xqc_connection_t *cconn;
     xqc_stream_t *cstream;
-    uint64_t queued;  /* bytes handed to the client stream */
+    uint64_t queued;  /* bytes handed to the client stream (XQUIC frames them at once: xqc_stream_send) */
+    uint64_t committed;  /* stream offset up to which the scheduler has put the data on a path */
     uint64_t path_ids[MPS_MAX_PATHS];
     int path_ok[MPS_MAX_PATHS];
     int npaths;
@@ -130,6 +131,47 @@ conn_rwnd(xqc_connection_t *conn)
     return fc->fc_max_data_can_send > fc->fc_data_sent ? fc->fc_max_data_can_send - fc->fc_data_sent : 0;
 }
 
+/* the stream data packet_out po carries (its STREAM frames, xqc_po_stream_frame_t); *end becomes at
+   least the end offset of the last of them */
+static uint64_t
+po_stream_bytes(const xqc_packet_out_t *po, uint64_t *end)
+{
+    uint64_t n = 0;
+    unsigned i;
+    for (i = 0; i < po->po_stream_frames_idx && i < XQC_MAX_STREAM_FRAME_IN_PO; ++i) {
+        const xqc_po_stream_frame_t *f = &po->po_stream_frames[i];
+        if (!f->ps_is_used || f->ps_is_reset)
+            continue;
+        n += f->ps_length;
+        if (f->ps_offset + f->ps_length > *end)
+            *end = f->ps_offset + f->ps_length;
+    }
+    return n;
+}
+
+/* The bytes the connection has yet to send, as the simulator counts them (envs/sim/kernel.py,
+   _schedule: the bytes awaiting retransmission plus the new data not yet sent, up to the
+   flow-control limit), so that a policy reads here what it read in training. XQUIC frames the
+   file into packets as soon as flow control allows (xqc_stream_send) and asks the scheduler once
+   per packet to send (xqc_conn_schedule_packets), so:
+   - awaiting retransmission: the stream data of the copies of lost packets XQUIC queued
+     (xqc_send_queue_copy_to_lost into sndq_lost_packets), not yet put on a path;
+   - new data: what no scheduler call has put on a path yet (the packet being asked about
+     included), framed or not, the unframed part up to the connection's flow-control credit.
+   Not the bytes on the wire (ctl_bytes_send): they count every retransmission, the packets'
+   headers and the ACK-only packets as progress, and read 0 long before the end of a lossy transfer
+   (BBRv1's startup on hetero_file resends a third of what it sends). */
+static uint64_t
+conn_backlog(mps_transfer *t, xqc_connection_t *conn)
+{
+    xqc_list_head_t *pos;
+    uint64_t lost = 0, end = 0, size = t->cfg.size_bytes, framed = t->queued, credit = conn_rwnd(conn);
+    xqc_list_for_each(pos, &conn->conn_send_queue->sndq_lost_packets)
+        lost += po_stream_bytes(xqc_list_entry(pos, xqc_packet_out_t, po_list), &end);
+    return lost + (framed > t->committed ? framed - t->committed : 0)
+           + (size - framed < credit ? size - framed : credit);
+}
+
 /* one path's OBS_* row in transport units */
 static void
 path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t *row)
@@ -164,7 +206,7 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
 {
     xqc_list_head_t *pos, *next;
     int i, lead = 0;
-    uint64_t rwnd = conn_rwnd(conn), acked = 0, sent = 0;
+    uint64_t rwnd = conn_rwnd(conn), acked = 0;
     double now = now_s();
     memset(r->obs, 0, sizeof(r->obs));
     memset(r->active, 0, sizeof(r->active));
@@ -187,7 +229,6 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
         }
         path_row(path, can, rwnd, t->cfg.pacing, r->obs[k]);
         acked += r->obs[k][O_ACKED];
-        sent += r->obs[k][O_SENT];
         r->active[k] = 1;
         if (paths)
             paths[k] = path;
@@ -196,7 +237,7 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
         ++lead;
     for (i = 0; i < MPS_N_COBS; ++i)
         r->cobs[i] = 0;
-    r->cobs[C_BACKLOG] = t->cfg.size_bytes > sent ? t->cfg.size_bytes - sent : 0;
+    r->cobs[C_BACKLOG] = conn_backlog(t, conn);
     r->cobs[C_ACKED] = acked < t->cfg.size_bytes ? acked : t->cfg.size_bytes;
     r->cobs[C_ELAPSED] = t->started ? (uint64_t)((now - t->t0) * 1e6) : 0;
     r->cobs[C_RWND] = rwnd;
@@ -281,6 +322,17 @@ policy_pick(mps_transfer *t, const mps_record *r, int lead)
     return out;
 }
 
+/* po's new data counts as sent once a path is chosen for it (the backlog's, conn_backlog) */
+static void
+commit(mps_transfer *t, const xqc_packet_out_t *po, const xqc_path_ctx_t *chosen)
+{
+    uint64_t end = t->committed;
+    if (chosen && po) {
+        po_stream_bytes(po, &end);
+        t->committed = end;
+    }
+}
+
 static xqc_path_ctx_t *
 sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_cwnd, int reinject,
                xqc_bool_t *cc_blocked)
@@ -322,6 +374,7 @@ sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_
         r.decisions = t->decisions;
         ring_push(t, 1, &r);
     }
+    commit(t, po, chosen);
     return chosen;
 
 builtin_pick:
@@ -333,6 +386,7 @@ builtin_pick:
         r.chosen = chosen ? path_index(t, chosen->path_id) : -1;
         ring_push(t, 1, &r);
     }
+    commit(t, po, chosen);
     return chosen;
 }
 

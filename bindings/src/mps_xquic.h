@@ -24,6 +24,8 @@ extern "C" {
 /* The column order the recorder writes (checked against envs.sim.layout by the Python side). */
 #define MPS_OBS_NAMES "cwnd,swnd,srtt,rttvar,min_rtt,latest_rtt,inflight,delivery_rate,losses,retrans,rtos,pacing_rate,available,acked,sent"
 #define MPS_COBS_NAMES "backlog,acked,elapsed,reorder,rwnd,remaining,item_acked,item_elapsed,items_acked,item_rate"
+/* what the backlog column counts (mps_xquic.c conn_backlog): the simulator's definition */
+#define MPS_BACKLOG "retransmissions+unsent"
 
 /* XQUIC's NewReno, CUBIC, BBRv1, BBRv2, and the coupled LIA (RFC 6356), OLIA and BALIA across the
    paths (mps_coupled.c) */

@@ -55,6 +55,9 @@ from envs.transport import from_raw
 CCS = ("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia")
 SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
+# the extension's backlog column (bindings/src/mps_xquic.c, conn_backlog): the stream data awaiting
+# retransmission plus the new data no scheduler call has put on a path, as envs/sim/kernel.py counts it
+BACKLOG = "retransmissions+unsent"
 # The simulator's scheduler parameters (envs/schedulers/*.py PARAMS) that the C rules take
 # (bindings/src/mps_rules.c), as the extension's keyword arguments; their defaults are the
 # simulator's, so both sides run the same rule unless scheduler_params says otherwise.
@@ -72,10 +75,22 @@ def extension():
                         f"python -m envs.live.setup --xquic (README, 'XQUIC') ({err})") from None
     if tuple(mpsched_xquic.OBS_NAMES.split(",")) != OBS_NAMES or tuple(mpsched_xquic.COBS_NAMES.split(",")) != COBS_NAMES:
         raise LiveError("the mpsched_xquic extension records other columns than envs/sim/layout.py: rebuild it")
-    if "kato" not in mpsched_xquic.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
-        raise LiveError("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
-                        "with python -m envs.live.setup --xquic")
+    reason = outdated(mpsched_xquic)
+    if reason:
+        raise LiveError(reason)
     return mpsched_xquic
+
+
+def outdated(ext: Any) -> str | None:
+    """Why an importable ``mpsched_xquic`` cannot run this version's transfers (None: it can)."""
+    if "kato" not in ext.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
+        return ("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
+                "with python -m envs.live.setup --xquic")
+    if getattr(ext, "BACKLOG", None) != BACKLOG:
+        return ("the installed mpsched_xquic extension counts the backlog as the file minus the bytes on the wire "
+                "(retransmissions and headers included), not as the simulator does: rebuild it with "
+                "python -m envs.live.setup --xquic")
+    return None
 
 
 def parse_scheduler(name: str) -> tuple[str, Path | None]:

@@ -1,0 +1,72 @@
+"""The blocked question as the simulator and XQUIC ask it (docs/transport.md, "The blocked decision,
+in the simulator and in XQUIC"): on hetero_file under BBRv1, a scheduler that always waits for the
+fast path is asked from the moment the slow path opens until the file's last bytes, and at every
+one of those decisions it reads the bytes the connection has yet to send (retransmissions
+included) on both sides.
+
+The live side is XQUIC's record of fast_only's blocked decisions (every 4th of three 2 MB
+transfers, ``studies.transfer --heuristics ... fast_only``, provenance inside) taken with the hook
+that counts the backlog as the simulator does (``bindings/src/mps_xquic.c``, ``conn_backlog``).
+The hook before it counted the file minus the bytes on the wire, retransmissions included: BBRv1's
+startup resends about a third of what it sends there, so it read 0 at the 5-95% quantiles of the
+blocked decisions (tests/data/transfer_dqn_backlog_20261126.json) and the policy met inputs it had
+never seen."""
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from envs.live.dataset import WAIT, BlockedDecisions
+from envs.multipath_env import MultipathEnv
+
+RECORDED = ROOT / "tests" / "data" / "xquic_decisions_hetero_file_bbr_fast_only.npz"
+
+
+def simulated_backlog() -> np.ndarray:
+    """The backlog (MB) at every blocked decision of one simulated hetero_file transfer under BBRv1
+    (XQUIC's stack profile) whose scheduler always waits."""
+    env = MultipathEnv(scenario="hetero_file", cc="bbr", observation="ispras_backlog", decision="blocked",
+                       stack="xquic")
+    col = [f.name for f in env.process.features].index("backlog")
+    obs, _ = env.reset(seed=0)
+    out = []
+    while True:
+        out.append(float(obs[col]))
+        obs, _, terminated, truncated, _ = env.step(WAIT)
+        if terminated or truncated:  # the final observation is not a decision
+            return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def live() -> BlockedDecisions:
+    if not RECORDED.is_file():
+        pytest.fail(f"{RECORDED} is missing (record it with python -m studies.transfer ... --heuristics fast_only)")
+    return BlockedDecisions.load(RECORDED)
+
+
+def test_the_recorded_xquic_decisions_have_provenance(live):
+    assert live.feature_names[-1] == "backlog" and live.provenance["scheduler"] == "fast_only"
+    assert live.provenance["scenario"] == "hetero_file" and live.provenance["cc"] == "bbr"
+    for key in ("xquic_commit", "kernel", "date", "command", "mpsched_commit"):
+        assert live.provenance.get(key), key
+    assert len(live.provenance["goodput_mbps"]) == 3
+
+
+def test_both_sides_ask_the_blocked_question_down_to_the_end_of_the_file_with_the_bytes_left():
+    sim = simulated_backlog()
+    assert 120 <= len(sim) <= 150  # one question per 1 ms step from the slow path's opening (132)
+    assert (sim > 0).all()  # the simulator never asks with nothing left to send
+    assert 0.50 < sim.max() < 0.56 and sim.min() < 0.01  # 0.54 MB when the slow path opens, 7.6 kB at the last
+
+
+def test_xquic_blocked_decisions_carry_the_backlog_as_the_simulator_counts_it(live):
+    sim = simulated_backlog()
+    b = live.features[:, -1]
+    assert len(live) == 233 and live.waits == len(live)  # fast_only waits at every one
+    assert (b > 0).all()  # the old hook: 0 at the 5-95% quantiles
+    assert 0.40 < b.max() < 0.50 and b.min() < 0.01  # 0.45 MB when the slow path opens, 2.7 kB at the last
+    # the same span of the transfer: the live questions start within 20% of the simulated start and
+    # both sides' medians fall in the middle of it
+    assert 0.8 < b.max() / sim.max() <= 1.0
+    for med in (np.median(b), np.median(sim)):
+        assert 0.25 < med / sim.max() < 0.85
