@@ -22,7 +22,8 @@ except ImportError as err:
     EXT_REASON = f"mpsched_xquic is not built ({err}): python -m envs.live.setup --xquic"
 from envs.live.xquic import outdated  # noqa: E402 (plain Python; no extension)
 
-LIVE_REASON = EXT_REASON or (mpsched_xquic is not None and outdated(mpsched_xquic)) or unavailable_reason()
+EXT_REASON = EXT_REASON or (mpsched_xquic is not None and outdated(mpsched_xquic)) or None
+LIVE_REASON = EXT_REASON or unavailable_reason()
 needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
 needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")
 pytestmark = pytest.mark.xquic
@@ -219,13 +220,7 @@ def test_the_c_hsr_lws_lts_and_kato_decide_as_the_python_heuristics(name, alpha)
     assert {-1, 0, 1} <= chosen  # waits and several paths were compared
 
 
-needs_lia = pytest.mark.skipif(mpsched_xquic is not None and "lia" not in mpsched_xquic.CCS,
-                               reason="the installed mpsched_xquic predates its coupled LIA: "
-                                      "python -m envs.live.setup --xquic")
-
-
 @needs_ext
-@needs_lia
 def test_the_c_lia_increase_is_rfc6356_as_the_simulator_computes_it():
     """RFC 6356 sec. 3 on random windows and RTTs (2-8 paths, some without an RTT sample): the C
     increase equals min(alpha acked mss / cwnd_total, acked mss / cwnd_i) with the simulator's
@@ -256,11 +251,6 @@ def test_the_c_lia_increase_is_rfc6356_as_the_simulator_computes_it():
         mpsched_xquic.lia_increase([MSS], [1e3], 1, MSS)
 
 
-needs_olia_balia = pytest.mark.skipif(mpsched_xquic is not None and "balia" not in mpsched_xquic.CCS,
-                                      reason="the installed mpsched_xquic predates its coupled OLIA and BALIA: "
-                                             "python -m envs.live.setup --xquic")
-
-
 def random_paths(rng: np.random.Generator) -> tuple[int, np.ndarray, np.ndarray, int]:
     """2-8 paths' windows (bytes) and smoothed RTTs (us; some without a sample), and a path i that has one."""
     n = int(rng.integers(2, 9))
@@ -272,7 +262,6 @@ def random_paths(rng: np.random.Generator) -> tuple[int, np.ndarray, np.ndarray,
 
 
 @needs_ext
-@needs_olia_balia
 def test_the_c_olia_and_balia_rules_are_the_simulators():
     """OLIA (Khalili et al. 2012) and BALIA (Peng et al. 2016) on random windows, RTTs and loss
     intervals (2-8 paths, some without an RTT sample, some windows tied for the largest): the C
@@ -349,8 +338,7 @@ def transfer(tb, cc, sched, **kw):
 @needs_live
 @pytest.mark.live
 @pytest.mark.parametrize("cc, sched", [("cubic", "minrtt"), ("bbr2", "ecf"), ("reno", "rr"), ("bbr", "blest"),
-                                       pytest.param("olia", "lts", marks=needs_olia_balia),
-                                       pytest.param("balia", "hsr", marks=needs_olia_balia)])
+                                       ("olia", "lts"), ("balia", "hsr")])
 def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched):
     tr, r = transfer(testbed, cc, sched, decision_every=50)
     assert r.error is None and r.extra["outcome"] == "finished", r.extra
@@ -573,7 +561,6 @@ def against_tcp(shared: bool, ccs: tuple[str, ...], measure_s: float) -> dict[st
 
 
 @needs_live
-@needs_olia_balia
 @pytest.mark.live
 def test_two_coupled_paths_through_one_bottleneck_take_no_more_than_one_reno_flow():
     """RFC 6356 sec. 2 (goals 1-2), live, XQUIC with each coupled CC (bindings/src/mps_coupled.c):

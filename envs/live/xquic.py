@@ -86,6 +86,9 @@ def outdated(ext: Any) -> str | None:
     if "kato" not in ext.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
         return ("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
                 "with python -m envs.live.setup --xquic")
+    if not set(CCS) <= set(ext.CCS):
+        return (f"the installed mpsched_xquic extension has no {', '.join(c for c in CCS if c not in ext.CCS)} "
+                "(the coupled CCs of bindings/src/mps_coupled.c): rebuild it with python -m envs.live.setup --xquic")
     if getattr(ext, "BACKLOG", None) != BACKLOG:
         return ("the installed mpsched_xquic extension counts the backlog as the file minus the bytes on the wire "
                 "(retransmissions and headers included), not as the simulator does: rebuild it with "
