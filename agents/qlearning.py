@@ -11,9 +11,10 @@ Two paths give ``3 * 3 = 9`` states. Actions, as ISPRAS defines them: send on pa
 path 2. The agent is asked only in the ``blocked`` decision mode (``envs.decision``): when the fast
 path F (lowest srtt) has no window and the other path has; "send on F" can then only mean *wait
 for F* (env action 0) and "send on the other path" is *send on the second path* (env action 1).
-F is found as the environment finds it: the path of lower srtt, path 1 on a tie
-(``envs.features.path_roles``), read from the observation's srtt (clipped at 1 s; beyond that both
-read 1 s and path 1 counts as F). When F and the second path coincide the environment sends
+By index the agent finds F as the environment does, the path of lower srtt, path 1 on a tie
+(``envs.features.path_roles``), from the observation's srtt (clipped at 1 s; beyond that both
+read 1 s and path 1 counts as F); by role the observation gives F's features first. When F and
+the second path coincide the environment sends
 without asking (ISPRAS: "send there"). Which path is path 1 is open in the published description;
 ``actions`` chooses the reading:
 
@@ -29,9 +30,9 @@ without asking (ISPRAS: "send there"). Which path is path 1 is open in the publi
   does), so the agent, and the exported header, read path 1 as F with no ordering of their own.
 
 Observation: the ``ispras_q`` feature set (``envs.features``; ``ispras_q_roles`` by role), per
-path: srtt in units
-of 100 ms (clip 1 s), RTO count (clip 10), loss in percent of packets sent (losses x 1448 / bytes
-sent x 100, clip 10 %), delivery rate in units of 10 Mbit/s (clip 100 Mbit/s). Readings chosen:
+path: srtt in units of 100 ms (clip 1 s), RTO count (clip 10), loss in percent of packets sent
+(losses x 1448 / bytes sent x 100, clip 10 %), delivery rate in units of 10 Mbit/s (clip 100
+Mbit/s). Readings chosen:
 RTO count and loss are cumulative since the connection started (the observation carries no
 windowed counters); the throughput term uses the latest delivery-rate sample; the loss rate
 assumes the default MSS (1448 B). Thresholds, in natural units (``agent.params``), defaults
@@ -49,16 +50,15 @@ estimate): ``Q[s, p] = rbar(s, p) + gamma * sum_s' P(s' | s, p) max_p' Q[s', p']
 reward and the next-state frequencies of the pair (a terminal transition leads nowhere), solved
 after every batch by policy iteration from the current greedy policy. One-step updates on rows
 that lead back to themselves (a wait leaves the paths' classes as they were; on ispras_s2 a send
-mostly does too) converge slowly: an early, large target (a send followed by ~100 ms without a
-decision counts all the fast path's bytes of that interval) lifts the row, its targets then
+mostly does too) converge slowly: an early, large target (a send followed by a long interval
+without a decision earns all the fast path's bytes of that interval) lifts the row, its targets then
 bootstrap on the row's own maximum, and the excess decays by only ``rate * (1 - gamma)`` per
 update, so after a training's ~1,000 updates of that row the two entries still carry different
 parts of it, more than the reward that sets them apart (docs/cc_robustness.md, "Why Q-learning
 waited on ispras_s2"). The batch solution keeps no trace of the order the transitions came in.
-Epsilon-greedy over the two paths with epsilon
-decaying linearly from ``epsilon`` to ``epsilon_final`` over ``epsilon_decay_steps``
-transitions (0: constant). Q starts at 0; greedy ties go to path 1. With ``update: sample``, ``lr_decay`` ``constant``
-keeps ``lr``; ``visits`` uses ``lr / n(s, p) ** lr_exponent`` at the n-th update of the pair, the
+Epsilon-greedy over the two paths with epsilon decaying linearly from ``epsilon`` to
+``epsilon_final`` over ``epsilon_decay_steps`` transitions (0: constant). Q starts at 0; greedy
+ties go to path 1. With ``update: sample``, ``lr_decay`` ``constant`` keeps ``lr``; ``visits`` uses ``lr / n(s, p) ** lr_exponent`` at the n-th update of the pair, the
 polynomial rates (Even-Dar and Mansour, JMLR 2003) that satisfy the step-size conditions of
 Watkins and Dayan's convergence proof (Machine Learning 8, 1992: sum of rates infinite, sum of
 squares finite, for ``0.5 < lr_exponent <= 1``): a constant rate keeps only the last ``~1 / lr``
