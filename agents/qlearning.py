@@ -58,9 +58,10 @@ parts of it, more than the reward that sets them apart (docs/cc_robustness.md, "
 waited on ispras_s2"). The batch solution keeps no trace of the order the transitions came in.
 Epsilon-greedy over the two paths with epsilon decaying linearly from ``epsilon`` to
 ``epsilon_final`` over ``epsilon_decay_steps`` transitions (0: constant). Q starts at 0; greedy
-ties go to path 1. With ``update: sample``, ``lr_decay`` ``constant`` keeps ``lr``; ``visits`` uses ``lr / n(s, p) ** lr_exponent`` at the n-th update of the pair, the
-polynomial rates (Even-Dar and Mansour, JMLR 2003) that satisfy the step-size conditions of
-Watkins and Dayan's convergence proof (Machine Learning 8, 1992: sum of rates infinite, sum of
+ties go to path 1. With ``update: sample``, ``lr_decay`` ``constant`` keeps ``lr``; ``visits``
+uses ``lr / n(s, p) ** lr_exponent`` at the n-th update of the pair, the polynomial rates
+(Even-Dar and Mansour, JMLR 2003) that satisfy the step-size conditions of Watkins and Dayan's
+convergence proof (Machine Learning 8, 1992: sum of rates infinite, sum of
 squares finite, for ``0.5 < lr_exponent <= 1``): a constant rate keeps only the last ``~1 / lr``
 targets of a pair, and where the two actions' values differ by less than those targets' noise
 the final greedy action is decided by the last few rewards. ``act(deterministic=True)``
@@ -94,7 +95,8 @@ MAX_POLICY_ITERATIONS = 100  # policy iteration ends in a few; a cap against flo
 
 for _actions, _name in OBSERVATIONS.items():
     assert tuple(f.name for f in FEATURE_SETS[_name]) == tuple(
-        f"{n}_{tag}" for tag in PATH_TAGS[_actions] for n in FEATURES), f"{_name} layout changed: update agents/qlearning.py"
+        f"{n}_{tag}" for tag in PATH_TAGS[_actions] for n in FEATURES), \
+        f"{_name} layout changed: update agents/qlearning.py"
 
 
 class QLearning(OnlineAgent):

@@ -55,8 +55,8 @@ def _per_path(role: int | str, specs: list[tuple[str, str, str | None, float]]) 
 _ISPRAS_DQN = tuple([Feature(f"cwnd_{i + 1}", "cwnd", i, None, MB) for i in range(2)]
                     + [Feature(f"srtt_{i + 1}", "srtt", i, None, 0.1) for i in range(2)]
                     + [Feature(f"inflight_{i + 1}", "inflight", i, None, MB) for i in range(2)])
-_ISPRAS_Q = [("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0), ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)),
-             ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)]
+_ISPRAS_Q = [("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0),
+             ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)), ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)]
 FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
     # ISPRAS DQN: cwnd_1, cwnd_2, srtt_1, srtt_2, inflight_1, inflight_2
     "ispras_dqn": _ISPRAS_DQN,

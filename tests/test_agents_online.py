@@ -214,8 +214,8 @@ def test_qlearning_by_role_reads_the_paths_as_the_observation_names_them():
     (``envs.features``, as ``peekaboo``): on a scenario whose fast path is path 2 the features are
     ``ispras_q``'s with the paths swapped, the state is 3 x class(F) + class(S), and the table's
     columns are the env actions, so ispras_s1 (F = path 2) and ispras_s2 (F = path 1) share rows."""
-    slow_first = {"name": "slow_first", "paths": [{"bandwidth_mbps": 20, "delay_ms": 40}, {"bandwidth_mbps": 20, "delay_ms": 5}],
-                  "workload": {"type": "file", "file_mb": 1}}
+    slow_first = {"name": "slow_first", "workload": {"type": "file", "file_mb": 1},
+                  "paths": [{"bandwidth_mbps": 20, "delay_ms": 40}, {"bandwidth_mbps": 20, "delay_ms": 5}]}
     by_index, by_role = (build_process(2, scenario=slow_first, cc="cubic", seed=3, observation=o)
                          for o in ("ispras_q", "ispras_q_roles"))
     by_index.reset(), by_role.reset()

@@ -372,8 +372,8 @@ def feature_header(observation: str, n_paths: int, fixed: bool, prefix: str) -> 
     return header(PolicySpec(prefix, feats, observation, "blocked", 2, fixed, [("agent", "feature test")]), body)
 
 
-@pytest.mark.parametrize("observation", ["ispras_dqn", "ispras_backlog", "peekaboo", "ispras_q", "ispras_q_roles", "leeyoo",
-                                         "full"])
+@pytest.mark.parametrize("observation", ["ispras_dqn", "ispras_backlog", "peekaboo", "ispras_q", "ispras_q_roles",
+                                         "leeyoo", "full"])
 def test_feature_parity_on_simulator_states(observation, tmp_path):
     rng = np.random.default_rng(1)
     states = record_states(lambda f: rng.integers(0, 2, len(f)), observation, runs=4,
