@@ -274,5 +274,9 @@ class QLearning(OnlineAgent):
             if "reward_sum" in z.files:
                 self.reward_sum, self.next_counts = z["reward_sum"].copy(), z["next_counts"].copy()
         state = load_json(directory)
+        saved = state.get("observation", self.observation)
+        if saved != self.observation:  # a table by role read the paths by index before ispras_q_roles
+            raise ConfigError(f"checkpoint {directory}: its table was learned on the {saved!r} observation set, "
+                              f"actions: {self.params['actions']} reads {self.observation!r}; retrain it")
         self.steps = int(state["steps"])
         set_rng_state(self.rng, state["rng"])

@@ -2,6 +2,7 @@
 rules on hand-built contexts, checkpoints, the training run, and learning on a scenario where
 waiting for the fast path matters."""
 
+import json
 
 import numpy as np
 import pytest
@@ -269,6 +270,27 @@ def test_qlearning_batch_update_solves_the_self_loop():
     assert agent.q[1, 1] == pytest.approx(3.0 / (1 - 0.9 * 0.5))
     with pytest.raises(ConfigError, match="agent.params.gamma must be < 1 with update: batch"):
         QLearning({"kind": "qlearning", "params": {"update": "batch", "gamma": 1.0}}, 8, 2, seed=0)
+
+
+def test_qlearning_checkpoint_keeps_its_model_and_refuses_a_table_by_index(tmp_path):
+    """The batch model is saved with the table (a resumed run solves on every transition seen);
+    a table learned by role on the index features (before ``ispras_q_roles``) is refused."""
+    spec = {"kind": "qlearning", "params": {"actions": "roles", "update": "batch"}}
+    x = np.repeat(q_row({"srtt": 300}, {"srtt": 80}), 3, axis=0)
+    agent = QLearning(spec, 8, 2, seed=0)
+    agent.update(x, np.array([1, 0, 1]), np.array([1.0, 0.5, 2.0]), x, np.array([False, False, True]))
+    agent.save(tmp_path)
+    loaded = QLearning(spec, 8, 2, seed=0)
+    loaded.load_state(tmp_path)
+    np.testing.assert_array_equal(loaded.next_counts, agent.next_counts)
+    loaded.update(x[:1], np.array([0]), np.array([0.5]), x[:1], np.array([False]))
+    agent.update(x[:1], np.array([0]), np.array([0.5]), x[:1], np.array([False]))
+    np.testing.assert_array_equal(loaded.q, agent.q)
+    state = json.loads((tmp_path / "agent_state.json").read_text())
+    (tmp_path / "agent_state.json").write_text(json.dumps({**state, "observation": "ispras_q"}))
+    with pytest.raises(ConfigError, match="learned on the 'ispras_q' observation set, actions: roles reads "
+                                          "'ispras_q_roles'; retrain it"):
+        QLearning(spec, 8, 2, seed=0).load_state(tmp_path)
 
 
 def test_qlearning_visit_count_rates():
