@@ -55,6 +55,8 @@ def _per_path(role: int | str, specs: list[tuple[str, str, str | None, float]]) 
 _ISPRAS_DQN = tuple([Feature(f"cwnd_{i + 1}", "cwnd", i, None, MB) for i in range(2)]
                     + [Feature(f"srtt_{i + 1}", "srtt", i, None, 0.1) for i in range(2)]
                     + [Feature(f"inflight_{i + 1}", "inflight", i, None, MB) for i in range(2)])
+_ISPRAS_Q = [("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0),
+             ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)), ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)]
 FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
     # ISPRAS DQN: cwnd_1, cwnd_2, srtt_1, srtt_2, inflight_1, inflight_2
     "ispras_dqn": _ISPRAS_DQN,
@@ -72,11 +74,10 @@ FEATURE_SETS: dict[str, tuple[Feature, ...]] = {
     # (clipped at 1 s), RTO count (clipped at 10), loss % = losses * 1448 / sent * 100 (packets
     # declared lost per packet sent, since the connection started; assumes the default MSS of
     # 1448 B; clipped at 10 %), delivery rate in units of 10 Mbit/s (clipped at 100 Mbit/s)
-    "ispras_q": tuple(
-        f for i in range(2) for f in _per_path(i, [
-            ("srtt", "srtt", None, 0.1), ("rtos", "rtos", None, 1.0),
-            ("loss_pct", "losses", "sent", 1.0 / (100 * 1448)),
-            ("delivery_rate", "delivery_rate", None, 10 * MBIT_S)])),
+    "ispras_q": tuple(f for i in range(2) for f in _per_path(i, _ISPRAS_Q)),
+    # the same four for F and S, the paths by role, as the Q-learning preset numbers them
+    # (agent.params.actions: roles)
+    "ispras_q_roles": tuple(f for role in ("fast", "second") for f in _per_path(role, _ISPRAS_Q)),
     # LEEYOO: per path srtt, cwnd, in flight; send window; the chunk's elapsed download time, its
     # bytes not yet acknowledged and acknowledged (the current item of the workload: a dash chunk)
     "leeyoo": tuple(

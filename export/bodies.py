@@ -345,10 +345,11 @@ class MLPBody(Body):
 @dataclass
 class QTableBody(Body):
     """ISPRAS tabular Q-learning over 2 paths (``agents.qlearning``): a class per path from
-    thresholds on (srtt, RTOs, loss, delivery rate). By index (``by_role`` False): state = 3 *
-    class(path 1) + class(path 2), greedy path = argmax Q[state] (ties: path 1), action = 0 when it
-    is the fast path (the lower srtt feature, path 1 on a tie), else 1. By role: state = 3 *
-    class(fast) + class(the other path), action = argmax Q[state] (ties: 0, wait)."""
+    thresholds on (srtt, RTOs, loss, delivery rate); state = 3 * class(path 1) + class(path 2),
+    path 1 the first path of the features. By index (``by_role`` False, ``ispras_q``): greedy path
+    = argmax Q[state] (ties: path 1), action = 0 when it is the fast path (the lower srtt feature,
+    path 1 on a tie), else 1. By role (``ispras_q_roles``: path 1 is F, path 2 the second path):
+    action = argmax Q[state] (ties: 0, wait)."""
 
     q: np.ndarray  # [9, 2] float64
     feature_index: dict  # (path, feature name) -> index in x; names srtt, rtos, loss_pct, delivery_rate
@@ -363,8 +364,8 @@ class QTableBody(Body):
         if self.q.shape != (9, 2):
             raise ExportError(f"qlearning: Q-table of shape {self.q.shape}, the exporter knows (9, 2)")
         self.greedy = np.argmax(self.q, axis=1)  # exact, in float64 as the agent decides
-        self.rule_doc = ("state = 3 * class(fast path) + class(other path); action = argmax Q[state] (ties: 0, wait "
-                         "for the fast path); rng is not used" if self.by_role else
+        self.rule_doc = ("state = 3 * class(fast path) + class(second path), the features by role; action = argmax "
+                         "Q[state] (ties: 0, wait for the fast path); rng is not used" if self.by_role else
                          "state = 3 * class(path 1) + class(path 2); greedy path = argmax Q[state] (ties: path 1); "
                          "action 0 (wait for the fast path) when the greedy path is the fast one, else 1; rng is not "
                          "used")
@@ -401,18 +402,17 @@ class QTableBody(Body):
         for path in ("0", "1"):
             low, high = c[path]
             classes.append(f"    c{path} = ({low}) ? 0 : ({high}) ? 2 : 1;")
-        fast = f"{xname}[{s2}] < {xname}[{s1}]"
         if self.by_role:
-            doc, ret = "3 * c(fast path) + c(other path)", f"({fast}) ? 3 * c1 + c0 : 3 * c0 + c1"
+            doc = "3 * c(fast path) + c(second path), the features by role"
             act = f"    (void)rng;\n    return {p}_greedy[{p}_state{suffix}({xname})];\n"
         else:
-            doc, ret = "3 * c(path 1) + c(path 2)", "3 * c0 + c1"
-            act = (f"    int fast = {fast} ? 1 : 0;\n    (void)rng;\n"
+            doc = "3 * c(path 1) + c(path 2)"
+            act = (f"    int fast = {xname}[{s2}] < {xname}[{s1}] ? 1 : 0;\n    (void)rng;\n"
                    f"    return {p}_greedy[{p}_state{suffix}({xname})] != fast ? 1 : 0;\n")
         return (cnames.array("int", f"{p}_greedy", self.greedy, str, per_line=9)
                 + f"\n/* performance class per path: 0 low, 1 medium, 2 high; state = {doc} */\n"
                 f"static inline int\n{p}_state{suffix}(const {xt} *{xname})\n{{\n    int c0, c1;\n"
-                + "\n".join(classes) + f"\n    return {ret};\n}}\n\n"
+                + "\n".join(classes) + "\n    return 3 * c0 + c1;\n}\n\n"
                 f"static inline int\n{p}_act{suffix}(const {xt} *{xname}, mpsched_rng *rng)\n{{\n"
                 + act + "}\n")
 

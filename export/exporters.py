@@ -156,10 +156,10 @@ def reference_act(body: Body, x: np.ndarray) -> np.ndarray:
             high = ((g["srtt"] < t["rtt_low_ms"]) & (g["loss_pct"] < t["loss_low_pct"]) & (g["rtos"] < 1)
                     & (g["delivery_rate"] >= t["thr_low_mbps"]))
             return np.where(low, 0, np.where(high, 2, 1))
-        fast = (x[:, ix[(1, "srtt")]] < x[:, ix[(0, "srtt")]]).astype(np.int64)
-        if body.by_role:
-            return body.greedy[np.where(fast == 1, 3 * cls(1) + cls(0), 3 * cls(0) + cls(1))].astype(np.int64)
-        return (body.greedy[3 * cls(0) + cls(1)] != fast).astype(np.int64)
+        greedy = body.greedy[3 * cls(0) + cls(1)].astype(np.int64)
+        if body.by_role:  # the features by role: path 1 is F, the column the action
+            return greedy
+        return (greedy != (x[:, ix[(1, "srtt")]] < x[:, ix[(0, "srtt")]])).astype(np.int64)
     raise ExportError(f"no reference rule for {type(body).__name__}")
 
 

@@ -2,6 +2,7 @@
 rules on hand-built contexts, checkpoints, the training run, and learning on a scenario where
 waiting for the fast path matters."""
 
+import json
 
 import numpy as np
 import pytest
@@ -209,17 +210,87 @@ def test_qlearning_maps_paths_onto_the_blocked_decision_and_updates():
     assert agent.act(slow_first)[0] == 0
 
 
-def test_qlearning_by_role_numbers_the_fast_path_first():
-    """``actions: roles``: the state reads (class of F, class of the other path) and the table's
+def test_qlearning_by_role_reads_the_paths_as_the_observation_names_them():
+    """``actions: roles`` reads ``ispras_q_roles``, whose first path is F and second the second path
+    (``envs.features``, as ``peekaboo``): on a scenario whose fast path is path 2 the features are
+    ``ispras_q``'s with the paths swapped, the state is 3 x class(F) + class(S), and the table's
     columns are the env actions, so ispras_s1 (F = path 2) and ispras_s2 (F = path 1) share rows."""
+    slow_first = {"name": "slow_first", "workload": {"type": "file", "file_mb": 1},
+                  "paths": [{"bandwidth_mbps": 20, "delay_ms": 40}, {"bandwidth_mbps": 20, "delay_ms": 5}]}
+    by_index, by_role = (build_process(2, scenario=slow_first, cc="cubic", seed=3, observation=o)
+                         for o in ("ispras_q", "ispras_q_roles"))
+    by_index.reset(), by_role.reset()
+    for step in range(30):  # the same seed and actions: the same connections
+        xi, xr = by_index.observe(), by_role.observe()
+        assert np.all(xi[:, 4] < xi[:, 0])  # path 2 is F at every decision
+        np.testing.assert_array_equal(xr, np.concatenate([xi[:, 4:], xi[:, :4]], axis=1))
+        actions = np.array([step % 2, 1])
+        by_index.step(actions), by_role.step(actions)
     agent = QLearning({"kind": "qlearning", "params": {"actions": "roles", "lr": 0.5, "gamma": 0.0}}, 8, 2, seed=0)
-    f_second = q_row({"srtt": 300}, {"srtt": 20})  # path 2 is F (high class), path 1 low (RTT 300 ms)
-    f_first = q_row({"srtt": 20}, {"srtt": 300})   # the same situation with the paths swapped
-    assert agent.states(f_second)[0] == agent.states(f_first)[0] == 3 * 2 + 0
-    assert agent.to_env_action(f_second, np.array([1]))[0] == 1 and agent.to_path(f_first, np.array([0]))[0] == 0
-    agent.update(f_second, np.array([1]), np.array([2.0]), f_first, np.array([False]))
-    assert agent.q[6].tolist() == [0.0, 1.0]
-    assert agent.act(f_second)[0] == agent.act(f_first)[0] == 1  # send in both
+    assert agent.observation == "ispras_q_roles"
+    f_high_s_low = q_row({"srtt": 20}, {"srtt": 300})  # by role: F high class, S low (RTT 300 ms)
+    assert agent.states(f_high_s_low)[0] == 3 * 2 + 0
+    agent.update(f_high_s_low, np.array([1]), np.array([2.0]), f_high_s_low, np.array([False]))
+    assert agent.q[6].tolist() == [0.0, 1.0] and agent.act(f_high_s_low)[0] == 1  # column 1 = send
+    env = SB3VecEnv(2, scenario=WAIT, cc="cubic", seed=0, observation="ispras_q")
+    with pytest.raises(ConfigError, match="actions: roles reads the 'ispras_q_roles' observation set"):
+        agent.learn(env, 10, Always())
+
+
+def test_qlearning_batch_update_solves_the_self_loop():
+    """``update: batch``: a row that leads back to itself (a wait leaves the paths' classes as
+    they were) holds the solution of the transitions seen, whatever their order. One early large
+    reward for a send (a long interval without a decision), then 875 sends earning 1 and 125 waits
+    earning 0.5, every one back into the same state, gamma 0.9: the one-step update with the rates
+    the preset had (lr 1 / n^0.8) ends with wait above send (23.63 against 23.45: a fast_only
+    clone, as on ispras_s2), the batch update with send = rbar_send / (1 - gamma) = 10.559 and wait
+    = 0.5 + 0.9 x 10.559 = 10.003."""
+    x = q_row({"srtt": 300}, {"srtt": 80})  # by role: F low (RTT 300 ms), S medium (80 ms): state 1
+    sends = [50.0] + [1.0] * 875
+    q = {}
+    for update in ("sample", "batch"):
+        agent = QLearning({"kind": "qlearning", "params": {"actions": "roles", "update": update, "lr": 1.0,
+                                                           "lr_decay": "visits", "lr_exponent": 0.8, "gamma": 0.9}},
+                          8, 2, seed=0)
+        agent.update(x, np.array([1]), np.array([sends[0]]), x, np.array([False]))
+        for k in range(1000):
+            wait = k % 8 == 0
+            agent.update(x, np.array([0 if wait else 1]), np.array([0.5 if wait else 1.0]), x, np.array([False]))
+        assert agent.states(x)[0] == 1 and agent.visits[1].tolist() == [125, 876]
+        q[update] = agent.q[1].copy()
+        assert agent.act(x)[0] == (0 if update == "sample" else 1)
+    assert q["sample"] == pytest.approx([23.6275, 23.4534], abs=1e-4)
+    send = np.mean(sends) / (1 - 0.9)
+    assert q["batch"] == pytest.approx([0.5 + 0.9 * send, send], rel=1e-12)
+    assert q["batch"] == pytest.approx([10.0034, 10.5594], abs=1e-4)
+    # a terminal transition leads nowhere: its target is its reward
+    agent = QLearning({"kind": "qlearning", "params": {"actions": "roles", "update": "batch"}}, 8, 2, seed=0)
+    xx = np.repeat(x, 2, axis=0)
+    agent.update(xx, np.array([1, 1]), np.array([2.0, 4.0]), xx, np.array([True, False]))
+    assert agent.q[1, 1] == pytest.approx(3.0 / (1 - 0.9 * 0.5))
+    with pytest.raises(ConfigError, match="agent.params.gamma must be < 1 with update: batch"):
+        QLearning({"kind": "qlearning", "params": {"update": "batch", "gamma": 1.0}}, 8, 2, seed=0)
+
+
+def test_qlearning_checkpoint_keeps_its_model_and_refuses_a_table_by_index(tmp_path):
+    """The batch model is saved with the table (a resumed run solves on every transition seen);
+    a table learned by role on the index features (before ``ispras_q_roles``) is refused."""
+    spec = {"kind": "qlearning", "params": {"actions": "roles", "update": "batch"}}
+    x = np.repeat(q_row({"srtt": 300}, {"srtt": 80}), 3, axis=0)
+    agent = QLearning(spec, 8, 2, seed=0)
+    agent.update(x, np.array([1, 0, 1]), np.array([1.0, 0.5, 2.0]), x, np.array([False, False, True]))
+    agent.save(tmp_path)
+    loaded = QLearning(spec, 8, 2, seed=0)
+    loaded.load_state(tmp_path)
+    np.testing.assert_array_equal(loaded.next_counts, agent.next_counts)
+    loaded.update(x[:1], np.array([0]), np.array([0.5]), x[:1], np.array([False]))
+    agent.update(x[:1], np.array([0]), np.array([0.5]), x[:1], np.array([False]))
+    np.testing.assert_array_equal(loaded.q, agent.q)
+    state = json.loads((tmp_path / "agent_state.json").read_text())
+    (tmp_path / "agent_state.json").write_text(json.dumps({**state, "observation": "ispras_q"}))
+    with pytest.raises(ConfigError, match="learned on the 'ispras_q' observation set, actions: roles reads "
+                                          "'ispras_q_roles'; retrain it"):
+        QLearning(spec, 8, 2, seed=0).load_state(tmp_path)
 
 
 def test_qlearning_visit_count_rates():

@@ -372,7 +372,8 @@ def feature_header(observation: str, n_paths: int, fixed: bool, prefix: str) -> 
     return header(PolicySpec(prefix, feats, observation, "blocked", 2, fixed, [("agent", "feature test")]), body)
 
 
-@pytest.mark.parametrize("observation", ["ispras_dqn", "ispras_backlog", "peekaboo", "ispras_q", "leeyoo", "full"])
+@pytest.mark.parametrize("observation", ["ispras_dqn", "ispras_backlog", "peekaboo", "ispras_q", "ispras_q_roles",
+                                         "leeyoo", "full"])
 def test_feature_parity_on_simulator_states(observation, tmp_path):
     rng = np.random.default_rng(1)
     states = record_states(lambda f: rng.integers(0, 2, len(f)), observation, runs=4,
@@ -730,10 +731,11 @@ def test_qlearning_both_path_numberings_export_exactly(trained, actions, tmp_pat
     spec = {**t.spec, "params": {**t.spec["params"], "actions": actions}}
     agent = make_agent(spec, t.meta["n_features"], 2, seed=0)
     agent.q = np.random.default_rng(3).normal(size=agent.q.shape)
+    meta = {**t.meta, "spec": spec, "observation": agent.observation}  # by index ispras_q, by role ispras_q_roles
     x = inputs_for(t)
     for fixed in (False, True):
         out = tmp_path / f"q_{actions}_{int(fixed)}.h"
-        export_agent(agent, t.meta, out, prefix=f"q_{actions}", fixed_point=fixed)
+        export_agent(agent, meta, out, prefix=f"q_{actions}", fixed_point=fixed)
         assert np.array_equal(ExportedPolicy(out).act(x), agent.act(x, deterministic=True))
 
 
