@@ -5,6 +5,7 @@ by ``envs.live.network_testbed`` (shared bottlenecks, competing flows arriving a
     sudo python benchmarks/claims_live.py leeyoo --runs 5
     sudo python benchmarks/claims_live.py kato --runs 3 [--scenarios kato_4]
     sudo python benchmarks/claims_live.py mptcp_tut --runs 3 [--scenarios mptcp_tut_mesh_e3]
+    sudo python benchmarks/claims_live.py rfc6356 --runs 3
 
 Every run is appended with its provenance to ``--out`` (default ``tests/data/claims_live.json``)
 as soon as it ends, and a rerun gives each cell only the runs it lacks, so recording goes in short
@@ -19,6 +20,12 @@ neither in XQUIC nor in upstream Linux MPTCP), so KATO runs LIA as its study doe
 runs LIA for its four coupled CCs; the studies' long transfers (MPTCP-TUT's 60 s of 3 MB messages,
 KATO's web map service, LEEYOO's 300-chunk video) become file transfers of the sizes below, a
 fresh connection each (XQUIC's transfers are files).
+
+``rfc6356`` checks RFC 6356's goal on ``rfc6356_shared`` (the network of tests/test_network.py's
+law): XQUIC with LIA on its two paths through one 10 Mbit/s link against one kernel Reno flow, and
+the uncoupled control (XQUIC's Reno on both paths), and on ``rfc6356_one_path`` the single-path
+reference the goal is stated against (one XQUIC flow against the Reno flow); each run records the pair's goodput and the
+Reno flow's rate over the same transfer (``competition_during``), whose ratio the test reads.
 
 A family recorded under another setting (CC, file size, time limit), or any family with
 ``--fresh`` (a re-run on the current tree), keeps its earlier record in ``earlier`` (newest last)
@@ -69,6 +76,13 @@ class Family:
     capped: bool  # a transfer the time limit stops is a measurement (goodput over the limit), not a failure
     substitution: str
     workload: str
+    cell_ccs: tuple[str, ...] = ()  # a family comparing CCs: each scheduler cell's CC (default: cc for all)
+
+    def cell_cc(self, label: str) -> str:
+        """The CC of the cell ``label``."""
+        if not self.cell_ccs:
+            return self.cc
+        return self.cell_ccs[[lab for lab, _, _ in self.schedulers].index(label)]
 
 
 FAMILIES = {
@@ -94,6 +108,15 @@ FAMILIES = {
         "a 40 MB file capped at 20 s standing for 500 messages of 3 MB capped at 60 s (e2 and e3 finish in about 10 s "
         "at the client-side bottlenecks' 35 Mbit/s, e0 and e1 in about 17 s at 20 Mbit/s; the lossy e4-e7 carry a few "
         "Mbit/s and are capped); goodput = bytes delivered in order / time"),
+    "rfc6356": Family(
+        ("rfc6356_shared", "rfc6356_one_path"), (("lia", "minrtt", 0.5), ("reno", "minrtt", 0.5)), "lia", 60.0, 40.0,
+        10.0, True,
+        "LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356) against one kernel Reno TCP flow; the "
+        "uncoupled control is XQUIC's NewReno on each path",
+        "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
+        "alone for 10 s; pair/TCP = the pair's goodput over the Reno flow's rate during the transfer; on "
+        "rfc6356_one_path the same for one path (LIA on one path is NewReno): the single-path reference",
+        cell_ccs=("lia", "reno")),
 }
 
 
@@ -187,10 +210,12 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
             for _ in range(runs):
                 for label, mode, alpha in todo:
                     cell = cells.setdefault(label, {"scheduler": mode, "kato_alpha": alpha if mode == "kato" else None,
+                                                    **({"cc": fam.cell_cc(label)} if fam.cell_ccs else {}),
                                                     "runs": [], "failed": []})
                     if len(cell["runs"]) >= runs:
                         continue
-                    row = one_run(tb, fam, mode, alpha, seed=seed * 1000 + len(cell["runs"]) + len(cell["failed"]))
+                    row = one_run(tb, fam, fam.cell_cc(label), mode, alpha,
+                                  seed=seed * 1000 + len(cell["runs"]) + len(cell["failed"]))
                     (cell["runs"] if row["ok"] else cell["failed"]).append(row)
                     save_record(out, record)
                     print(f"{name} {scen_name} {label} run {len(cell['runs'])}: {summary(row)} (load {row['load']:.2f})",
@@ -201,14 +226,17 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
                 print(f"teardown left: {problems}", file=sys.stderr)
 
 
-def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
+def one_run(tb, fam: Family, cc: str, mode: str, alpha: float, seed: int) -> dict:
     work = WorkloadSpec(type="file", file_mb=fam.file_mb)
     competition = getattr(tb, "competition", None)
     if competition is not None:
         competition.check()
-    transfer = XquicTransfer(tb, fam.cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
+        before, start = competition.stats(), time.monotonic()
+    transfer = XquicTransfer(tb, cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
                              scheduler_params={"alpha": alpha} if mode == "kato" else None, seed=seed)
     res = transfer.run()
+    if competition is not None:
+        after, wall = competition.stats(), time.monotonic() - start
     m = res.metrics()
     ex = res.extra
     from envs.sim.layout import COBS_ACKED
@@ -221,13 +249,25 @@ def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
            "path_recv_bytes": [int(x) for x in ex.get("path_recv", [])], "paths_created": ex.get("paths_created"),
            "seed": seed}
     if competition is not None:
-        row["competition"] = competition.stats()
+        row["competition"] = after
+        # each link's competing traffic over the transfer's wall time (process start to exit)
+        row["competition_during"] = {link: {"wall_s": wall, "goodput_mbps": 8e-6 * (after[link]["received_bytes"] -
+                                                                                    before[link]["received_bytes"]) / wall}
+                                     for link in after}
     return row
 
 
+def over_competing(row: dict, link: str = "shared") -> float:
+    """A run's goodput over the rate of ``link``'s competing traffic during the transfer: RFC 6356's
+    pair/TCP on rfc6356_shared, the single-path reference on rfc6356_one_path."""
+    return row["goodput_mbps"] / row["competition_during"][link]["goodput_mbps"]
+
+
 def summary(row: dict) -> str:
+    during = "".join(f", competing on {link} {c['goodput_mbps']:.2f} Mbit/s during it"
+                     for link, c in row.get("competition_during", {}).items())
     return (f"{row['outcome']}, goodput {row['goodput_mbps']:.2f} Mbit/s, completion {row['completion_s']:.3f} s, "
-            f"1 s windows mean {row['throughput_mean_mbps']:.2f} var {row['throughput_var_mbps2']:.3f}")
+            f"1 s windows mean {row['throughput_mean_mbps']:.2f} var {row['throughput_var_mbps2']:.3f}{during}")
 
 
 def main() -> None:
