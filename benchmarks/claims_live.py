@@ -21,11 +21,11 @@ runs LIA for its four coupled CCs; the studies' long transfers (MPTCP-TUT's 60 s
 KATO's web map service, LEEYOO's 300-chunk video) become file transfers of the sizes below, a
 fresh connection each (XQUIC's transfers are files).
 
-``rfc6356`` checks RFC 6356's goal on ``rfc6356_shared`` (the network of tests/test_network.py's
-law): XQUIC with LIA on its two paths through one 10 Mbit/s link against one kernel Reno flow, and
-the uncoupled control (XQUIC's Reno on both paths), and on ``rfc6356_one_path`` the single-path
-reference the goal is stated against (one XQUIC flow against the Reno flow); each run records the pair's goodput and the
-Reno flow's rate over the same transfer (``competition_during``), whose ratio the test reads.
+``rfc6356`` checks RFC 6356's goals on ``rfc6356_shared`` (the network of tests/test_network.py's
+law): XQUIC with LIA on its two paths through one 10 Mbit/s link beside one kernel Reno flow, the
+uncoupled control (XQUIC's Reno on both paths), and on ``rfc6356_one_path`` the single-path flow
+the goals compare with (one XQUIC path under the same CC beside the Reno flow). Each run records
+XQUIC's goodput and the Reno flow's rate over the same transfer (``competition_during``).
 
 A family recorded under another setting (CC, file size, time limit), or any family with
 ``--fresh`` (a re-run on the current tree), keeps its earlier record in ``earlier`` (newest last)
@@ -114,8 +114,8 @@ FAMILIES = {
         "LIA coupled across XQUIC's paths (bindings/src/mps_lia.c, RFC 6356) against one kernel Reno TCP flow; the "
         "uncoupled control is XQUIC's NewReno on each path",
         "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
-        "alone for 10 s; pair/TCP = the pair's goodput over the Reno flow's rate during the transfer; on "
-        "rfc6356_one_path the same for one path (LIA on one path is NewReno): the single-path reference",
+        "alone for 10 s; the pair's goodput against the single path's (rfc6356_one_path, same CC) and against the "
+        "Reno flow's rate during the transfer",
         cell_ccs=("lia", "reno")),
 }
 
@@ -255,12 +255,6 @@ def one_run(tb, fam: Family, cc: str, mode: str, alpha: float, seed: int) -> dic
                                                                                     before[link]["received_bytes"]) / wall}
                                      for link in after}
     return row
-
-
-def over_competing(row: dict, link: str = "shared") -> float:
-    """A run's goodput over the rate of ``link``'s competing traffic during the transfer: RFC 6356's
-    pair/TCP on rfc6356_shared, the single-path reference on rfc6356_one_path."""
-    return row["goodput_mbps"] / row["competition_during"][link]["goodput_mbps"]
 
 
 def summary(row: dict) -> str:
