@@ -44,21 +44,8 @@ def acked_rates(sim: Simulator, start_s: float, end_s: float) -> np.ndarray:
     return (sim.obs[:, :, OBS_ACKED] - before) / (end_s - start_s)
 
 
-# OLIA sits at the low edge of its phase distribution here. The deterministic fluid flows
-# phase-lock at the drop-tail queue (Floyd and Jacobson, "On traffic phase effects in
-# packet-switched gateways", 1992): over the Reno flow's start offsets 0-0.5 s (25 ms steps,
-# benchmarks/coupled_cc.py --phases) OLIA's ratio is 0.77-1.31, mean 1.08, inside the bounds on 20
-# of 21; over one access link's delay 0-5 ms it spreads over 0.76-3.37 (LIA 1.01-3.08, BALIA
-# 0.84-3.68), as the uncoupled pair's does over 1.39-3.95.
-OLIA_PHASE = ("ratio 0.77, the lowest of its phase distribution (start offsets: 0.77-1.31, mean 1.08); "
-              "the model has no per-packet timing noise at an unjittered drop-tail link, which a "
-              "real network has and which breaks phase locking")
-
-
 @pytest.mark.parametrize(("cc", "low", "high"), [
-    ("lia", 0.8, 1.35),
-    pytest.param("olia", 0.8, 1.35, marks=pytest.mark.xfail(strict=True, reason=OLIA_PHASE)),
-    ("balia", 0.8, 1.35), ("reno", 1.6, 2.4)])
+    ("lia", 0.8, 1.35), ("olia", 0.8, 1.35), ("balia", 0.8, 1.35), ("reno", 1.6, 2.4)])
 def test_rfc6356_coupled_pair_takes_one_tcp_share(cc: str, low: float, high: float) -> None:
     """RFC 6356 sec. 2 (goals 1-2): a multipath flow should take no more than a single TCP flow
     on its best path where they share a bottleneck. The pair against one Reno flow, 10-60 s."""

@@ -12,10 +12,11 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-DEFAULTS: dict[str, float] = {}
+DEFAULTS = {"segments_per_ack": 1.0}  # segments each counted ACK stands for (coupled.counted)
+SEGMENTS_PER_ACK = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -44,7 +45,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     total = rate_sum(C, lo, hi)
     x = C[f, CWND] / C[f, SRTT]
     per_byte = x / (C[f, SRTT] * total * total) * (1.0 + a) / 2.0 * (4.0 + a) / 5.0
-    C[f, CWND] += acked * mss * per_byte
+    C[f, CWND] += counted(P, f, nsub, acked, SEGMENTS_PER_ACK) * mss * per_byte
 
 
 @njit(cache=True, _nrt=False)

@@ -11,10 +11,12 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND, in_recovery
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
 from envs.plugins import register_cc
 
-DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
+SEGMENTS_PER_ACK = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -39,6 +41,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     if in_recovery(C, f, now, rtt) or slow_start(C, f, acked):
         return
     lo, hi = siblings(f, nsub)
+    acked = counted(P, f, nsub, acked, SEGMENTS_PER_ACK)
     coupled = alpha(C, lo, hi) * acked * mss / window_sum(C, lo, hi)
     C[f, CWND] += min(coupled, acked * mss / C[f, CWND])
 

@@ -15,10 +15,12 @@ from numba import njit
 
 from envs.cc import reno
 from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, in_recovery
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
+SEGMENTS_PER_ACK = 1
 
 L_PREV = FIRST_COUPLED  # bytes acked between the last two losses
 L_CUR = FIRST_COUPLED + 1  # bytes acked since the last loss
@@ -75,7 +77,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     total = rate_sum(C, lo, hi)
     w = C[f, CWND]
     per_byte = (w / (C[f, SRTT] * C[f, SRTT])) / (total * total) + epsilon(C, f, lo, hi) / w
-    C[f, CWND] = max(w + acked * mss * per_byte, MIN_CWND_PACKETS * mss)
+    C[f, CWND] = max(w + counted(P, f, nsub, acked, SEGMENTS_PER_ACK) * mss * per_byte, MIN_CWND_PACKETS * mss)
 
 
 @njit(inline="always", cache=True, _nrt=False)
