@@ -6,6 +6,7 @@ by ``envs.live.network_testbed`` (shared bottlenecks, competing flows arriving a
     sudo python benchmarks/claims_live.py kato --runs 3 [--scenarios kato_4]
     sudo python benchmarks/claims_live.py mptcp_tut --runs 3 [--scenarios mptcp_tut_mesh_e3]
     sudo python benchmarks/claims_live.py mptcp_tut_olia --runs 3   # mptcp_tut_balia: the same under BALIA
+    sudo python benchmarks/claims_live.py rfc6356 --runs 3
 
 Every run is appended with its provenance to ``--out`` (default ``tests/data/claims_live.json``)
 as soon as it ends, and a rerun gives each cell only the runs it lacks, so recording goes in short
@@ -20,6 +21,12 @@ neither in XQUIC nor in upstream Linux MPTCP), so KATO runs LIA as its study doe
 runs one family per coupled CC (``mptcp_tut`` LIA, ``mptcp_tut_olia``, ``mptcp_tut_balia``); the studies' long transfers (MPTCP-TUT's 60 s of 3 MB messages,
 KATO's web map service, LEEYOO's 300-chunk video) become file transfers of the sizes below, a
 fresh connection each (XQUIC's transfers are files).
+
+``rfc6356`` checks RFC 6356's goals on ``rfc6356_shared`` (the network of tests/test_network.py's
+law): XQUIC with LIA on its two paths through one 10 Mbit/s link beside one kernel Reno flow, the
+uncoupled control (XQUIC's Reno on both paths), and on ``rfc6356_one_path`` the single-path flow
+the goals compare with (one XQUIC path under the same CC beside the Reno flow). Each run records
+XQUIC's goodput and the Reno flow's rate over the same transfer (``competition_during``).
 
 A family recorded under another setting (CC, file size, time limit), or any family with
 ``--fresh`` (a re-run on the current tree), keeps its earlier record in ``earlier`` (newest last)
@@ -70,6 +77,13 @@ class Family:
     capped: bool  # a transfer the time limit stops is a measurement (goodput over the limit), not a failure
     substitution: str
     workload: str
+    cell_ccs: tuple[str, ...] = ()  # a family comparing CCs: each scheduler cell's CC (default: cc for all)
+
+    def cell_cc(self, label: str) -> str:
+        """The CC of the cell ``label``."""
+        if not self.cell_ccs:
+            return self.cc
+        return self.cell_ccs[[lab for lab, _, _ in self.schedulers].index(label)]
 
 
 FAMILIES = {
@@ -105,6 +119,15 @@ def mptcp_tut_family(cc: str) -> Family:
 # MPTCP-TUT's family per coupled CC that runs live ("mptcp_tut" is LIA's, as first recorded)
 FAMILIES.update({"mptcp_tut" if cc == "lia" else f"mptcp_tut_{cc}": mptcp_tut_family(cc)
                  for cc in ("lia", "olia", "balia")})
+FAMILIES["rfc6356"] = Family(
+    ("rfc6356_shared", "rfc6356_one_path"), (("lia", "minrtt", 0.5), ("reno", "minrtt", 0.5)), "lia", 60.0, 40.0,
+    10.0, True,
+    "LIA coupled across XQUIC's paths (bindings/src/mps_coupled.c, RFC 6356) against one kernel Reno TCP flow; the "
+    "uncoupled control is XQUIC's NewReno on each path",
+    "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
+    "alone for 10 s; the pair's goodput against the single path's (rfc6356_one_path, same CC) and against the "
+    "Reno flow's rate during the transfer",
+    cell_ccs=("lia", "reno"))
 
 
 def load_record(path: Path) -> dict:
@@ -197,10 +220,12 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
             for _ in range(runs):
                 for label, mode, alpha in todo:
                     cell = cells.setdefault(label, {"scheduler": mode, "kato_alpha": alpha if mode == "kato" else None,
+                                                    **({"cc": fam.cell_cc(label)} if fam.cell_ccs else {}),
                                                     "runs": [], "failed": []})
                     if len(cell["runs"]) >= runs:
                         continue
-                    row = one_run(tb, fam, mode, alpha, seed=seed * 1000 + len(cell["runs"]) + len(cell["failed"]))
+                    row = one_run(tb, fam, fam.cell_cc(label), mode, alpha,
+                                  seed=seed * 1000 + len(cell["runs"]) + len(cell["failed"]))
                     (cell["runs"] if row["ok"] else cell["failed"]).append(row)
                     save_record(out, record)
                     print(f"{name} {scen_name} {label} run {len(cell['runs'])}: {summary(row)} (load {row['load']:.2f})",
@@ -211,14 +236,17 @@ def run_family(name: str, fam: Family, runs: int, scenarios: list[str], out: Pat
                 print(f"teardown left: {problems}", file=sys.stderr)
 
 
-def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
+def one_run(tb, fam: Family, cc: str, mode: str, alpha: float, seed: int) -> dict:
     work = WorkloadSpec(type="file", file_mb=fam.file_mb)
     competition = getattr(tb, "competition", None)
     if competition is not None:
         competition.check()
-    transfer = XquicTransfer(tb, fam.cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
+        before, start = competition.stats(), time.monotonic()
+    transfer = XquicTransfer(tb, cc, work, telemetry_ms=10.0, scheduler=mode, max_duration_s=fam.time_limit_s,
                              scheduler_params={"alpha": alpha} if mode == "kato" else None, seed=seed)
     res = transfer.run()
+    if competition is not None:
+        after, wall = competition.stats(), time.monotonic() - start
     m = res.metrics()
     ex = res.extra
     from envs.sim.layout import COBS_ACKED
@@ -231,13 +259,19 @@ def one_run(tb, fam: Family, mode: str, alpha: float, seed: int) -> dict:
            "path_recv_bytes": [int(x) for x in ex.get("path_recv", [])], "paths_created": ex.get("paths_created"),
            "seed": seed}
     if competition is not None:
-        row["competition"] = competition.stats()
+        row["competition"] = after
+        # each link's competing traffic over the transfer's wall time (process start to exit)
+        row["competition_during"] = {link: {"wall_s": wall, "goodput_mbps": 8e-6 * (after[link]["received_bytes"] -
+                                                                                    before[link]["received_bytes"]) / wall}
+                                     for link in after}
     return row
 
 
 def summary(row: dict) -> str:
+    during = "".join(f", competing on {link} {c['goodput_mbps']:.2f} Mbit/s during it"
+                     for link, c in row.get("competition_during", {}).items())
     return (f"{row['outcome']}, goodput {row['goodput_mbps']:.2f} Mbit/s, completion {row['completion_s']:.3f} s, "
-            f"1 s windows mean {row['throughput_mean_mbps']:.2f} var {row['throughput_var_mbps2']:.3f}")
+            f"1 s windows mean {row['throughput_mean_mbps']:.2f} var {row['throughput_var_mbps2']:.3f}{during}")
 
 
 def main() -> None:

@@ -10,6 +10,13 @@ connection shares with ordinary TCP (NewReno) flows:
 Prints per CC: total goodput, each path's goodput and share, the competing TCPs' mean rate, the
 total over that rate, and the mean RTT; means over a batch of connections with independent
 random streams.
+
+``--phases``: RFC 6356's shared bottleneck itself (``tests/test_network.py``): both subflows over
+their own 1 Gbit/s access links into one 10 Mbit/s, 40 ms RTT link with one Reno flow, the
+pair's rate over the Reno flow's from 10 to 60 s, under each phase of the deterministic model:
+one access link's delay 0-5 ms, or the Reno flow's start 0-0.5 s, in 21 steps. Prints the
+distribution per CC (a drop-tail queue phase-locks deterministic flows: Floyd and Jacobson, "On
+traffic phase effects in packet-switched gateways", Internetworking 3(3), 1992).
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
 
 CCS = ("reno", "cubic", "lia", "olia", "balia", "wvegas")
 SETTINGS = {"shared": (1, 1), "congested": (0, 2)}
+PHASE_CCS = ("lia", "olia", "balia", "reno")
+PHASE_STEPS = np.linspace(0.0, 1.0, 21)  # of each sweep's range
+PHASE_SWEEPS = {"access0 delay 0-5 ms": (5.0, 0.0, 0.0), "access1 delay 0-5 ms": (0.0, 5.0, 0.0),
+                "Reno start 0-0.5 s": (0.0, 0.0, 0.5)}  # (access0 ms, access1 ms, start s) at the range's end
+RFC6356_BOUNDS = (0.8, 1.35)  # tests/test_network.py's for a coupled pair
 
 
 def scenario(competing: tuple[int, int], duration_s: float) -> Scenario:
@@ -38,11 +50,52 @@ def scenario(competing: tuple[int, int], duration_s: float) -> Scenario:
                                "workload": {"type": "bulk", "duration_s": duration_s}})
 
 
+def shared_bottleneck(access_ms: tuple[float, float], reno_start_s: float) -> Scenario:
+    """tests/test_network.py's RFC 6356 network, its phase moved by the access delays and the
+    Reno flow's start."""
+    competing: dict = {"flows": 1, "cc": "reno"}
+    if reno_start_s > 0:
+        competing["flows_schedule"] = [[0, 0], [reno_start_s, 1]]
+    links = {f"access{k}": {"bandwidth_mbps": 1000, "delay_ms": d} for k, d in enumerate(access_ms)}
+    links["shared"] = {"bandwidth_mbps": 10, "delay_ms": 20, "queue_bdp": 1.0, "competing": competing}
+    return scenario_from_dict({
+        "name": "shared", "jitter_reorders": False, "workload": {"type": "bulk", "duration_s": 60.0},
+        "links": links, "paths": [{"links": ["access0", "shared"]}, {"links": ["access1", "shared"]}]})
+
+
+def pair_over_tcp(scen: Scenario, cc: str) -> float:
+    """The pair's acknowledged bytes over the Reno flow's, 10-60 s (deterministic: one connection)."""
+    sim = Simulator(scen, cc, batch=1, seed=0, config=SimConfig(stack="linux"))
+    sim.reset()
+    sim.advance(round(10.0 / sim.dt))
+    before = sim.obs[0, :, OBS_ACKED].copy()
+    sim.advance(round(50.0 / sim.dt))
+    acked = sim.obs[0, :, OBS_ACKED] - before
+    return float(acked[:2].sum() / acked[2])
+
+
+def phases() -> None:
+    low, high = RFC6356_BOUNDS
+    for sweep, (d0, d1, start) in PHASE_SWEEPS.items():
+        print(f"\n{sweep}: pair/Reno rate, 10-60 s, {len(PHASE_STEPS)} phases")
+        print(f"{'cc':<6} {'mean':>5} {'median':>6} {'min':>5} {'max':>5} {'in 0.8-1.35':>11}  each phase")
+        for cc in PHASE_CCS:
+            r = np.array([pair_over_tcp(shared_bottleneck((d0 * x, d1 * x), start * x), cc) for x in PHASE_STEPS])
+            inside = int(((r >= low) & (r <= high)).sum())
+            print(f"{cc:<6} {r.mean():5.2f} {np.median(r):6.2f} {r.min():5.2f} {r.max():5.2f} "
+                  f"{inside:>8}/{len(r)}  {' '.join(f'{x:.2f}' for x in r)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="simulated seconds per run")
     parser.add_argument("--batch", type=int, default=8, help="connections (independent runs) per CC")
+    parser.add_argument("--phases", action="store_true",
+                        help="RFC 6356's shared bottleneck under 21 phases per sweep (see the module docstring)")
     args = parser.parse_args()
+    if args.phases:
+        phases()
+        return
     for setting, competing in SETTINGS.items():
         print(f"\n{setting}: competing NewReno flows per path {competing}, {args.duration:g} s, "
               f"batch {args.batch}")

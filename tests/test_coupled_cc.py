@@ -23,6 +23,7 @@ from envs.errors import ConfigError
 from envs.plugins import cc_id, cc_names, cc_params
 from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.layout import CN_T, N_CC, N_CCP, OBS_ACKED
+from envs.sim import stacks
 from envs.sim.simulator import Simulator
 
 MSS = 1448.0
@@ -149,6 +150,20 @@ def test_coupled_cc_on_a_competing_flow_couples_with_nobody(cc):
     """A competing flow (row f >= nsub) is a single-path connection: its coupled CC grows as
     NewReno (+1/w per packet), whatever the connection's subflows hold."""
     C, P = state(cc, [3.0, 50.0], [0.01, 0.3])
+    assert increase_pkts(cc, C, P, 2, 2) == pytest.approx(1 / 10, rel=1e-6)
+
+
+@pytest.mark.parametrize("cc", [lia, olia, balia])
+def test_linux_coupled_ccs_count_acks_not_segments(cc):
+    """Under Linux's profile (segments_per_ack 2: mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c step
+    once per ACK, a Linux receiver ACKs every second segment) a subflow grows by half the formula's
+    increase per segment acknowledged; a competing single-path flow still grows as NewReno."""
+    C, P = state(cc, [10.0, 20.0], [0.1, 0.2])
+    per_segment = increase_pkts(cc, C, P, 0, 2)
+    C, P = state(cc, [10.0, 20.0], [0.1, 0.2])
+    P[:] = cc_params(cc.__name__.rsplit(".", 1)[1], stacks.cc_overrides("linux", cc.__name__.rsplit(".", 1)[1]))
+    assert P[0, cc.SEGMENTS_PER_ACK] == 2.0
+    assert increase_pkts(cc, C, P, 0, 2) == pytest.approx(per_segment / 2, rel=1e-6)
     assert increase_pkts(cc, C, P, 2, 2) == pytest.approx(1 / 10, rel=1e-6)
 
 

@@ -192,6 +192,51 @@ def test_the_mptcp_tut_experiments_table_reads_every_recorded_experiment():
     assert "Simulator: RR lowest in 8/8 experiments (4/4 of the heterogeneous" in table
 
 
+def rfc6356_runs(scenario: str, cc: str) -> tuple[np.ndarray, np.ndarray]:
+    """XQUIC's goodput and the kernel Reno flow's rate during it (Mbit/s) in each recorded run of a
+    cell, after checking the record: at least 3 runs, each with its load and the Reno flow's rate,
+    on a testbed that verified."""
+    fam = json.loads(RECORD.read_text())["families"]["rfc6356"]
+    assert fam["testbeds"][scenario]["verification"].splitlines()[0].endswith(": passed")
+    cell = fam["cells"][scenario][cc]
+    assert cell["cc"] == cc and len(cell["runs"]) >= 3
+    assert all(r["load"] > 0 and r["competition_during"]["shared"]["goodput_mbps"] > 0 for r in cell["runs"])
+    return (np.array([r["goodput_mbps"] for r in cell["runs"]]),
+            np.array([r["competition_during"]["shared"]["goodput_mbps"] for r in cell["runs"]]))
+
+
+RFC6356_LIVE = RECORD.is_file() and "rfc6356" in json.loads(RECORD.read_text())["families"]
+
+
+@pytest.mark.skipif(not RFC6356_LIVE, reason="no recorded live RFC 6356 runs (benchmarks/claims_live.py rfc6356)")
+@pytest.mark.parametrize(("cc", "low", "high"), [("lia", 0.8, 1.35), ("reno", 1.6, 2.4)])
+def test_rfc6356_live_pair_against_the_single_path_flow_it_would_be(cc: str, low: float, high: float) -> None:
+    """RFC 6356 sec. 2 (goals 1-2) on the live testbed, read from the recorded runs (no live run
+    here): XQUIC's two paths through one 10 Mbit/s, 40 ms RTT link beside one kernel Reno flow
+    (rfc6356_shared) against the single-path flow the goals compare with, one XQUIC path under the
+    same CC beside that flow (rfc6356_one_path): the pair's mean goodput over the single path's,
+    within tests/test_network.py's bounds (a coupled pair about one single path's rate, an
+    uncoupled pair about two). The simulator's test takes the Reno flow's rate as the single
+    path's; live the stacks differ (one XQUIC NewReno path takes 0.28 of the kernel Reno flow's
+    rate beside it), so the single path is measured."""
+    pair, tcp_pair = rfc6356_runs("rfc6356_shared", cc)
+    single, tcp_single = rfc6356_runs("rfc6356_one_path", cc)
+    ratio = pair.mean() / single.mean()
+    print(f"{cc}: pair {np.round(pair, 2)} Mbit/s (TCP beside it {np.round(tcp_pair, 2)}), one path {np.round(single, 2)} "
+          f"(TCP {np.round(tcp_single, 2)}); pair/one path {ratio:.2f}, pair/TCP {(pair / tcp_pair).mean():.2f}")
+    assert low <= ratio <= high
+
+
+@pytest.mark.skipif(not RFC6356_LIVE, reason="no recorded live RFC 6356 runs (benchmarks/claims_live.py rfc6356)")
+def test_rfc6356_live_coupling_takes_less_than_the_uncoupled_pair() -> None:
+    """The recorded runs: every LIA pair carried less than every uncoupled (Reno) pair beside the
+    same kernel Reno flow, and left that flow more (RFC 6356 goal 2, do no harm)."""
+    lia, tcp_lia = rfc6356_runs("rfc6356_shared", "lia")
+    reno, tcp_reno = rfc6356_runs("rfc6356_shared", "reno")
+    assert lia.max() < reno.min()
+    assert tcp_lia.min() > tcp_reno.max()
+
+
 def test_a_testbed_refused_on_every_attempt_leaves_its_failures_in_the_record(tmp_path, monkeypatch):
     """claims_live.py on a machine too loaded to verify: the batch stops with the error, and the
     record keeps the batch's provenance and every failed verification (scenario, time, load,

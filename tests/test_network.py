@@ -44,18 +44,8 @@ def acked_rates(sim: Simulator, start_s: float, end_s: float) -> np.ndarray:
     return (sim.obs[:, :, OBS_ACKED] - before) / (end_s - start_s)
 
 
-# The deterministic fluid pair phase-locks with the Reno flow at the drop-tail queue: shifting one
-# access link's delay by 1-3 ms moved LIA's ratio over 1.19-1.98 and OLIA's over 0.79-2.85 before
-# the stack's path setup (envs/sim/stacks.py path_open_steps), 1.09-2.50 and 0.97-2.73 with it.
-PHASE_LOCKED = ("the second subflow now joins after Linux's MP_JOIN setup (120 ms here), which moves the "
-                "phase: {} (1.27 and 1.26 with both subflows from t = 0); missing: any per-packet timing "
-                "noise at an unjittered link, which breaks drop-tail phase locking in a real network")
-
-
 @pytest.mark.parametrize(("cc", "low", "high"), [
-    pytest.param("lia", 0.8, 1.35, marks=pytest.mark.xfail(strict=True, reason=PHASE_LOCKED.format("ratio 1.39"))),
-    pytest.param("olia", 0.8, 1.35, marks=pytest.mark.xfail(strict=True, reason=PHASE_LOCKED.format("ratio 1.51"))),
-    ("balia", 0.8, 1.35), ("reno", 1.6, 2.4)])
+    ("lia", 0.8, 1.35), ("olia", 0.8, 1.35), ("balia", 0.8, 1.35), ("reno", 1.6, 2.4)])
 def test_rfc6356_coupled_pair_takes_one_tcp_share(cc: str, low: float, high: float) -> None:
     """RFC 6356 sec. 2 (goals 1-2): a multipath flow should take no more than a single TCP flow
     on its best path where they share a bottleneck. The pair against one Reno flow, 10-60 s."""

@@ -29,7 +29,7 @@ EXPECTED = (
     + ["leeyoo_static", "leeyoo_loss", "leeyoo_abr", "leeyoo_example", "leeyoo_static_dash", "leeyoo_loss_dash"]
     + ["m_peekaboo_5g", "mpquic_space", "dynamic"]
     # the same studies on networks (envs/network.py): shared bottlenecks, churn, flow control
-    + [f"mptcp_tut_mesh_e{i}" for i in range(8)] + ["kato_churn_3", "kato_churn_6", "leeyoo_flow_dash"]
+    + [f"mptcp_tut_mesh_e{i}" for i in range(8)] + ["kato_churn_3", "kato_churn_6", "leeyoo_flow_dash"] + ["rfc6356_shared", "rfc6356_one_path"]
     # the workbench's scheduling-matters cells (study=headroom, docs/cc_robustness.md)
     + ["hetero_file", "hetero_small_file", "lossy_slow"]
 )

@@ -4,17 +4,19 @@ draft-walid-mptcp-congestion-control).
 With ``x_r = w_r / rtt_r`` and ``alpha_r = max_k x_k / x_r``, per packet acked on path r in
 congestion avoidance (windows in packets)
 ``w_r += x_r / (rtt_r (sum_k x_k)^2) * (1 + alpha_r) / 2 * (4 + alpha_r) / 5``, and on a loss
-``w_r -= w_r / 2 * min(alpha_r, 1.5)`` once per round trip. With one path both are NewReno's.
+``w_r -= w_r / 2 * min(alpha_r, 1.5)`` once per round trip, without growth in the round trip after
+it. With one path both are NewReno's.
 """
 
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-DEFAULTS: dict[str, float] = {}
+DEFAULTS = {"segments_per_ack": 1.0}  # segments each counted ACK stands for (coupled.counted)
+SEGMENTS_PER_ACK = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -36,14 +38,14 @@ def init(C, P, f, now, mss):
 @njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     track_rtt(C, f, rtt)
-    if slow_start(C, f, acked):
+    if in_recovery(C, f, now, rtt) or slow_start(C, f, acked):
         return
     lo, hi = siblings(f, nsub)
     a = alpha(C, f, lo, hi)
     total = rate_sum(C, lo, hi)
     x = C[f, CWND] / C[f, SRTT]
     per_byte = x / (C[f, SRTT] * total * total) * (1.0 + a) / 2.0 * (4.0 + a) / 5.0
-    C[f, CWND] += acked * mss * per_byte
+    C[f, CWND] += counted(P, f, nsub, acked, SEGMENTS_PER_ACK) * mss * per_byte
 
 
 @njit(cache=True, _nrt=False)

@@ -45,3 +45,12 @@ def init_common(C, f, mss):
     C[f, PACING] = 0.0
     C[f, SSTHRESH] = math.inf
     C[f, RECOVERY_START] = -1.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def in_recovery(C, f, now, rtt):
+    """True within a round trip of the last reduction: the ACKs of packets sent before it do not
+    grow the window, whatever the CC (RFC 9002 sec. 7.3.2; XQUIC's xqc_reno_on_ack and
+    xqc_cubic_on_ack return in recovery; Linux ``tcp_cong_control`` calls no ``cong_avoid`` while
+    ``tcp_in_cwnd_reduction``, for every CC module, the coupled ones of MPTCP included)."""
+    return now - C[f, RECOVERY_START] < rtt

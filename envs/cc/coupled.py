@@ -40,6 +40,18 @@ def track_rtt(C, f, rtt):
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def counted(P, f, nsub, acked, segments_per_ack):
+    """The acknowledged bytes a coupled increase counts. The multipath-tcp.org kernel's LIA, OLIA
+    and BALIA (``mptcp_coupled.c``, ``mptcp_olia.c``, ``mptcp_balia.c``) step ``snd_cwnd_cnt`` once
+    per ACK, whatever it acknowledges, where RFC 6356 counts the bytes acknowledged; with a
+    receiver that ACKs every ``segments_per_ack`` segments (Linux: every second full segment,
+    ``tcp_input.c`` ``__tcp_ack_snd_check``) they count 1/``segments_per_ack`` of them. 1 for
+    byte counting (XQUIC's ``bindings/src/mps_lia.c`` grows per acknowledged packet) and for a
+    competing single-path flow (the modules call ``tcp_reno_cong_avoid`` without MPTCP)."""
+    return acked / P[f, segments_per_ack] if f < nsub else acked
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def slow_start(C, f, acked):
     """Standard slow start (RFC 5681) while below ssthresh; True when it applied."""
     if C[f, CWND] < C[f, SSTHRESH]:

@@ -5,7 +5,7 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery, init_common
 from envs.plugins import register_cc
 
 # parameters
@@ -37,11 +37,8 @@ def init(C, P, f, now, mss):
 
 @njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
-    if now - C[f, RECOVERY_START] < rtt:
-        # recovery: the ACKs of packets sent before the reduction (about one RTT) do not grow the
-        # window (RFC 9002 sec. 7.3.2; XQUIC xqc_cubic_on_ack returns while in congestion recovery,
-        # Linux calls no cong_avoid in Recovery), so the next epoch starts after it, from the
-        # window an undo may have restored
+    if in_recovery(C, f, now, rtt):
+        # so the next epoch starts after recovery, from the window an undo may have restored
         return
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked

@@ -4,17 +4,19 @@ Per ACK of ``acked`` bytes on subflow i in congestion avoidance, cwnd_i grows by
 ``min(alpha * acked * MSS / cwnd_total, acked * MSS / cwnd_i)`` with
 ``alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2``: the connection as a
 whole is no more aggressive than one TCP on its best path, and never more than TCP on any path.
-Slow start and the loss response are NewReno's (halve once per round trip).
+Slow start, the loss response (halve once per round trip) and no growth in recovery are NewReno's.
 """
 
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
+from envs.cc.base import CWND, in_recovery
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
 from envs.plugins import register_cc
 
-DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
+SEGMENTS_PER_ACK = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -36,9 +38,10 @@ def init(C, P, f, now, mss):
 @njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     track_rtt(C, f, rtt)
-    if slow_start(C, f, acked):
+    if in_recovery(C, f, now, rtt) or slow_start(C, f, acked):
         return
     lo, hi = siblings(f, nsub)
+    acked = counted(P, f, nsub, acked, SEGMENTS_PER_ACK)
     coupled = alpha(C, lo, hi) * acked * mss / window_sum(C, lo, hi)
     C[f, CWND] += min(coupled, acked * mss / C[f, CWND])
 

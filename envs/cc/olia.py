@@ -7,17 +7,20 @@ the bytes acked between the last two losses and since the last loss; the best pa
 largest ``l_r / rtt_r^2`` (the paper's and Linux mptcp_olia.c's ranking, a TCP rate estimate
 squared; docs/transport.md), M those with the largest window.
 ``epsilon_r = 1 / (n |B \\ M|)`` for r in B \\ M, ``-1 / (n |M|)`` for r in M when B \\ M is not
-empty, else 0, with n the number of subflows. Slow start and the loss response are NewReno's.
+empty, else 0, with n the number of subflows. Slow start, the loss response and no growth in
+recovery are NewReno's.
 """
 
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START
-from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt
+from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, in_recovery
+from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
+SEGMENTS_PER_ACK = 1
 
 L_PREV = FIRST_COUPLED  # bytes acked between the last two losses
 L_CUR = FIRST_COUPLED + 1  # bytes acked since the last loss
@@ -68,13 +71,13 @@ def init(C, P, f, now, mss):
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
     track_rtt(C, f, rtt)
     C[f, L_CUR] += acked
-    if slow_start(C, f, acked):
+    if in_recovery(C, f, now, rtt) or slow_start(C, f, acked):
         return
     lo, hi = siblings(f, nsub)
     total = rate_sum(C, lo, hi)
     w = C[f, CWND]
     per_byte = (w / (C[f, SRTT] * C[f, SRTT])) / (total * total) + epsilon(C, f, lo, hi) / w
-    C[f, CWND] = max(w + acked * mss * per_byte, MIN_CWND_PACKETS * mss)
+    C[f, CWND] = max(w + counted(P, f, nsub, acked, SEGMENTS_PER_ACK) * mss * per_byte, MIN_CWND_PACKETS * mss)
 
 
 @njit(inline="always", cache=True, _nrt=False)

@@ -2,7 +2,7 @@
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, init_common
+from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery, init_common
 from envs.plugins import register_cc
 
 # parameters: P[f, 0] = multiplicative decrease (0.5)
@@ -17,10 +17,7 @@ def init(C, P, f, now, mss):
 
 @njit(cache=True, _nrt=False)
 def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, round_start, mss, rng, b):
-    if now - C[f, RECOVERY_START] < rtt:
-        # recovery: the ACKs of packets sent before the reduction do not grow the window
-        # (RFC 9002 sec. 7.3.2; XQUIC xqc_new_reno.c xqc_reno_on_ack returns for packets sent in
-        # recovery; Linux calls no cong_avoid in Recovery)
+    if in_recovery(C, f, now, rtt):
         return
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked  # slow start: +1 MSS per MSS acked

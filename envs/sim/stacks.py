@@ -196,6 +196,9 @@ LINUX = StackProfile(
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.0, "probe_rtt_s": 0.2, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.25, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
                 "extra_acked_in_startup": 0.0, "conservation": 1.0, "loss_cwnd_cut": 1.0, "lt_bw": 1.0},
+        # mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c step snd_cwnd_cnt once per ACK (envs/cc/coupled.py
+        # counted); a Linux receiver ACKs every second full segment (tcp_input.c __tcp_ack_snd_check)
+        "lia": {"segments_per_ack": 2.0}, "olia": {"segments_per_ack": 2.0}, "balia": {"segments_per_ack": 2.0},
     },
 )
 
