@@ -46,7 +46,7 @@ def counted(P, f, nsub, acked, segments_per_ack):
     per ACK, whatever it acknowledges, where RFC 6356 counts the bytes acknowledged; with a
     receiver that ACKs every ``segments_per_ack`` segments (Linux: every second full segment,
     ``tcp_input.c`` ``__tcp_ack_snd_check``) they count 1/``segments_per_ack`` of them. 1 for
-    byte counting (XQUIC's ``bindings/src/mps_lia.c`` grows per acknowledged packet) and for a
+    byte counting (XQUIC's ``bindings/src/mps_coupled.c`` grows per acknowledged packet) and for a
     competing single-path flow (the modules call ``tcp_reno_cong_avoid`` without MPTCP)."""
     return acked / P[f, segments_per_ack] if f < nsub else acked
 
