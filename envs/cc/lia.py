@@ -10,11 +10,12 @@ Slow start and the loss response are NewReno's (halve once per round trip).
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND
+from envs.cc.base import CWND, INIT_CWND_PACKETS
 from envs.cc.coupled import FIRST_COUPLED, SRTT, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
 from envs.plugins import register_cc
 
-DEFAULTS = {"beta": 0.5}  # multiplicative decrease, as NewReno's (reno.BETA)
+# multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS}
 
 
 @njit(cache=True, _nrt=False)
@@ -31,6 +32,7 @@ def alpha(C, lo, hi):
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     init_subflow(C, f, mss)
+    C[f, CWND] = P[f, reno.INIT_CWND] * mss
 
 
 @njit(cache=True, _nrt=False)
