@@ -70,3 +70,21 @@ def test_xquic_blocked_decisions_carry_the_backlog_as_the_simulator_counts_it(li
     assert 0.95 < b.max() / sim.max() < 1.05
     for med in (np.median(b), np.median(sim)):
         assert 0.4 < med / sim.max() < 0.85
+
+
+def test_with_the_simulators_backlog_the_policy_answers_live_as_in_the_simulator():
+    """The dqn_backlog preset on hetero_file, live with the fixed hook (README, "What the policy
+    reads, fixed"; tests/data/transfer_dqn_backlog_hetero_20261126.json): under BBRv1 it sent at
+    all 48 sampled live blocked decisions, reading 0.36-0.45 MB left (the hook before: 0 MB, and
+    it waited at 86%), so it runs as in the simulator and the sign of (policy - minRTT) is right."""
+    from studies.transfer import POLICY, Record, summarise
+
+    r = Record.load(ROOT / "tests" / "data" / "transfer_dqn_backlog_hetero_20261126.json")
+    live = r.get("live", "hetero_file", "bbr", POLICY)
+    assert live is not None and live.blocked == 48 and live.waits == 0
+    q = live.feature_quantiles["backlog"]  # 5/25/50/75/95%
+    assert 0.3 < q[0] and q[-1] < 0.5
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    for cc in ("bbr", "bbr2"):
+        c = cells[("hetero_file", cc)]
+        assert c.sign_sim == c.sign_live == "0" and abs(c.ratio_live - 1.0) < 0.01
