@@ -24,7 +24,7 @@ from envs.plugins import cc_id, cc_names, cc_params
 from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.layout import CN_T, N_CC, N_CCP, OBS_ACKED
 from envs.sim import stacks
-from envs.sim.simulator import Simulator
+from envs.sim.simulator import SimConfig, Simulator
 
 MSS = 1448.0
 COUPLED = ("lia", "olia", "balia", "wvegas")
@@ -201,7 +201,9 @@ def two_paths(competing: tuple[int, int], queue_bdp: float = 1.0) -> Scenario:
 
 
 def run(scenario: Scenario, cc: str) -> tuple[Simulator, dict[str, np.ndarray]]:
-    sim = Simulator(scenario, cc, batch=4, seed=3)
+    """``cc`` beside the competing NewReno flows, all under Linux's profile: the stack whose MPTCP
+    the coupled CCs come from (OLIA, BALIA and wVegas are not XQUIC's; envs/sim/stacks.py)."""
+    sim = Simulator(scenario, cc, batch=4, seed=3, config=SimConfig(stack="linux"))
     sim.reset()
     sim.run()
     return sim, sim.results()
@@ -220,7 +222,7 @@ def one_tcp_each():
 
 def test_uncoupled_reno_takes_two_tcps_worth(one_tcp_each):
     """The reference the coupled CCs are measured against: one Reno per path takes half of each
-    link, so the connection gets twice the competing TCP's rate (measured 2.06)."""
+    link, so the connection gets twice the competing TCP's rate (measured 2.04)."""
     sim, res = run(one_tcp_each, "reno")
     assert res["goodput_mbps"].mean() / competitor_mbps(sim) > 1.7
 
@@ -231,8 +233,8 @@ def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(one_tcp_each, cc):
 
     With equal RTTs and loss rate p the LIA fixed point is w_total = sqrt(2/p), one TCP's window,
     so the ratio is 1 (each link: MPTCP C/3, TCP 2C/3). Tolerance 0.75-1.35: drop-tail losses
-    fall on the flows unevenly and the 30 s include slow start (measured LIA 1.07, OLIA 1.17,
-    BALIA 0.93, against 2.06 uncoupled).
+    fall on the flows unevenly and the 30 s include slow start (measured LIA 0.99, OLIA 1.11,
+    BALIA 0.93, against 2.04 uncoupled).
     """
     sim, res = run(one_tcp_each, cc)
     ratio = res["goodput_mbps"].mean() / competitor_mbps(sim)
@@ -242,8 +244,8 @@ def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(one_tcp_each, cc):
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia", "wvegas"])
 def test_coupled_cc_moves_traffic_off_the_congested_path(cc):
     """Path 2 carries two NewReno flows, path 1 none: a coupled CC puts a smaller share of its
-    traffic on path 2 than uncoupled Reno does (measured shares 0.26 uncoupled; LIA 0.14, OLIA
-    0.11, BALIA 0.12, wVegas 0.13). Tolerance: at most 0.7 x Reno's share."""
+    traffic on path 2 than uncoupled Reno does (measured shares 0.24 uncoupled; LIA 0.11, OLIA
+    0.07, BALIA 0.10, wVegas 0.12). Tolerance: at most 0.7 x Reno's share."""
     scenario = two_paths((0, 2))
     shares = {}
     for name in ("reno", cc):

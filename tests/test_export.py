@@ -206,6 +206,16 @@ class Policy:
             last.bias[1] -= float(d)
 
 
+def boundary(margins: np.ndarray, tabular: bool) -> float:
+    """The median margin; for a table, whose margins take a few values and whose median state sits
+    in a cluster of equal ones (a tie answers one way), halfway from it to the nearest other value."""
+    med = float(np.median(margins))
+    others = np.unique(margins[margins != med])
+    if not tabular or not len(others):
+        return med
+    return (med + float(others[np.argmin(np.abs(others - med))])) / 2
+
+
 def build(name: str, base: Path) -> dict[str, Policy]:
     """``trained``: the agent after a short training run, exported from its checkpoint;
     ``balanced``: a copy whose decision boundary is moved (twice) to the median of the states
@@ -234,7 +244,7 @@ def build(name: str, base: Path) -> dict[str, Policy]:
     scens = (SMALL, "ispras_s3")
     for _ in range(2):
         st = record_states(lambda f: bal.agent.act(f, deterministic=True), env["observation"], scenarios=scens)
-        bal.shift(float(np.median(bal.margin(st["features"]))))
+        bal.shift(boundary(bal.margin(st["features"]), tabular=name == "qlearning"))
     bal.states = record_states(lambda f: bal.agent.act(f, deterministic=True), env["observation"], scenarios=scens)
     export_agent(bal.agent, meta, bal.h_float, prefix=f"{name}_balanced")
     export_agent(bal.agent, meta, bal.h_fixed, prefix=f"{name}_balanced_q", fixed_point=True)

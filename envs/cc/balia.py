@@ -11,12 +11,15 @@ it. With one path both are NewReno's.
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery
+from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery
 from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-DEFAULTS = {"segments_per_ack": 1.0}  # segments each counted ACK stands for (coupled.counted)
-SEGMENTS_PER_ACK = 0
+# initial window (packets), as NewReno's (reno.INIT_CWND); segments each counted ACK stands for
+# (coupled.counted)
+DEFAULTS = {"init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+INIT_CWND = 0
+SEGMENTS_PER_ACK = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -32,7 +35,7 @@ def alpha(C, f, lo, hi):
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_subflow(C, f, mss)
+    init_subflow(C, f, mss, P[f, INIT_CWND])
 
 
 @njit(cache=True, _nrt=False)

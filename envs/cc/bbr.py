@@ -48,10 +48,11 @@ EXTRA_IN_STARTUP = 7  # 0: ... only after Startup (1: also in Startup, with a on
 CONSERVATION = 8  # packet conservation in a loss episode's first round trip (0 off, 1 Linux, 2 XQUIC)
 LOSS_CWND_CUT = 9  # 1: every lost packet comes off cwnd
 LT_BW = 10  # 1: long-term bandwidth sampling (policer detection)
+INIT_CWND = 11  # 10: initial window, packets (RFC 6928); also the target before the first RTT sample
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "probe_rtt_s": 0.2,
             "rtprop_window_s": 10.0, "full_bw_thresh": 1.25, "extra_acked_gain": 1.0,
             "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0, "conservation": 1.0,
-            "loss_cwnd_cut": 1.0, "lt_bw": 1.0}
+            "loss_cwnd_cut": 1.0, "lt_bw": 1.0, "init_cwnd_packets": INIT_CWND_PACKETS}
 # tcp_bbr.c long-term sampling: bbr_lt_intvl_min_rtts, 4 x that, bbr_lt_loss_thresh (50 / BBR_UNIT),
 # bbr_lt_bw_ratio (BBR_UNIT / 8), bbr_lt_bw_diff (4000 bit/s, in bytes/s), bbr_lt_bw_max_rtts
 LT_MIN_RTTS, LT_MAX_RTTS, LT_LOSS_THRESH = 4.0, 16.0, 50.0 / 256.0
@@ -96,6 +97,7 @@ N_STATE = IN_RECOVERY + 13
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     init_common(C, f, mss)
+    C[f, CWND] = P[f, INIT_CWND] * mss
     C[f, MODE] = STARTUP
     C[f, BTLBW] = 0.0
     C[f, ROUND] = 0.0
@@ -228,7 +230,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
         C[f, RTPROP] = sample
         C[f, RTPROP_STAMP] = now
     rtprop = C[f, RTPROP]
-    bdp = bw * rtprop if rtprop < math.inf else INIT_CWND_PACKETS * mss
+    bdp = bw * rtprop if rtprop < math.inf else P[f, INIT_CWND] * mss
     mode = C[f, MODE]
     # full-pipe detection (Startup exit)
     in_startup = P[f, EXTRA_IN_STARTUP] > 0.0 and C[f, FILLED] == 0.0
@@ -287,7 +289,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     if bw > 0.0:
         C[f, PACING] = C[f, PACING_GAIN] * bw
     elif rtt > 0.0:
-        C[f, PACING] = P[f, HIGH_GAIN] * INIT_CWND_PACKETS * mss / rtt
+        C[f, PACING] = P[f, HIGH_GAIN] * P[f, INIT_CWND] * mss / rtt
     target = C[f, CWND_GAIN_NOW] * bdp + 3.0 * mss \
         + aggregation.cwnd(C, f, AGG, bw, P[f, EXTRA_GAIN], P[f, EXTRA_MAX_S],
                            C[f, FILLED] > 0.0 or P[f, EXTRA_IN_STARTUP] > 0.0)

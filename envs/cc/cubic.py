@@ -5,7 +5,8 @@ import math
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery, init_common
+from envs.cc.base import (CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH,
+                          in_recovery, init_common)
 from envs.plugins import register_cc
 
 # parameters
@@ -13,7 +14,8 @@ C_CUBIC = 0  # 0.4 (segments / s^3)
 BETA = 1  # 0.7
 HYSTART = 2  # 1 = HyStart++ on
 MIN_CWND = 3  # packets a reduction leaves at least (Linux tcp_cubic.c bictcp_recalc_ssthresh: 2)
-DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0, "min_cwnd": MIN_CWND_PACKETS}
+INIT_CWND = 4  # 10: initial window, packets (RFC 6928)
+DEFAULTS = {"c": 0.4, "beta": 0.7, "hystart": 1.0, "min_cwnd": MIN_CWND_PACKETS, "init_cwnd_packets": INIT_CWND_PACKETS}
 
 # state
 W_MAX = FIRST_PRIVATE  # segments; 0 = unset (the next epoch starts at K = 0 from cwnd)
@@ -27,6 +29,7 @@ LAST_ROUND_MIN = FIRST_PRIVATE + 5
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     init_common(C, f, mss)
+    C[f, CWND] = P[f, INIT_CWND] * mss
     C[f, W_MAX] = 0.0
     C[f, K] = 0.0
     C[f, EPOCH] = -1.0

@@ -10,13 +10,15 @@ Slow start, the loss response (halve once per round trip) and no growth in recov
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, in_recovery
+from envs.cc.base import CWND, INIT_CWND_PACKETS, in_recovery
 from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
 from envs.plugins import register_cc
 
-# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
-DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
-SEGMENTS_PER_ACK = 1
+# multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND);
+# segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+INIT_CWND = 1
+SEGMENTS_PER_ACK = 2
 
 
 @njit(cache=True, _nrt=False)
@@ -32,7 +34,7 @@ def alpha(C, lo, hi):
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_subflow(C, f, mss)
+    init_subflow(C, f, mss, P[f, INIT_CWND])
 
 
 @njit(cache=True, _nrt=False)

@@ -14,13 +14,15 @@ recovery are NewReno's.
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, in_recovery
+from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_START, in_recovery
 from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-# multiplicative decrease, as NewReno's (reno.BETA); segments each counted ACK stands for (coupled.counted)
-DEFAULTS = {"beta": 0.5, "segments_per_ack": 1.0}
-SEGMENTS_PER_ACK = 1
+# multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND);
+# segments each counted ACK stands for (coupled.counted)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+INIT_CWND = 1
+SEGMENTS_PER_ACK = 2
 
 L_PREV = FIRST_COUPLED  # bytes acked between the last two losses
 L_CUR = FIRST_COUPLED + 1  # bytes acked since the last loss
@@ -62,7 +64,7 @@ def epsilon(C, f, lo, hi):
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_subflow(C, f, mss)
+    init_subflow(C, f, mss, P[f, INIT_CWND])
     C[f, L_PREV] = 0.0
     C[f, L_CUR] = 0.0
 

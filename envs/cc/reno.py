@@ -2,17 +2,20 @@
 
 from numba import njit
 
-from envs.cc.base import CWND, FIRST_PRIVATE, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH, in_recovery, init_common
+from envs.cc.base import (CWND, FIRST_PRIVATE, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH,
+                          in_recovery, init_common)
 from envs.plugins import register_cc
 
-# parameters: P[f, 0] = multiplicative decrease (0.5)
-BETA = 0
-DEFAULTS = {"beta": 0.5}
+# parameters
+BETA = 0  # 0.5: multiplicative decrease
+INIT_CWND = 1  # 10: initial window, packets (RFC 6928)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS}
 
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
     init_common(C, f, mss)
+    C[f, CWND] = P[f, INIT_CWND] * mss
 
 
 @njit(cache=True, _nrt=False)

@@ -18,7 +18,7 @@ import math
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
+from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_START, SSTHRESH
 from envs.cc.coupled import FIRST_COUPLED, init_subflow, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
@@ -51,7 +51,7 @@ def _enable(C, P, f):
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_subflow(C, f, mss)
+    init_subflow(C, f, mss, INIT_CWND_PACKETS)  # Linux only (not in XQUIC): RFC 6928's
     C[f, BASE_RTT] = math.inf
     _enable(C, P, f)
 

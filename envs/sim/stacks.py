@@ -119,9 +119,16 @@ XQUIC = StackProfile(
     # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
     ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
     cc_defaults={
+        # initial window: bindings/ sets cc_params.customize_on with init_cwnd 32 packets (mps_xquic.c
+        # settings()), which xqc_new_reno.c xqc_reno_init, xqc_cubic.c xqc_cubic_init, xqc_bbr.c
+        # xqc_bbr_init (its initial_congestion_window: also its target before a min RTT and its first
+        # pacing rate, xqc_bbr_init_pacing_rate) and mps_coupled.c coupled_init (lia, olia, balia) take in place of RFC 9002's 10;
+        # BBRv2 starts at its own XQC_BBR2_INITIAL_WINDOW, 32 packets, below
+        "reno": {"init_cwnd_packets": 32.0},
+        "lia": {"init_cwnd_packets": 32.0}, "olia": {"init_cwnd_packets": 32.0}, "balia": {"init_cwnd_packets": 32.0},
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
         # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default)
-        "cubic": {"min_cwnd": 4.0},
+        "cubic": {"min_cwnd": 4.0, "init_cwnd_packets": 32.0},
         # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
         # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
         # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c)
@@ -130,7 +137,8 @@ XQUIC = StackProfile(
         # xqc_bbr_update_lt_bw_sampling only with cc_params.bbr_enable_lt_bw, unset in bindings/
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
-                "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0},
+                "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0,
+                "init_cwnd_packets": 32.0},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
