@@ -200,10 +200,11 @@ def two_paths(competing: tuple[int, int], queue_bdp: float = 1.0) -> Scenario:
                                "workload": {"type": "bulk", "duration_s": DURATION_S}})
 
 
-def run(scenario: Scenario, cc: str) -> tuple[Simulator, dict[str, np.ndarray]]:
-    """``cc`` beside the competing NewReno flows, all under Linux's profile: the stack whose MPTCP
-    the coupled CCs come from (OLIA, BALIA and wVegas are not XQUIC's; envs/sim/stacks.py)."""
-    sim = Simulator(scenario, cc, batch=4, seed=3, config=SimConfig(stack="linux"))
+def run(scenario: Scenario, cc: str, stack: str = "linux") -> tuple[Simulator, dict[str, np.ndarray]]:
+    """``cc`` beside the competing NewReno flows, all under one stack profile (default Linux's, the
+    stack whose MPTCP the coupled CCs come from; XQUIC runs LIA, OLIA and BALIA as this repo's
+    bindings/src/mps_coupled.c does; envs/sim/stacks.py)."""
+    sim = Simulator(scenario, cc, batch=4, seed=3, config=SimConfig(stack=stack))
     sim.reset()
     sim.run()
     return sim, sim.results()
@@ -227,17 +228,30 @@ def test_uncoupled_reno_takes_two_tcps_worth(one_tcp_each):
     assert res["goodput_mbps"].mean() / competitor_mbps(sim) > 1.7
 
 
-@pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
-def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(one_tcp_each, cc):
+# The multipath-tcp.org kernel's coupled CCs count ACKs, not segments (envs/cc/coupled.py counted),
+# and a Linux receiver ACKs every second segment, so under Linux's profile each subflow grows at
+# half RFC 6356's rate and the connection takes less than one TCP: goal 1 (at least one TCP's
+# share on the best path) does not hold for that implementation in the model; not checkable live
+# here (upstream Linux has no coupled CC).
+HALF_RATE = ("Linux profile: the coupled CCs count ACKs (segments_per_ack 2; LIA 0.84), the connection takes {} of the TCP's "
+             "rate, below goal 1's one TCP share")
+
+
+@pytest.mark.parametrize(("cc", "stack"), [
+    ("lia", "xquic"), ("olia", "xquic"), ("balia", "xquic"), ("lia", "linux"),
+    pytest.param("olia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.71"))),
+    pytest.param("balia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.60")))])
+def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(one_tcp_each, cc, stack):
     """RFC 6356 goals 1-2: the connection takes as much as one TCP on its best path, no more.
 
     With equal RTTs and loss rate p the LIA fixed point is w_total = sqrt(2/p), one TCP's window,
     so the ratio is 1 (each link: MPTCP C/3, TCP 2C/3). Tolerance 0.75-1.35: drop-tail losses
-    fall on the flows unevenly and the 30 s include slow start (measured LIA 0.99, OLIA 1.11,
-    BALIA 0.93, against 2.04 uncoupled).
+    fall on the flows unevenly and the 30 s include slow start. Under XQUIC's profile (byte
+    counting, bindings/src/mps_coupled.c) and Linux's (ACK counting, above).
     """
-    sim, res = run(one_tcp_each, cc)
+    sim, res = run(one_tcp_each, cc, stack)
     ratio = res["goodput_mbps"].mean() / competitor_mbps(sim)
+    print(f"{cc} under {stack}: {ratio:.2f} of the TCP flow's rate")
     assert 0.75 < ratio < 1.35
 
 

@@ -86,17 +86,7 @@ def test_same_seed_identical(cc):
     assert_results_equal(a.results(), b.results())
 
 
-# XQUIC's Reno on ispras_s1 (2.0-2.2 Mbit/s, windows of 2-4 packets): the largest reorder buffer
-# is the initial window path 1 sends when it opens (180 ms, envs/sim/stacks.py path_open_steps),
-# 10 packets arriving ahead of path 0's data in flight, 14480 B for every seed; nothing later reorders more.
-# OLIA and BALIA too, since they no longer grow in recovery (envs/cc/base.py in_recovery), as Reno.
-REORDER_SET_BY_PATH_SETUP = ("reorder_max_bytes is 14480 (path 1's initial window at its opening) for seeds 1 "
-                             "and 2; goodput, RTT and loss differ")
-REORDER_SET_BY_PATH_SETUP_CCS = ("reno", "olia", "balia")
-
-
-@pytest.mark.parametrize("cc", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=REORDER_SET_BY_PATH_SETUP))
-                                if c in REORDER_SET_BY_PATH_SETUP_CCS else c for c in CC_NAMES])
+@pytest.mark.parametrize("cc", CC_NAMES)
 def test_different_seeds_differ_with_jitter_and_loss(cc):
     scen = ispras_bulk()
     ra, rb = run(scen, cc, seed=1).results(), run(scen, cc, seed=2).results()
