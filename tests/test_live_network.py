@@ -290,3 +290,32 @@ def test_paths_sharing_a_link_meet_in_its_queue_beside_competing_flows():
     finally:
         problems = tb.close()
     assert problems == [] and tb.leftovers() == []
+
+
+@pytest.mark.skipif(not RECORD.is_file(), reason="no recorded live claims (benchmarks/claims_live.py)")
+def test_mptcp_tuts_families_of_each_coupled_cc_are_read_together(tmp_path):
+    """MPTCP-TUT's live claims read every recorded coupled-CC family together (``mptcp_tut``: LIA,
+    ``mptcp_tut_olia``, ``mptcp_tut_balia``): each (experiment, CC) with 3 runs of every scheduler
+    counts once, an incomplete one is left out, the cause gives each CC's meshes, and the live
+    column names the CCs. Here a second family, the LIA runs relabelled OLIA with RR's goodput
+    halved and e0's LTS cut to 2 runs, adds RR as the worst on all four heterogeneous meshes."""
+    lia = json.loads(RECORD.read_text())["families"]["mptcp_tut"]
+    olia = json.loads(json.dumps(lia))
+    olia["cc"] = "olia"
+    olia.pop("earlier", None)
+    for by in olia["cells"].values():
+        for run in by["rr"]["runs"]:
+            run["goodput_mbps"] *= 0.5
+    olia["cells"]["mptcp_tut_mesh_e0"]["lts"]["runs"] = olia["cells"]["mptcp_tut_mesh_e0"]["lts"]["runs"][:2]
+    path = tmp_path / "claims_live.json"
+    path.write_text(json.dumps({"families": {"mptcp_tut": lia, "mptcp_tut_olia": olia}}))
+    rows = reproduce_claims.live_rows(path)
+    alone = reproduce_claims.tut_rows([lia])
+    n_rr = int(alone["mptcp_tut:rr"].text.split("RR worst in ")[1].split("/")[0])
+    assert alone["mptcp_tut:rr"].text.startswith(f"RR worst in {n_rr}/4 cells")
+    assert rows["mptcp_tut:rr"].text.startswith(f"RR worst in {n_rr + 4}/8 cells")
+    assert rows["mptcp_tut:hsr"].text.startswith(tuple(f"{k}/15 cells" for k in range(16)))
+    cause = rows["mptcp_tut:rr"].cause
+    assert "LIA: e0 " in cause and "OLIA: e1 " in cause and "OLIA: e0 " not in cause
+    assert reproduce_claims.live_text(rows["mptcp_tut:rr"]).startswith("XQUIC, lia, olia, mptcp_tut_mesh_e0, ")
+    assert "(set aside " in rows["mptcp_tut:rr"].before  # LIA's earlier (Reno) record, as before
