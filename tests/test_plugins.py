@@ -37,8 +37,7 @@ FIXED_DEFAULTS = {"packets": 10.0}
 
 @njit(cache=True, _nrt=False)
 def fixed_init(C, P, f, now, mss):
-    init_common(C, f, mss)
-    C[f, CWND] = P[f, WINDOW] * mss
+    init_common(C, f, mss, P[f, WINDOW])
     C[f, PACING] = 0.0
 
 

@@ -39,9 +39,10 @@ MIN_CWND_PACKETS = 2.0
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def init_common(C, f, mss):
-    """Every CC starts from the initial window (RFC 6928), unpaced, in slow start, never reduced."""
-    C[f, CWND] = INIT_CWND_PACKETS * mss
+def init_common(C, f, mss, init_cwnd_packets):
+    """Every CC starts from its initial window (``init_cwnd_packets``: RFC 6928's
+    ``INIT_CWND_PACKETS``, or the stack's, envs/sim/stacks.py), unpaced, in slow start, never reduced."""
+    C[f, CWND] = init_cwnd_packets * mss
     C[f, PACING] = 0.0
     C[f, SSTHRESH] = math.inf
     C[f, RECOVERY_START] = -1.0

@@ -96,8 +96,7 @@ N_STATE = IN_RECOVERY + 13
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_common(C, f, mss)
-    C[f, CWND] = P[f, INIT_CWND] * mss
+    init_common(C, f, mss, P[f, INIT_CWND])
     C[f, MODE] = STARTUP
     C[f, BTLBW] = 0.0
     C[f, ROUND] = 0.0

@@ -166,8 +166,7 @@ N_STATE = LOSS_NOW + 7
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_common(C, f, mss)
-    C[f, CWND] = P[f, INIT_CWND] * mss
+    init_common(C, f, mss, P[f, INIT_CWND])
     for k in range(FIRST_PRIVATE, FILLED + 1):
         C[f, k] = 0.0
     C[f, MODE] = STARTUP

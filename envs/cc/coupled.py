@@ -18,10 +18,8 @@ FIRST_COUPLED = FIRST_PRIVATE + 1  # each coupled CC's own slots start here
 
 @njit(inline="always", cache=True, _nrt=False)
 def init_subflow(C, f, mss, init_cwnd_packets):
-    """A subflow's start: the common one (init_common) from ``init_cwnd_packets`` (the stack's
-    initial window: RFC 6928's 10; XQUIC's as this repo's bindings configure it, envs/sim/stacks.py)."""
-    init_common(C, f, mss)
-    C[f, CWND] = init_cwnd_packets * mss
+    """A subflow's start: the common one (init_common), no RTT estimate yet."""
+    init_common(C, f, mss, init_cwnd_packets)
     C[f, SRTT] = 0.0
 
 

@@ -28,8 +28,7 @@ LAST_ROUND_MIN = FIRST_PRIVATE + 5
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_common(C, f, mss)
-    C[f, CWND] = P[f, INIT_CWND] * mss
+    init_common(C, f, mss, P[f, INIT_CWND])
     C[f, W_MAX] = 0.0
     C[f, K] = 0.0
     C[f, EPOCH] = -1.0

@@ -14,8 +14,7 @@ DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS}
 
 @njit(cache=True, _nrt=False)
 def init(C, P, f, now, mss):
-    init_common(C, f, mss)
-    C[f, CWND] = P[f, INIT_CWND] * mss
+    init_common(C, f, mss, P[f, INIT_CWND])
 
 
 @njit(cache=True, _nrt=False)
