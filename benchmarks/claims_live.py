@@ -86,6 +86,19 @@ class Family:
         return self.cell_ccs[[lab for lab, _, _ in self.schedulers].index(label)]
 
 
+def mptcp_tut_family(cc: str) -> Family:
+    """MPTCP-TUT's full mesh under one of the coupled CCs XQUIC runs (bindings/src/mps_coupled.c)."""
+    return Family(
+        tuple(f"mptcp_tut_mesh_e{k}" for k in range(8)),
+        (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
+         ("lts", "lts", 0.5)), cc, 40.0, 20.0, 0.0, True,
+        f"{cc.upper()} coupled across XQUIC's paths (bindings/src/mps_coupled.c) for the study's {cc.upper()}; "
+        "wVegas, the study's fourth coupled CC, exists in neither XQUIC nor upstream Linux MPTCP",
+        "a 40 MB file capped at 20 s standing for 500 messages of 3 MB capped at 60 s (e2 and e3 finish in about 10 s "
+        "at the client-side bottlenecks' 35 Mbit/s, e0 and e1 in about 17 s at 20 Mbit/s; the lossy e4-e7 carry a few "
+        "Mbit/s and are capped); goodput = bytes delivered in order / time")
+
+
 FAMILIES = {
     "leeyoo": Family(
         ("leeyoo_static_dash",), (("minrtt", "minrtt", 0.5), ("ecf", "ecf", 0.5)), "cubic", 1.25, 60.0, 0.0, False,
@@ -100,34 +113,18 @@ FAMILIES = {
         "MPTCP runs it",
         "a 3 MB file (about 15-20 s beside the competition) standing for the 60 s bulk transfer; throughput over "
         "whole 1 s windows of the acknowledged bytes"),
+    # MPTCP-TUT's family per coupled CC that runs live ("mptcp_tut" is LIA's, as first recorded)
+    **{"mptcp_tut" if cc == "lia" else f"mptcp_tut_{cc}": mptcp_tut_family(cc) for cc in ("lia", "olia", "balia")},
+    "rfc6356": Family(
+        ("rfc6356_shared", "rfc6356_one_path"), (("lia", "minrtt", 0.5), ("reno", "minrtt", 0.5)), "lia", 60.0, 40.0,
+        10.0, True,
+        "LIA coupled across XQUIC's paths (bindings/src/mps_coupled.c, RFC 6356) against one kernel Reno TCP flow; the "
+        "uncoupled control is XQUIC's NewReno on each path",
+        "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
+        "alone for 10 s; the pair's goodput against the single path's (rfc6356_one_path, same CC) and against the "
+        "Reno flow's rate during the transfer",
+        cell_ccs=("lia", "reno")),
 }
-
-
-def mptcp_tut_family(cc: str) -> Family:
-    """MPTCP-TUT's full mesh under one of the coupled CCs XQUIC runs (bindings/src/mps_coupled.c)."""
-    return Family(
-        tuple(f"mptcp_tut_mesh_e{k}" for k in range(8)),
-        (("rr", "rr", 0.5), ("minrtt", "minrtt", 0.5), ("hsr", "hsr", 0.5), ("lws", "lws", 0.5),
-         ("lts", "lts", 0.5)), cc, 40.0, 20.0, 0.0, True,
-        f"{cc.upper()} coupled across XQUIC's paths (bindings/src/mps_coupled.c) for the study's {cc.upper()}; "
-        "wVegas, the study's fourth coupled CC, exists in neither XQUIC nor upstream Linux MPTCP",
-        "a 40 MB file capped at 20 s standing for 500 messages of 3 MB capped at 60 s (e2 and e3 finish in about 10 s "
-        "at the client-side bottlenecks' 35 Mbit/s, e0 and e1 in about 17 s at 20 Mbit/s; the lossy e4-e7 carry a few "
-        "Mbit/s and are capped); goodput = bytes delivered in order / time")
-
-
-# MPTCP-TUT's family per coupled CC that runs live ("mptcp_tut" is LIA's, as first recorded)
-FAMILIES.update({"mptcp_tut" if cc == "lia" else f"mptcp_tut_{cc}": mptcp_tut_family(cc)
-                 for cc in ("lia", "olia", "balia")})
-FAMILIES["rfc6356"] = Family(
-    ("rfc6356_shared", "rfc6356_one_path"), (("lia", "minrtt", 0.5), ("reno", "minrtt", 0.5)), "lia", 60.0, 40.0,
-    10.0, True,
-    "LIA coupled across XQUIC's paths (bindings/src/mps_coupled.c, RFC 6356) against one kernel Reno TCP flow; the "
-    "uncoupled control is XQUIC's NewReno on each path",
-    "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
-    "alone for 10 s; the pair's goodput against the single path's (rfc6356_one_path, same CC) and against the "
-    "Reno flow's rate during the transfer",
-    cell_ccs=("lia", "reno"))
 
 
 def load_record(path: Path) -> dict:
