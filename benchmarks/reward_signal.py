@@ -19,7 +19,8 @@ means by action is the action's average effect on what the learner sees:
 blest --heuristic-param lambda=1`` asks instead whether the reward sees a heuristic's waits pay:
 the policy follows the heuristic's answer at the blocked decision (``studies.headroom``'s
 ``blest@blocked``) and tosses the coin only where it would wait, and the effects are taken over
-those decisions (docs/cc_robustness.md, "ispras_s3 under BBRv1 and BBRv2"). With
+those decisions (docs/cc_robustness.md, "ispras_s3 under BBRv1 and BBRv2"); ``--coin-at-waits-of
+wait_rule --heuristic-param k=0.75`` does so for the headroom search's wait rule. With
 ``--checkpoint <dir>`` of a trained DQN it prints instead, on the features of the same decisions,
 the network's Q-values per action and the gap ``Q(send) - Q(wait)``, beside the size of the
 action's effect on the return that the gap should reflect.
@@ -32,9 +33,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from agents.diagnostics import HeuristicAnswers
 from agents.registry import preset as agent_preset
 from envs.multipath_env import build_process
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
@@ -61,7 +62,10 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
                       reward=reward["name"], reward_params=params)
     rng = np.random.default_rng(seed)
-    answers = None if heuristic is None else HeuristicAnswers(p, *heuristic)
+    answers = None
+    if heuristic is not None:
+        name, prm = heuristic
+        answers = blocked_answers(p, Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE))
     p.reset()
     acts, rews, dts = [[] for _ in range(runs)], [[] for _ in range(runs)], [[] for _ in range(runs)]
     kept = [[] for _ in range(runs)]

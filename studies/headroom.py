@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.diagnostics import HeuristicAnswers
+from envs.decision import DecisionProcess
 from envs.errors import ConfigError, out_of_range
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import LOWER_IS_BETTER, mean_ci
@@ -151,22 +152,35 @@ def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, 
                             ooo_limit_bytes=sim.ooo_limit_bytes, end_on_ooo=sim.end_on_ooo,
                             cc_params={cc: cc_params} if cc_params else None)
     s = process.sim
-    if cand.blocked:
-        heuristic = HeuristicAnswers(process, cand.scheduler, cand.kwargs)
-
-        def decide() -> np.ndarray:
-            return np.maximum(heuristic.answer(~s.done), 0)  # finished connections: any action
-    else:
-        k = dict(cand.params).get("k")
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:  # a family given by hand
-            raise out_of_range("wait_rule k", k, "a number >= 0")
-
-        def decide() -> np.ndarray:
-            return send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, k)
+    answers = blocked_answers(process, cand)
     process.reset()
     while not s.done.all():
-        process.step(decide())
+        process.step(np.maximum(answers.answer(~s.done), 0))  # finished connections: any action
     return s.results()
+
+
+class WaitRuleAnswers:
+    """The wait rule with threshold ``k`` asked at the blocked decisions of ``process``, with the
+    interface of ``agents.diagnostics.HeuristicAnswers`` (1 = send on the second path, 0 = wait)."""
+
+    def __init__(self, process: DecisionProcess, k: float) -> None:
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:  # a family given by hand
+            raise out_of_range("wait_rule k", k, "a number >= 0")
+        self.process = process
+        self.k = float(k)
+
+    def answer(self, live: np.ndarray) -> np.ndarray:
+        """Every connection's answer from its sender state now (``live`` is not needed: the rule keeps no state)."""
+        s = self.process.sim
+        return send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self.k)
+
+
+def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswers | WaitRuleAnswers:
+    """A blocked-mode member of the family asked at ``process``'s blocked decisions: the wait rule,
+    or a heuristic's rule (``cand.blocked``)."""
+    if cand.scheduler == WAIT_RULE:
+        return WaitRuleAnswers(process, dict(cand.params).get("k"))
+    return HeuristicAnswers(process, cand.scheduler, cand.kwargs)
 
 
 def gain(mean: float, base: float, higher_is_better: bool = True) -> float:

@@ -302,3 +302,16 @@ def test_completion_rate_mbps_shapes_without_changing_the_return():
     assert np.abs(steps[40.0] - steps[0.0]).max() > 0.01  # single decisions do move
     with pytest.raises(ConfigError, match="reward.rate_mbps"):
         build_process(1, reward="completion", reward_params={"rate_mbps": -1.0})
+
+
+def test_reward_signal_tosses_its_coin_where_the_wait_rule_waits():
+    """``benchmarks/reward_signal.py --coin-at-waits-of wait_rule``: the decisions kept are the wait
+    rule's waits (``studies.headroom.blocked_answers``): none with k = inf (minRTT never waits), all
+    with k = 0 (fast_only always does); elsewhere the policy sends."""
+    from benchmarks.reward_signal import PUBLISHED, collect
+    for k, share in ((math.inf, 0.0), (0.0, 1.0)):
+        acts, _, _, _ = collect(PUBLISHED, short_s1(0.5), "bbr", 2, 5, heuristic=("wait_rule", {"k": k}))
+        kept = np.concatenate(collect.kept)
+        assert kept.size > 0 and kept.mean() == share, k
+        if share == 0.0:
+            assert np.concatenate(acts).all()  # no coin: the rule's answer, send
