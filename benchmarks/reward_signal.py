@@ -24,6 +24,12 @@ wait_rule --heuristic-param k=0.75`` does so for the headroom search's wait rule
 ``--checkpoint <dir>`` of a trained DQN it prints instead, on the features of the same decisions,
 the network's Q-values per action and the gap ``Q(send) - Q(wait)``, beside the size of the
 action's effect on the return that the gap should reflect.
+
+``--flip-each-decision-of minrtt`` (or ``wait_rule --heuristic-param k=0.75``, ...) measures instead
+what one decision is worth, exactly, in a cell whose runs are identical (no jitter, no random loss,
+e.g. ispras_s3): the policy follows the heuristic at the blocked decision, and in connection ``i``
+only its ``i``-th decision is reversed; the change of goodput per reversed wait and per reversed
+send (docs/cc_robustness.md, "The failing clones with XQUIC's 32-packet initial windows").
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from pathlib import Path
 import numpy as np
 from agents.registry import preset as agent_preset
 from envs.multipath_env import build_process
+from envs.scenario import Scenario
 from studies.headroom import WAIT_RULE, Candidate, blocked_answers
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
@@ -88,6 +95,37 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
 
 
+def flip_each(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The heuristic's decisions in one episode of a cell whose runs are identical and, per
+    decision, the relative change of goodput when that decision alone is reversed."""
+    name, prm = heuristic
+    member = Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE)
+
+    def run(flip_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = build_process(len(flip_at), scenario=scenario, cc=cc, seed=seed, decision="blocked",
+                          observation="ispras_dqn")
+        answers = blocked_answers(p, member)
+        p.reset()
+        n = np.zeros(len(flip_at), dtype=np.int64)
+        first = []
+        while not p.sim.done.all():
+            live = ~p.sim.done
+            a = np.maximum(answers.answer(live), 0)
+            if live[0]:
+                first.append(a[0])
+            p.step(np.where(live & (n == flip_at), 1 - a, a))
+            n += live
+        return p.sim.results()["goodput_mbps"], np.array(first)
+
+    base, acts = run(np.array([-1, -1]))
+    if base[0] != base[1]:
+        raise SystemExit(f"error: {scenario} / {cc}: two runs of {member.label} differ ({base[0]:.3f} and "
+                         f"{base[1]:.3f} Mbit/s: jitter or random loss), so one reversed decision's effect would be "
+                         "confounded with the run's randomness; flip decisions in a deterministic cell")
+    flipped, _ = run(np.arange(len(acts)))
+    return acts, flipped / base[0] - 1.0
+
+
 def q_values(directory: str, features: np.ndarray) -> np.ndarray:
     """Q-values [N, 2] of a Stable-Baselines3 DQN checkpoint."""
     import torch
@@ -128,6 +166,8 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a trained DQN's checkpoint: print its Q-values on these decisions")
     parser.add_argument("--coin-at-waits-of", metavar="HEURISTIC",
                         help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
+    parser.add_argument("--flip-each-decision-of", metavar="HEURISTIC",
+                        help="follow this heuristic and reverse one decision per connection (a deterministic cell)")
     parser.add_argument("--heuristic-param", nargs="*", default=[], metavar="KEY=VALUE",
                         help="its parameters (e.g. lambda=1 step=0 lambda_max=1)")
     parser.add_argument("--runs", type=int, default=8)
@@ -141,6 +181,22 @@ def main() -> None:
     heuristic = None
     if args.coin_at_waits_of:
         heuristic = (args.coin_at_waits_of, key_values(args.heuristic_param))
+    if args.flip_each_decision_of:
+        print("| scenario | cc | policy | decisions | waits | one wait reversed: mean, min, max; better / worse "
+              "| one send reversed: mean, min, max; better / worse |")
+        print("|" + "---|" * 7)
+        for scen in args.scenario:
+            for cc in args.cc:
+                acts, change = flip_each((args.flip_each_decision_of, key_values(args.heuristic_param)), scen, cc,
+                                         args.seed)
+                cols = []
+                for x in (change[acts == 0], change[acts == 1]):
+                    cols.append("-" if not len(x) else
+                                f"{100 * x.mean():+.3f}%, {100 * x.min():+.2f}%, {100 * x.max():+.2f}%; "
+                                f"{(x > 0).sum()} / {(x < 0).sum()}")
+                print(f"| {scen} | {cc} | {args.flip_each_decision_of} {' '.join(args.heuristic_param)} | "
+                      f"{len(acts)} | {(acts == 0).sum()} | {cols[0]} | {cols[1]} |", flush=True)
+        return
     if args.checkpoint:
         print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
         print("|" + "---|" * 7)

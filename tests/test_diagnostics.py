@@ -315,3 +315,16 @@ def test_reward_signal_tosses_its_coin_where_the_wait_rule_waits():
         assert kept.size > 0 and kept.mean() == share, k
         if share == 0.0:
             assert np.concatenate(acts).all()  # no coin: the rule's answer, send
+
+
+def test_reward_signal_reverses_one_decision_per_connection():
+    """``--flip-each-decision-of``: in a deterministic cell (ispras_s3: no jitter, no random loss)
+    one change of goodput per decision of the followed rule, each the effect of reversing that decision
+    alone (reversing none changes nothing); a cell whose runs differ is refused."""
+    from benchmarks.reward_signal import flip_each
+    s3 = resolve_scenarios("ispras_s3")[0].with_workload(type="file", file_mb=2.0)
+    acts, change = flip_each(("minrtt", {}), s3, "cubic", 3)
+    assert len(acts) > 5 and acts.all() and change.shape == acts.shape and np.isfinite(change).all()
+    assert (change != 0).any()  # some waits move the transfer's end
+    with pytest.raises(SystemExit, match="differ"):
+        flip_each(("wait_rule", {"k": 1.0}), short_s1(0.5), "bbr", 3)
