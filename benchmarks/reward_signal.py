@@ -29,7 +29,10 @@ action's effect on the return that the gap should reflect.
 what one decision is worth, exactly, in a cell whose runs are identical (no jitter, no random loss,
 e.g. ispras_s3): the policy follows the heuristic at the blocked decision, and in connection ``i``
 only its ``i``-th decision is reversed; the change of goodput per reversed wait and per reversed
-send (docs/cc_robustness.md, "The failing clones with XQUIC's 32-packet initial windows").
+send (docs/cc_robustness.md, "The failing clones with XQUIC's 32-packet initial windows"); with
+``--ascend ROUNDS`` it reverses, round after round, the one decision that raises goodput most: a
+greedy search over the open-loop sequence of blocked decisions, what any policy deciding there
+could reach from that start.
 """
 
 from __future__ import annotations
@@ -95,35 +98,60 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
 
 
-def flip_each(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The heuristic's decisions in one episode of a cell whose runs are identical and, per
-    decision, the relative change of goodput when that decision alone is reversed."""
+def follow(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int,
+           reversed_at: list[frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One episode per connection following the heuristic at the blocked decision, connection ``i``
+    reversing its decisions numbered ``reversed_at[i]`` (counted along its episode): goodput per
+    connection, connection 0's actions (what it did) and the decisions per connection."""
     name, prm = heuristic
-    member = Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE)
+    p = build_process(len(reversed_at), scenario=scenario, cc=cc, seed=seed, decision="blocked",
+                      observation="ispras_dqn")
+    answers = blocked_answers(p, Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE))
+    p.reset()
+    n = np.zeros(len(reversed_at), dtype=np.int64)
+    first = []
+    while not p.sim.done.all():
+        live = ~p.sim.done
+        a = np.maximum(answers.answer(live), 0)
+        flip = np.array([live[b] and int(n[b]) in r for b, r in enumerate(reversed_at)])
+        a = np.where(flip, 1 - a, a)
+        if live[0]:
+            first.append(a[0])
+        p.step(a)
+        n += live
+    return p.sim.results()["goodput_mbps"], np.array(first), n
 
-    def run(flip_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = build_process(len(flip_at), scenario=scenario, cc=cc, seed=seed, decision="blocked",
-                          observation="ispras_dqn")
-        answers = blocked_answers(p, member)
-        p.reset()
-        n = np.zeros(len(flip_at), dtype=np.int64)
-        first = []
-        while not p.sim.done.all():
-            live = ~p.sim.done
-            a = np.maximum(answers.answer(live), 0)
-            if live[0]:
-                first.append(a[0])
-            p.step(np.where(live & (n == flip_at), 1 - a, a))
-            n += live
-        return p.sim.results()["goodput_mbps"], np.array(first)
 
-    base, acts = run(np.array([-1, -1]))
+def flip_each(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int,
+              reversed_at: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """The policy's decisions in one episode of a cell whose runs are identical (the heuristic, its
+    decisions ``reversed_at`` reversed) and, per decision, the relative change of goodput when that
+    decision alone is reversed as well."""
+    base, acts, _ = follow(heuristic, scenario, cc, seed, [reversed_at, reversed_at])
     if base[0] != base[1]:
-        raise SystemExit(f"error: {scenario} / {cc}: two runs of {member.label} differ ({base[0]:.3f} and "
+        raise SystemExit(f"error: {scenario} / {cc}: two runs of {heuristic[0]} differ ({base[0]:.3f} and "
                          f"{base[1]:.3f} Mbit/s: jitter or random loss), so one reversed decision's effect would be "
                          "confounded with the run's randomness; flip decisions in a deterministic cell")
-    flipped, _ = run(np.arange(len(acts)))
+    flipped, _, _ = follow(heuristic, scenario, cc, seed, [reversed_at ^ {i} for i in range(len(acts))])
     return acts, flipped / base[0] - 1.0
+
+
+def ascend(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int,
+           rounds: int) -> list[tuple[int, float, int, int]]:
+    """Greedy ascent over the open-loop sequence of blocked decisions of a deterministic cell: from
+    the heuristic, reverse each round the one decision (by its number along the episode) that
+    raises goodput most, until none does. Per round: the decision, goodput, waits and decisions."""
+    chosen: frozenset[int] = frozenset()
+    out = []
+    for _ in range(rounds):
+        acts, change = flip_each(heuristic, scenario, cc, seed, chosen)
+        j = int(np.argmax(change))
+        if not change[j] > 0.0:
+            break
+        chosen = chosen ^ {j}
+        goodput, acts, n = follow(heuristic, scenario, cc, seed, [chosen])
+        out.append((j, float(goodput[0]), int((acts == 0).sum()), int(n[0])))
+    return out
 
 
 def q_values(directory: str, features: np.ndarray) -> np.ndarray:
@@ -168,6 +196,8 @@ def main() -> None:
                         help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
     parser.add_argument("--flip-each-decision-of", metavar="HEURISTIC",
                         help="follow this heuristic and reverse one decision per connection (a deterministic cell)")
+    parser.add_argument("--ascend", type=int, default=0, metavar="ROUNDS",
+                        help="with --flip-each-decision-of: reverse the best single decision, round after round")
     parser.add_argument("--heuristic-param", nargs="*", default=[], metavar="KEY=VALUE",
                         help="its parameters (e.g. lambda=1 step=0 lambda_max=1)")
     parser.add_argument("--runs", type=int, default=8)
@@ -181,6 +211,13 @@ def main() -> None:
     heuristic = None
     if args.coin_at_waits_of:
         heuristic = (args.coin_at_waits_of, key_values(args.heuristic_param))
+    if args.flip_each_decision_of and args.ascend:
+        heuristic = (args.flip_each_decision_of, key_values(args.heuristic_param))
+        for scen in args.scenario:
+            for cc in args.cc:
+                for j, goodput, waits, n in ascend(heuristic, scen, cc, args.seed, args.ascend):
+                    print(f"{scen} / {cc}: reverse decision {j} -> {goodput:.3f} Mbit/s ({waits} waits of {n})")
+        return
     if args.flip_each_decision_of:
         print("| scenario | cc | policy | decisions | waits | one wait reversed: mean, min, max; better / worse "
               "| one send reversed: mean, min, max; better / worse |")
