@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 from agents.registry import preset as agent_preset
+from envs.errors import ConfigError
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from studies.headroom import WAIT_RULE, Candidate, blocked_answers
@@ -182,6 +183,28 @@ def effect(x: np.ndarray, a: np.ndarray) -> tuple[float, float, float]:
     return float(w.mean()), float(s.mean()), float((s.mean() - w.mean()) / se) if se > 0 else math.nan
 
 
+def print_flips(heuristic: tuple[str, dict], args: argparse.Namespace) -> None:
+    """``--flip-each-decision-of``: per cell, the effect of each reversed decision, or with
+    ``--ascend`` the rounds of the greedy search."""
+    shown = " ".join([heuristic[0], *args.heuristic_param])
+    if not args.ascend:
+        print("| scenario | cc | policy | decisions | waits | one wait reversed: mean, min, max; better / worse "
+              "| one send reversed: mean, min, max; better / worse |")
+        print("|" + "---|" * 7)
+    for scen in args.scenario:
+        for cc in args.cc:
+            if args.ascend:
+                for j, goodput, waits, n in ascend(heuristic, scen, cc, args.seed, args.ascend):
+                    print(f"{scen} / {cc} from {shown}: reverse decision {j} -> {goodput:.3f} Mbit/s "
+                          f"({waits} waits of {n})", flush=True)
+                continue
+            acts, change = flip_each(heuristic, scen, cc, args.seed)
+            cols = ["-" if not len(x) else f"{100 * x.mean():+.3f}%, {100 * x.min():+.2f}%, {100 * x.max():+.2f}%; "
+                    f"{(x > 0).sum()} / {(x < 0).sum()}" for x in (change[acts == 0], change[acts == 1])]
+            print(f"| {scen} | {cc} | {shown} | {len(acts)} | {(acts == 0).sum()} | {cols[0]} | {cols[1]} |",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reward", action="append", help="a reward name (published ISPRAS weights) ...")
@@ -192,10 +215,11 @@ def main() -> None:
                         help="reward parameters for --reward (e.g. credit=1 beta=0)")
     parser.add_argument("--gamma", type=float, default=0.9, help="discount per decision for --reward")
     parser.add_argument("--checkpoint", help="a trained DQN's checkpoint: print its Q-values on these decisions")
-    parser.add_argument("--coin-at-waits-of", metavar="HEURISTIC",
-                        help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
-    parser.add_argument("--flip-each-decision-of", metavar="HEURISTIC",
-                        help="follow this heuristic and reverse one decision per connection (a deterministic cell)")
+    follow_mode = parser.add_mutually_exclusive_group()
+    follow_mode.add_argument("--coin-at-waits-of", metavar="HEURISTIC",
+                             help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
+    follow_mode.add_argument("--flip-each-decision-of", metavar="HEURISTIC",
+                             help="follow this heuristic and reverse one decision per connection (a deterministic cell)")
     parser.add_argument("--ascend", type=int, default=0, metavar="ROUNDS",
                         help="with --flip-each-decision-of: reverse the best single decision, round after round")
     parser.add_argument("--heuristic-param", nargs="*", default=[], metavar="KEY=VALUE",
@@ -203,6 +227,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
+    if args.ascend < 0 or (args.ascend and not args.flip_each_decision_of):
+        parser.error("--ascend takes a number of rounds >= 0, with --flip-each-decision-of")
     given = key_values(args.set)
     rewards = [(" ".join([n, *args.set]), {**PUBLISHED, **given, "name": n}, args.gamma) for n in args.reward or []]
     rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
@@ -211,28 +237,11 @@ def main() -> None:
     heuristic = None
     if args.coin_at_waits_of:
         heuristic = (args.coin_at_waits_of, key_values(args.heuristic_param))
-    if args.flip_each_decision_of and args.ascend:
-        heuristic = (args.flip_each_decision_of, key_values(args.heuristic_param))
-        for scen in args.scenario:
-            for cc in args.cc:
-                for j, goodput, waits, n in ascend(heuristic, scen, cc, args.seed, args.ascend):
-                    print(f"{scen} / {cc}: reverse decision {j} -> {goodput:.3f} Mbit/s ({waits} waits of {n})")
-        return
     if args.flip_each_decision_of:
-        print("| scenario | cc | policy | decisions | waits | one wait reversed: mean, min, max; better / worse "
-              "| one send reversed: mean, min, max; better / worse |")
-        print("|" + "---|" * 7)
-        for scen in args.scenario:
-            for cc in args.cc:
-                acts, change = flip_each((args.flip_each_decision_of, key_values(args.heuristic_param)), scen, cc,
-                                         args.seed)
-                cols = []
-                for x in (change[acts == 0], change[acts == 1]):
-                    cols.append("-" if not len(x) else
-                                f"{100 * x.mean():+.3f}%, {100 * x.min():+.2f}%, {100 * x.max():+.2f}%; "
-                                f"{(x > 0).sum()} / {(x < 0).sum()}")
-                print(f"| {scen} | {cc} | {args.flip_each_decision_of} {' '.join(args.heuristic_param)} | "
-                      f"{len(acts)} | {(acts == 0).sum()} | {cols[0]} | {cols[1]} |", flush=True)
+        try:
+            print_flips((args.flip_each_decision_of, key_values(args.heuristic_param)), args)
+        except ConfigError as err:
+            raise SystemExit(f"error: {err}") from None
         return
     if args.checkpoint:
         print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
