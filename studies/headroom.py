@@ -163,7 +163,7 @@ class WaitRuleAnswers:
     """The wait rule with threshold ``k`` asked at the blocked decisions of ``process``, with the
     interface of ``agents.diagnostics.HeuristicAnswers`` (1 = send on the second path, 0 = wait)."""
 
-    def __init__(self, process: DecisionProcess, k: float) -> None:
+    def __init__(self, process: DecisionProcess, k: object) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:  # a family given by hand
             raise out_of_range("wait_rule k", k, "a number >= 0")
         self.process = process

@@ -302,32 +302,38 @@ class Copied(NamedTuple):
     score: float
     best: float  # the cell's searched best on those seeds
     blocked_best: float  # the best a blocked-decision policy reaches on those seeds (NaN: none searched)
+    higher_is_better: bool = True  # the study's metric: goodput (higher) or a completion time (lower)
+
+    def _below(self, reference: float) -> float:
+        """How far below ``reference`` it scores, relative to ``reference`` (0.1 = 10% worse)."""
+        return (1.0 if self.higher_is_better else -1.0) * (reference - self.score) / abs(reference)
 
     @property
     def gap(self) -> float:
         """How far below the cell's best it scores (0.1 = 10%)."""
-        return 1.0 - self.score / self.best
+        return self._below(self.best)
 
     @property
     def blocked_gap(self) -> float:
         """How far below the best blocked-decision policy it scores."""
-        return 1.0 - self.score / self.blocked_best
+        return self._below(self.blocked_best)
 
 
 def _clone_gaps(clone_of: tuple[str, ...], h: Any, means: np.ndarray, index: dict[str, int], k: int,
                 c: int) -> list[Copied]:
     """Each copied heuristic against the cell's searched best and blocked-decision best: its
     held-out score against theirs when it is one of the study's schedulers, else its search-seed
-    score against theirs on the search seeds."""
+    score against theirs on the search seeds (the best in the metric's direction)."""
     search = dict(h.search)
-    top = max((v for v in search.values() if np.isfinite(v)), default=math.nan)
+    scored = [v for v in search.values() if np.isfinite(v)]
+    top = (max(scored) if h.higher_is_better else min(scored)) if scored else math.nan
     blocked_top = search.get(h.blocked_best.label, math.nan) if h.blocked_best is not None else math.nan
     out = []
     for name in clone_of:
         if name in index and np.isfinite(means[index[name], k, c]):
-            out.append(Copied(name, means[index[name], k, c], h.best_mean, h.blocked_best_mean))
+            out.append(Copied(name, means[index[name], k, c], h.best_mean, h.blocked_best_mean, h.higher_is_better))
         else:
-            out.append(Copied(name, search.get(name, math.nan), top, blocked_top))
+            out.append(Copied(name, search.get(name, math.nan), top, blocked_top, h.higher_is_better))
     return out
 
 

@@ -121,6 +121,24 @@ def test_a_heuristic_outside_the_study_is_read_on_the_search_seeds_only():
     assert (ll.score, ll.best, ll.blocked_best) == (15.0, 19.0, 15.0) and ll.blocked_gap == 0.0
 
 
+def test_a_clone_of_a_lower_is_better_metric_is_measured_in_its_direction():
+    """A study scored by completion time (lower is better): a heuristic taking 12 s where the
+    search's best takes 10 s is 20% below it, not 20% above; ECF, outside the study, is read
+    against the search's shortest time (8 s: 50% below), never its longest."""
+    study, res = small_study(), results()
+    from studies.report import _clone_gaps, _clone_ok, cube
+    means, _ = cube(study, res, "goodput_mbps")
+    index = {e.label: i for i, e in enumerate(study.schedulers)}
+    means[index["minrtt"], 0, 1] = 12.0
+    h = Headroom("hetero_small_file", "bbr", "download_time_s", Candidate("fast_only"), 10.0, 0.0, 12.0, 0.0,
+                 [("minrtt", 12.0), ("ecf", 12.0), ("fast_only", 8.0), ("wrr(by_rate=1)", 30.0)],
+                 higher_is_better=False)
+    (ll,) = _clone_gaps(("minrtt",), h, means, index, 0, 1)
+    assert ll.gap == pytest.approx(0.2) and not _clone_ok([ll])
+    (ecf,) = _clone_gaps(("ecf",), h, means, index, 0, 1)
+    assert ecf.best == 8.0 and ecf.gap == pytest.approx(0.5)
+
+
 def test_verdict_flags_each_training_seed_on_its_own():
     """The bandit's three seeds in the bbr cell: one waits (a fast_only clone, the best: ok), one
     sends (a minRTT clone, 21% below the best: fails), one mixes. Pooled, it is no clone; per
