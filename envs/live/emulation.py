@@ -22,8 +22,8 @@ packets. A buffer counted in packets (``pfifo``) would give XQUIC, whose datagra
 IP packets against TCP's 1500 (``xqc_conn.c``'s default ``max_pkt_out_size``, XQC_PACKET_OUT_SIZE
 = XQC_QUIC_MIN_MSS 1200 bytes, plus the 16-byte AEAD tag; bindings/ keeps it), 0.84 of the buffer
 alone, and where its packets share the queue with TCP's it takes most of the drops: one XQUIC
-NewReno path beside a kernel Reno flow on ``rfc6356_one_path`` carried 0.24-0.34 of that flow's
-rate under a 35-packet ``pfifo`` and 0.96 under the same 35 frames as bytes (docs/transport.md,
+NewReno path beside a kernel Reno flow on ``rfc6356_one_path`` carried 0.24-0.36 of that flow's
+rate under a 35-packet ``pfifo`` and 0.88-0.96 under the same 35 frames as bytes (docs/transport.md,
 "Network"). netem, where it is used, keeps its own limit in packets (``Direction.netem_limit``).
 
 Every command is an argument list with numbers formatted here; no scenario value reaches a
