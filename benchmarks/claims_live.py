@@ -122,7 +122,8 @@ FAMILIES = {
         "uncoupled control is XQUIC's NewReno on each path",
         "a 60 MB file capped at 40 s (the pair cannot finish it beside the Reno flow), after the Reno flow has run "
         "alone for 10 s; the pair's goodput against the single path's (rfc6356_one_path, same CC) and against the "
-        "Reno flow's rate during the transfer",
+        "Reno flow's rate during the transfer; the bottleneck's 1 BDP buffer holds bytes (35 full-size frames, a bfifo: "
+        "envs/live/emulation.py)",
         cell_ccs=("lia", "reno")),
 }
 

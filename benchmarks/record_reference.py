@@ -58,7 +58,7 @@ from envs.sim.stacks import LIVE_BACKEND  # noqa: E402
 STACK_CCS = {"xquic": ("reno", "cubic", "bbr", "bbr2"), "linux": ("reno", "cubic", "bbr")}
 QUEUE_CCS = {"linux": ("cubic", "bbr"), "xquic": ("cubic", "bbr", "bbr2")}
 HARNESS = ("Mininet testbed of this repository (envs.live.testbed: client - one router per path - server, "
-           "bottleneck on the router's egress: HTB rate + pfifo drop-tail), emulation={mode} (random loss by nft "
+           "bottleneck on the router's egress: HTB rate + bfifo drop-tail, the buffer in bytes), emulation={mode} (random loss by nft "
            "numgen and delay + N(0, jitter) per packet by the NFQUEUE delay line, reordering, in both directions, "
            "where the kernel has no netem), TSO/GSO/GRO off; emulation verified once per testbed before its runs "
            "(envs.live.verification: RTT, jitter spread, UDP rate, loss): passed on every testbed whose runs are "

@@ -210,21 +210,39 @@ RFC6356_LIVE = RECORD.is_file() and "rfc6356" in json.loads(RECORD.read_text())[
 
 @pytest.mark.skipif(not RFC6356_LIVE, reason="no recorded live RFC 6356 runs (benchmarks/claims_live.py rfc6356)")
 @pytest.mark.parametrize(("cc", "low", "high"), [("lia", 0.8, 1.35), ("reno", 1.6, 2.4)])
-def test_rfc6356_live_pair_against_the_single_path_flow_it_would_be(cc: str, low: float, high: float) -> None:
+def test_rfc6356_live_pair_takes_what_the_simulators_law_says(cc: str, low: float, high: float) -> None:
     """RFC 6356 sec. 2 (goals 1-2) on the live testbed, read from the recorded runs (no live run
     here): XQUIC's two paths through one 10 Mbit/s, 40 ms RTT link beside one kernel Reno flow
-    (rfc6356_shared) against the single-path flow the goals compare with, one XQUIC path under the
-    same CC beside that flow (rfc6356_one_path): the pair's mean goodput over the single path's,
-    within tests/test_network.py's bounds (a coupled pair about one single path's rate, an
-    uncoupled pair about two). The simulator's test takes the Reno flow's rate as the single
-    path's; live the stacks differ (one XQUIC NewReno path takes 0.28 of the kernel Reno flow's
-    rate beside it), so the single path is measured."""
+    (rfc6356_shared), the pair's goodput over the Reno flow's rate in each run, within
+    tests/test_network.py's bounds (a coupled pair about one TCP flow's rate, an uncoupled pair
+    about two). For LIA also against the single-path flow itself, one XQUIC path beside the same
+    Reno flow (rfc6356_one_path): the coupled pair takes about what that path takes. (Recorded
+    while the live buffer counted packets, a pfifo, one XQUIC path took 0.28 of the Reno flow's
+    rate and the pairs 0.45 and 0.76; this test compared them with that single path instead.)"""
     pair, tcp_pair = rfc6356_runs("rfc6356_shared", cc)
     single, tcp_single = rfc6356_runs("rfc6356_one_path", cc)
-    ratio = pair.mean() / single.mean()
     print(f"{cc}: pair {np.round(pair, 2)} Mbit/s (TCP beside it {np.round(tcp_pair, 2)}), one path {np.round(single, 2)} "
-          f"(TCP {np.round(tcp_single, 2)}); pair/one path {ratio:.2f}, pair/TCP {(pair / tcp_pair).mean():.2f}")
-    assert low <= ratio <= high
+          f"(TCP {np.round(tcp_single, 2)}); pair/TCP {np.round(pair / tcp_pair, 2)}, pair/one path "
+          f"{pair.mean() / single.mean():.2f}")
+    assert low <= (pair / tcp_pair).mean() <= high
+    if cc == "lia":
+        assert low <= pair.mean() / single.mean() <= high
+
+
+@pytest.mark.skipif(not RFC6356_LIVE, reason="no recorded live RFC 6356 runs (benchmarks/claims_live.py rfc6356)")
+@pytest.mark.parametrize("cc", ["reno", "lia"])
+def test_rfc6356_live_one_xquic_path_shares_equally_with_the_kernel_reno_flow(cc: str) -> None:
+    """The premise of RFC 6356's goals and of the simulator's law (both flows NewReno, one queue):
+    one XQUIC path (NewReno; LIA on one path is NewReno) and the kernel Reno flow share the
+    10 Mbit/s link equally, within 25% (tests/test_network.py's max-min tolerance) in the mean over
+    the runs, and each run within 0.75-1.33. Under a buffer counted in packets it took 0.28: its
+    1244-byte packets drew most of the drops beside the kernel's 1500-byte ones
+    (envs/live/emulation.py)."""
+    single, tcp_single = rfc6356_runs("rfc6356_one_path", cc)
+    ratio = single / tcp_single
+    print(f"{cc}: one path {np.round(single, 2)} Mbit/s, TCP {np.round(tcp_single, 2)}, ratio {np.round(ratio, 2)}")
+    assert 0.8 <= ratio.mean() <= 1.25
+    assert ratio.min() >= 0.75 and ratio.max() <= 1.33
 
 
 @pytest.mark.skipif(not RFC6356_LIVE, reason="no recorded live RFC 6356 runs (benchmarks/claims_live.py rfc6356)")

@@ -5,7 +5,7 @@ observation features (README, "Live runs").
   anything is created; commands as argument lists, in a host's namespace.
 - ``testbed``: a scenario as a Mininet network (client, one router per path, server), with
   everything it creates recorded and removed.
-- ``emulation`` and ``delayline``: per path and direction, rate and queue (TCLink HTB + pfifo),
+- ``emulation`` and ``delayline``: per path and direction, rate and queue (TCLink HTB + a bfifo: the buffer in bytes),
   delay and jitter (netem, or the NFQUEUE delay line), random loss (netem, or nftables numgen).
 - ``verification``: RTT, jitter, rate and loss measured before a run; a miss is refused.
 - ``mptcp`` and ``telemetry``: the kernel MPTCP backend (per-socket CC, one subflow per path) and

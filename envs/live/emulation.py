@@ -5,7 +5,7 @@ random loss.
 Layout of one direction (sender host S, receiver host R, one veth pair per path, no switch):
 
     S egress:  HTB class 5:1 at the path's rate (Mininet's TCLink)
-               └ leaf: pfifo limit <queue packets>            the drop-tail bottleneck buffer
+               └ leaf: bfifo limit <queue packets x 1514 bytes>   the drop-tail bottleneck buffer
     R ingress: nft prerouting (priority -400): numgen random drop   random loss
                iptables mangle PREROUTING -> NFQUEUE -> delay line   one-way delay + jitter
 
@@ -15,6 +15,16 @@ loss and jitter act per packet. Where the kernel has netem (``mode="netem"``), t
 netem instead (delay, jitter with a normal distribution, loss, and a limit of the queue plus the
 packets the delay holds), which is Mininet's own layout; netem's jitter always reorders, so a
 scenario with ``jitter_reorders: false`` keeps the delay line.
+
+The buffer holds bytes, as the simulator's does (``BN_QCAP``, the scenario's ``queue_bdp`` or
+``queue_packets`` of its MSS): ``queue_packets`` full-size frames, and more of a stack's smaller
+packets. A buffer counted in packets (``pfifo``) would give XQUIC, whose datagrams are 1244-byte
+IP packets against TCP's 1500 (``xqc_conn.c``'s default ``max_pkt_out_size``, XQC_PACKET_OUT_SIZE
+= XQC_QUIC_MIN_MSS 1200 bytes, plus the 16-byte AEAD tag; bindings/ keeps it), 0.84 of the buffer
+alone, and where its packets share the queue with TCP's it takes most of the drops: one XQUIC
+NewReno path beside a kernel Reno flow on ``rfc6356_one_path`` carried 0.24-0.36 of that flow's
+rate under a 35-packet ``pfifo`` and 0.88-0.96 under the same 35 frames as bytes (docs/transport.md,
+"Network"). netem, where it is used, keeps its own limit in packets (``Direction.netem_limit``).
 
 Every command is an argument list with numbers formatted here; no scenario value reaches a
 shell. Every rule and process is recorded and removed by ``remove()``.
@@ -53,6 +63,11 @@ class Direction:
     @property
     def forward(self) -> bool:
         return self.direction == "forward"
+
+    @property
+    def queue_bytes(self) -> int:
+        """The drop-tail buffer in bytes on the wire: ``queue_packets`` full-size frames."""
+        return self.queue_packets * MTU_WIRE
 
     def loss_threshold(self) -> int:
         """nft drops a packet when ``numgen random mod NFT_LOSS_RANGE < threshold``."""
@@ -108,6 +123,12 @@ def plan(scenario: Scenario, mss: int = 1448) -> list[Direction]:
 
 def _ms(x: float) -> str:
     return f"{x:.3f}ms"
+
+
+def queue_args(d: Direction) -> list[str]:
+    """``tc qdisc add dev X parent 5:1 handle 10:`` + these (delay-line mode): the byte-limited
+    drop-tail buffer (see the module's docstring)."""
+    return ["bfifo", "limit", str(d.queue_bytes)]
 
 
 def netem_args(d: Direction) -> list[str]:
@@ -177,7 +198,7 @@ class LinkEmulation:
             key = (d.path, d.direction)
             eg_pid, eg_if, in_pid, in_if = self.endpoints[key]
             use_netem = self.mode == "netem" and (d.reorder or d.jitter_ms == 0)
-            leaf = netem_args(d) if use_netem else ["pfifo", "limit", str(d.queue_packets)]
+            leaf = netem_args(d) if use_netem else queue_args(d)
             run(["tc", "qdisc", "add", "dev", eg_if, "parent", "5:1", "handle", "10:", *leaf], eg_pid)
             self.qdiscs.append((eg_pid, eg_if))
             if use_netem:
@@ -242,8 +263,10 @@ class LinkEmulation:
             leaf = [q for q in qdiscs if q.get("handle") == "10:"]
             if not leaf:
                 problems.append(f"{where}: no queue (leaf qdisc 10:) on {eg_if}")
-            elif leaf[0].get("kind") == "pfifo" and int(leaf[0].get("options", {}).get("limit", -1)) != d.queue_packets:
-                problems.append(f"{where}: pfifo limit {leaf[0]['options'].get('limit')}, wanted {d.queue_packets}")
+            elif leaf[0].get("kind") not in ("bfifo", "netem"):
+                problems.append(f"{where}: queue {leaf[0].get('kind')}, wanted bfifo (a buffer in bytes)")
+            elif leaf[0].get("kind") == "bfifo" and int(leaf[0].get("options", {}).get("limit", -1)) != d.queue_bytes:
+                problems.append(f"{where}: bfifo limit {leaf[0]['options'].get('limit')}, wanted {d.queue_bytes}")
             line = self.delay_lines.get(key)
             if line is not None and (line.proc is None or line.proc.poll() is not None):
                 problems.append(f"{where}: delay line (queue {line.queue}) is not running")

@@ -3,7 +3,7 @@ transit links, and competing traffic on any link.
 
 Every link ``k`` of the network is a pair of router hosts ``A_k`` -- ``B_k`` joined by one veth
 pair: ``A_k``'s egress toward ``B_k`` holds the link's forward (data) bottleneck (Mininet's
-``TCLink`` HTB rate and a drop-tail ``pfifo``, as ``envs.live.emulation`` lays out one direction),
+``TCLink`` HTB rate and a drop-tail ``bfifo``, the buffer in bytes, as ``envs.live.emulation`` lays out one direction),
 ``B_k``'s ingress its random loss and delay line; the reverse (ACK) direction mirrors it. A path
 is client -- ``A_first`` ... ``B_last`` -- server, consecutive links of a route joined by a veth
 from ``B`` of one to ``A`` of the next (shared by every route that takes that turn). So the

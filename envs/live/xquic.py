@@ -189,8 +189,11 @@ class XquicTransfer:
 
     def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
                  scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
-                 scheduler_params: Mapping[str, object] | None = None, seed: int = 0) -> None:
+                 scheduler_params: Mapping[str, object] | None = None, seed: int = 0,
+                 pacing: bool | None = None) -> None:
         self.tb, self.cc = testbed, XquicBackend.check(cc)
+        # XQUIC's pacer (conn_settings.pacing_on); None: as bindings/ sets it, for bbr and bbr2 only
+        self.pacing = -1 if pacing is None else int(pacing)
         self.mx = extension()
         self.mode, header = parse_scheduler(scheduler)
         self.scheduler = scheduler
@@ -242,7 +245,7 @@ class XquicTransfer:
         self._t = self.mx.Transfer(
             [c.fileno() for c in clients], [c.getsockname() for c in clients], server.fileno(), server.getsockname(),
             self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s),
-            decision_every=self.decision_every, interval_ms=self.telemetry_ms, ring_capacity=1 << 14, pacing=-1,
+            decision_every=self.decision_every, interval_ms=self.telemetry_ms, ring_capacity=1 << 14, pacing=self.pacing,
             **self._rule_kwargs())
         self._wall0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
