@@ -1188,9 +1188,33 @@ def _enqueue(f, conn, mss, maxpk):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _ring_add(fb, f, seq, size, fill):
-    """Append a range to flow f's schedule buffer (see ``_enqueue``); False when it is refused."""
+    """Add a range to flow f's schedule buffer (see ``_enqueue``); False when it is refused. New
+    data goes to the back; a retransmission after the retransmissions already there, ahead of
+    the new data (XQUIC keeps a path's lost packets in their own buffer, sent first)."""
     k = int(fb[f, FL_SQ_N])
     head = int(fb[f, FL_SQ_HEAD])
+    if fill >= 0.0:
+        pos = 0  # ranges ahead: the retransmissions already held
+        while pos < k and fb[f, FL_SQ + ((head + pos) & (SQ_K - 1)) * SQ_W + SQ_FILL] >= 0.0:
+            pos += 1
+        if pos > 0:
+            col = FL_SQ + ((head + pos - 1) & (SQ_K - 1)) * SQ_W
+            if fb[f, col + SQ_FILL] == fill:
+                fb[f, col + SQ_BYTES] += size
+                return True
+        if k == SQ_K:
+            return False
+        for j in range(k, pos, -1):  # make room: the new data behind moves back one range
+            dst = FL_SQ + ((head + j) & (SQ_K - 1)) * SQ_W
+            src = FL_SQ + ((head + j - 1) & (SQ_K - 1)) * SQ_W
+            for w in range(SQ_W):
+                fb[f, dst + w] = fb[f, src + w]
+        col = FL_SQ + ((head + pos) & (SQ_K - 1)) * SQ_W
+        fb[f, col + SQ_SEQ] = seq
+        fb[f, col + SQ_BYTES] = size
+        fb[f, col + SQ_FILL] = fill
+        fb[f, FL_SQ_N] = k + 1
+        return True
     if k > 0:
         col = FL_SQ + ((head + k - 1) & (SQ_K - 1)) * SQ_W
         joins = fb[f, col + SQ_FILL] == fill and (fill >= 0.0 or abs(fb[f, col + SQ_SEQ] + fb[f, col + SQ_BYTES] - seq) < EPS)
@@ -1248,15 +1272,18 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     ``snd``; the network's loss draws on the way out use the network stream ``b``."""
     o, co, fb, c, rng = conn.obs, conn.cobs, conn.fl, conn.cn, conn.rng
     sid = int(c[CN_SCHED])
-    # what the paths' schedule buffers hold leaves first, as their pacers and windows allow
+    # spurious resends go out on the flow that declared them, ahead of new data (with a path
+    # buffer, ahead of what it holds: XQUIC sends a path's lost packets before its new data,
+    # xqc_engine.c xqc_conn_retransmit_lost_packets before xqc_conn_send_packets; _burst checks
+    # the window over what is in flight and the pacer)
+    for f in range(nsub):
+        if fb[f, FL_SPUR_PENDING] > EPS and (o[f, OBS_AVAILABLE] > 0.0 or fb[f, FL_BUFFERED] > 0.0):
+            _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING], 0.0)
+            fb[f, FL_SPUR_PENDING] = left
+    # then what the paths' schedule buffers hold, as their pacers and windows allow
     for f in range(nsub):
         if fb[f, FL_SCHED] > 0.0:
             _release(b, f, t, conn, mss)
-    # spurious resends go out on the flow that declared them, ahead of new data
-    for f in range(nsub):
-        if fb[f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
-            _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING], 0.0)
-            fb[f, FL_SPUR_PENDING] = left
     blocked = c[CN_BLOCKED] > 0.0
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
     # while the stack sets paths up, an unopened path looks unavailable with an infinite RTT to the
