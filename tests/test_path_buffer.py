@@ -104,3 +104,21 @@ def test_a_failed_paths_schedule_buffer_returns_to_the_connection():
     res = sim.results()
     assert res["completion_s"][0] < 10.0
     assert math.isclose(sim.cn[0, CN_RCV_NXT], sim.cn[0, CN_SND_LIMIT], abs_tol=1e-3)
+
+
+def test_with_the_path_buffer_the_simulator_forecasts_the_live_win():
+    """The dqn_backlog preset retrained with XQUIC's path buffer (README, "Will a policy
+    transfer?"; tests/data/transfer_dqn_backlog_hetero_pace_20261126.json): on hetero_file it
+    waits at every blocked decision on both sides, and the simulator's sign of (policy - minRTT)
+    is live's in both cells (before: `-` in the simulator, `+` live, under BBRv1)."""
+    from conftest import ROOT
+    from studies.transfer import POLICY, Record, summarise
+
+    r = Record.load(ROOT / "tests" / "data" / "transfer_dqn_backlog_hetero_pace_20261126.json")
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    for cc in ("bbr", "bbr2"):
+        c = cells[("hetero_file", cc)]
+        assert c.sign_sim == c.sign_live == "+", (cc, c.sign_sim, c.sign_live)
+        for side in ("sim", "live"):
+            m = r.get(side, "hetero_file", cc, POLICY)
+            assert m is not None and m.blocked > 0 and m.waits == m.blocked, (cc, side)

@@ -1136,8 +1136,8 @@ def _scheduled_min(fb, f):
     return low
 
 
-@njit(cache=True, _nrt=False)
-def _enqueue(f, conn, mss, maxpk):
+@njit(cache=True, _nrt=False, forceinline=True)
+def _enqueue(f, o, fb, c, ho, mss, maxpk):
     """Schedule up to ``maxpk`` packets of connection data (retransmissions first, as
     ``_send_packet`` takes them) on flow f's schedule buffer, the first one whatever the window
     (as a pick would), later ones while what is committed to the path leaves room for one more
@@ -1147,7 +1147,6 @@ def _enqueue(f, conn, mss, maxpk):
     ring (SQ_K ranges) takes new data into its newest new-data range (its packets then leave
     numbered from that range's start, so the receiver's in-order point can only lag) and refuses
     a retransmission. Returns the packets scheduled."""
-    o, fb, c, ho = conn.obs, conn.fl, conn.cn, conn.hole
     n = 0
     while n < maxpk:
         room = math.floor((o[f, OBS_CWND] + EPS - o[f, OBS_INFLIGHT]) / mss)
@@ -1231,7 +1230,7 @@ def _ring_add(fb, f, seq, size, fill):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def _release(b, f, t, conn, mss):
     """Flow f's schedule buffer leaves in order while its window (over what is in flight) and its
     pacer allow (XQUIC's xqc_path_send_packets with xqc_send_packet_check_cc); new data as a
@@ -1327,7 +1326,7 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
                 i += 1
             if fb[i, FL_BUFFERED] > 0.0 and (fb[i, FL_SCHED] > 0.0 or fb[i, FL_PACE_CREDIT] < mss - EPS):
                 # the path's pacer holds it: scheduled on the path, behind what it holds already
-                n = _enqueue(i, conn, mss, MAX_PACKETS_PER_STEP - it if sticky else 1)
+                n = _enqueue(i, o, fb, c, conn.hole, mss, MAX_PACKETS_PER_STEP - it if sticky else 1)
                 if n == 0:
                     break
                 it += n
