@@ -79,7 +79,7 @@ def test_the_last_step_is_evaluated_and_checkpointed_once(tmp_path, monkeypatch)
     assert [m.step for m in history] == [400]
 
 
-@pytest.mark.parametrize("agent", ["dqn", "ppo", "a2c"])
+@pytest.mark.parametrize("agent", ["dqn", "dqn_backlog", "ppo", "a2c"])
 def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
     cfg = compose_cfg(tmp_path, f"agent={agent}", "cc=bbr", "train.steps=800", "train.checkpoint_every=400",
                       "file_mb=1")

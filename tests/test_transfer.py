@@ -25,17 +25,18 @@ RECORDED = DATA / "transfer_dqn_bbr2.json"
 RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn_bbr2_xquic.json",
            "linucb": DATA / "transfer_linucb_bbr2.json", "main": DATA / "transfer_dqn_bbr2_20261126.json",
            "linucb_now": DATA / "transfer_linucb_bbr2_20261126.json",
-           "dqn_backlog": DATA / "transfer_dqn_backlog_20261126.json"}
+           "dqn_backlog": DATA / "transfer_dqn_backlog_20261126.json",
+           "dqn_backlog_pace": DATA / "transfer_dqn_backlog_ispras_pace_20261126.json"}
 AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb", "main": "dqn",
-          "linucb_now": "linucb", "dqn_backlog": "dqn_backlog"}
+          "linucb_now": "linucb", "dqn_backlog": "dqn_backlog", "dqn_backlog_pace": "dqn_backlog"}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HEADROOM_CELLS = {"dqn_backlog": [("hetero_file", "bbr"), ("hetero_file", "bbr2")]}  # beside the ISPRAS ones
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
 SLOW = [("ispras_s1", "cubic"), ("ispras_s2", "cubic")]
-MINRTT_ONLY_LIVE = {"main": SLOW, "linucb_now": SLOW, "dqn_backlog": CELLS}
-NOT_LIVE = {"dqn_backlog": SLOW}
+MINRTT_ONLY_LIVE = {"main": SLOW, "linucb_now": SLOW, "dqn_backlog": CELLS, "dqn_backlog_pace": CELLS}
+NOT_LIVE = {"dqn_backlog": SLOW, "dqn_backlog_pace": [(s, "cubic") for s in ("ispras_s1", "ispras_s2", "ispras_s3")]}
 
 
 def recorded(name: str = "before_profiles") -> Record:
@@ -52,7 +53,7 @@ def test_recorded_measurements_are_complete_with_provenance(name):
     for key in ("xquic_commit", "kernel", "date", "commands", "mpsched_commit", "file_mb"):
         assert prov.get(key), key
     assert r.policy["agent"] == AGENTS[name] and r.policy["header_sha256"]
-    assert r.policy["ccs"] == (["reno", "cubic", "bbr", "bbr2"] if name == "dqn_backlog" else ["bbr2"])  # cc=mix
+    assert r.policy["ccs"] == (["reno", "cubic", "bbr", "bbr2"] if AGENTS[name] == "dqn_backlog" else ["bbr2"])  # cc=mix
     cells = CELLS + HEADROOM_CELLS.get(name, [])
     assert set(r.cells()) == set(cells)
     live_cells = [(scen, cc) for scen, cc in cells if r.get("live", scen, cc, POLICY) is not None]
