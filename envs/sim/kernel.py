@@ -878,6 +878,18 @@ def _random_loss(loss, left, rng, b):
     return left <= 1.0, left - 1.0
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _pending_hole(c, ho):
+    """The hole whose retransmission is sent next (the lowest pending; -1: none), as
+    ``_send_packet`` and ``_enqueue`` take connection data: retransmissions first."""
+    if c[CN_PENDING] <= EPS:
+        return -1
+    fill = _lowest_pending(c, ho)
+    if fill < 0:  # bookkeeping drift: nothing is really pending
+        c[CN_PENDING] = 0.0
+    return fill
+
+
 @njit(cache=True, _nrt=False)
 def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3, size3):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
@@ -894,10 +906,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
     seq = math.inf
     size = mss
     if kind == 0:
-        if c[CN_PENDING] > EPS:
-            fill = _lowest_pending(c, ho)
-            if fill < 0:  # bookkeeping drift: nothing is really pending
-                c[CN_PENDING] = 0.0
+        fill = _pending_hole(c, ho)
         if fill >= 0:
             size = min(mss, ho[fill, HOLE_PENDING])
             seq = ho[fill, HOLE_SEQ]
@@ -1152,11 +1161,7 @@ def _enqueue(f, o, fb, c, ho, mss, maxpk):
         room = math.floor((o[f, OBS_CWND] + EPS - o[f, OBS_INFLIGHT]) / mss)
         if n > 0 and (room < 1.0 or fb[f, FL_ACTIVE] <= 0.0):
             break
-        fill = -1
-        if c[CN_PENDING] > EPS:
-            fill = _lowest_pending(c, ho)
-            if fill < 0:  # bookkeeping drift: nothing is really pending
-                c[CN_PENDING] = 0.0
+        fill = _pending_hole(c, ho)
         if fill >= 0:
             size = min(mss, ho[fill, HOLE_PENDING])
             seq = ho[fill, HOLE_SEQ]
