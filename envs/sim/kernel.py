@@ -459,17 +459,26 @@ def _reinject(f, c, sg, si, ho):
             sg[f, s, SEG_FILL] = -1.0
         new = sg[f, s, SEG_NEW]
         if new > 0.0:
-            k = _alloc_hole(c, ho)
-            if k < 0:  # hole table full: the rest stays on this path
-                return
-            ho[k, HOLE_SEQ] = sg[f, s, SEG_SEQ]
-            ho[k, HOLE_REM] = new
-            ho[k, HOLE_UNDET] = 0.0
-            ho[k, HOLE_FLOW] = f
-            ho[k, HOLE_DETECT_AT] = -1.0
-            _link_live(c, ho, k)
-            _add_pending(c, ho, k, new)
+            if not _pending_new_data(c, ho, f, sg[f, s, SEG_SEQ], new):
+                return  # hole table full: the rest stays on this path
             sg[f, s, SEG_NEW] = 0.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _pending_new_data(c, ho, f, seq, nbytes):
+    """New data taken back from flow f (``nbytes`` from ``seq``) becomes a hole pending
+    retransmission on any path; False when the hole table is full."""
+    k = _alloc_hole(c, ho)
+    if k < 0:
+        return False
+    ho[k, HOLE_SEQ] = seq
+    ho[k, HOLE_REM] = nbytes
+    ho[k, HOLE_UNDET] = 0.0
+    ho[k, HOLE_FLOW] = f
+    ho[k, HOLE_DETECT_AT] = -1.0
+    _link_live(c, ho, k)
+    _add_pending(c, ho, k, nbytes)
+    return True
 
 
 @njit(cache=True, _nrt=False)
@@ -488,16 +497,8 @@ def _unschedule(f, o, fb, c, ho):
             if fill >= 0:
                 _add_pending(c, ho, fill, nbytes)
             else:
-                k = _alloc_hole(c, ho)
-                if k < 0:  # hole table full: the rest stays on this path
-                    return
-                ho[k, HOLE_SEQ] = fb[f, col + SQ_SEQ]
-                ho[k, HOLE_REM] = nbytes
-                ho[k, HOLE_UNDET] = 0.0
-                ho[k, HOLE_FLOW] = f
-                ho[k, HOLE_DETECT_AT] = -1.0
-                _link_live(c, ho, k)
-                _add_pending(c, ho, k, nbytes)
+                if not _pending_new_data(c, ho, f, fb[f, col + SQ_SEQ], nbytes):
+                    return  # hole table full: the rest stays on this path
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - nbytes, 0.0)
             fb[f, FL_SCHED] = max(fb[f, FL_SCHED] - nbytes, 0.0)
         fb[f, col + SQ_BYTES] = 0.0
