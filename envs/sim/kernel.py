@@ -1192,6 +1192,16 @@ def _enqueue(f, o, fb, c, ho, mss, maxpk):
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def _ring_put(fb, f, slot, seq, size, fill):
+    """Write a new range into slot ``slot`` (mod SQ_K) of flow f's schedule buffer, one more range held."""
+    col = FL_SQ + (slot & (SQ_K - 1)) * SQ_W
+    fb[f, col + SQ_SEQ] = seq
+    fb[f, col + SQ_BYTES] = size
+    fb[f, col + SQ_FILL] = fill
+    fb[f, FL_SQ_N] += 1.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def _ring_add(fb, f, seq, size, fill):
     """Add a range to flow f's schedule buffer (see ``_enqueue``); False when it is refused. New
     data goes to the back; a retransmission after the retransmissions already there, ahead of
@@ -1214,11 +1224,7 @@ def _ring_add(fb, f, seq, size, fill):
             src = FL_SQ + ((head + j - 1) & (SQ_K - 1)) * SQ_W
             for w in range(SQ_W):
                 fb[f, dst + w] = fb[f, src + w]
-        col = FL_SQ + ((head + pos) & (SQ_K - 1)) * SQ_W
-        fb[f, col + SQ_SEQ] = seq
-        fb[f, col + SQ_BYTES] = size
-        fb[f, col + SQ_FILL] = fill
-        fb[f, FL_SQ_N] = k + 1
+        _ring_put(fb, f, head + pos, seq, size, fill)
         return True
     if k > 0:
         col = FL_SQ + ((head + k - 1) & (SQ_K - 1)) * SQ_W
@@ -1228,11 +1234,7 @@ def _ring_add(fb, f, seq, size, fill):
             return True
         if k == SQ_K:
             return False
-    col = FL_SQ + ((head + k) & (SQ_K - 1)) * SQ_W
-    fb[f, col + SQ_SEQ] = seq
-    fb[f, col + SQ_BYTES] = size
-    fb[f, col + SQ_FILL] = fill
-    fb[f, FL_SQ_N] = k + 1
+    _ring_put(fb, f, head + k, seq, size, fill)
     return True
 
 
