@@ -34,13 +34,15 @@ _PATH = {
     "rttvar": ("rttvar_us", 10**6, "RTT variation (RFC 6298), microseconds"),
     "min_rtt": ("min_rtt_us", 10**6, "minimum RTT seen, microseconds"),
     "latest_rtt": ("latest_rtt_us", 10**6, "latest RTT sample, microseconds"),
-    "inflight": ("inflight", 1, "bytes sent, not yet acknowledged nor declared lost"),
+    "inflight": ("inflight", 1, "bytes committed to the path, not yet acknowledged nor declared lost: sent, plus "
+                 "(XQUIC) scheduled on it and not yet sent"),
     "delivery_rate": ("delivery_rate", 1, "latest delivery-rate sample (as BBR estimates it), bytes/s"),
     "losses": ("losses", 1, "packets declared lost since the connection started"),
     "retrans": ("retrans", 1, "packets retransmitted since the connection started"),
     "rtos": ("rtos", 1, "RTO / PTO events since the connection started"),
     "pacing_rate": ("pacing_rate", 1, "pacing rate, bytes/s (0 when the CC does not pace)"),
-    "available": ("available", 1, "1 when the path has window space for one MSS and pacing credit, else 0"),
+    "available": ("available", 1, "1 when the path has window space for one MSS beyond inflight (Linux: and "
+                  "pacing credit), else 0"),
     "acked": ("acked", 1, "bytes acknowledged on this path since the connection started"),
     "sent": ("sent", 1, "bytes sent on this path (retransmissions included) since the connection started"),
 }

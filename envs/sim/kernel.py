@@ -10,9 +10,11 @@ One step (default 1 ms) of one connection, in order (docs/transport.md):
    samples (BBR), the CC, and the retransmission queue; DSACKs widen RACK's window and undo
    spurious reductions, retransmission timers fire (the stack's, ``envs/sim/recovery.py``);
    the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
-4. scheduling: per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among
-   those with window space and pacing credit; retransmissions go first; each packet meets
-   random loss and the drop-tail bottleneck; competing flows and UDP fill the same queues;
+4. scheduling: what each path's schedule buffer holds leaves as its pacer and window allow;
+   then per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among those
+   available (window space, and pacing credit unless the stack holds scheduled packets on the
+   path: XQUIC's path buffer, ``_enqueue``); retransmissions go first; each packet meets random
+   loss and the drop-tail bottleneck; competing flows and UDP fill the same queues;
 5. bottlenecks drain at their capacity in FIFO order; departed segments get an arrival time
    (propagation + jitter, kept in order per path).
 
@@ -85,6 +87,10 @@ scenarios x CCs x schedulers x decision modes):
   drawing the same random numbers in the same order as per-packet sends would; round robin gets
   the same code one packet at a time. The tail segment's fields stay in registers while packets
   join it, written back once when the burst leaves it;
+- a path's schedule buffer (XQUIC profile) holds ranges, not packets: new data the scheduler
+  gives a paced path joins the newest range when it continues it (a burst of picks is one range),
+  and a range leaves as one ``_burst``, so a paced path's packets still go out in registers;
+  stacks without the buffer pay one comparison per path and step;
 - the receiver's in-order point resumes its search for the first segment carrying new data where
   the last step's search stopped (``SI_SCAN``), instead of rescanning spurious resends and
   retransmissions from the FIFO's head every step;
@@ -339,6 +345,8 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
                 break
             h += 1
         si[f, SI_SCAN] = h
+        if fb[f, FL_SCHED] > 0.0:  # new data scheduled on the path, not yet sent
+            rcv = min(rcv, _scheduled_min(fb, f))
     rcv = min(rcv, _hole_min(c, ho))
     if rcv > c[CN_RCV_NXT]:
         c[CN_RCV_NXT] = rcv
@@ -427,7 +435,9 @@ def _rto(b, t, f, conn, mss, dt):
         sg[f, i & Qm, SEG_LOST] = 0.0
     if fb[f, FL_IS_SUB] > 0.0:
         _reinject(f, c, sg, si, ho)
-    cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT], mss)
+        if fb[f, FL_SQ_N] > 0.0:
+            _unschedule(f, o, fb, c, ho)
+    cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss)
 
 
 @njit(cache=True, _nrt=False)
@@ -460,6 +470,40 @@ def _reinject(f, c, sg, si, ho):
             _link_live(c, ho, k)
             _add_pending(c, ho, k, new)
             sg[f, s, SEG_NEW] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def _unschedule(f, o, fb, c, ho):
+    """A timed-out subflow's schedule buffer returns to the connection's queue with its data in
+    flight (``_reinject``): its new data becomes holes pending retransmission, its
+    retransmissions return to their holes' queues, to be sent on any path. XQUIC moves a path's
+    schedule buffer back to the connection's queues when the path is closed or frozen
+    (``xqc_multipath.c`` ``xqc_path_send_buffer_clear``); the simulator takes a subflow's timeout
+    for its failure, as it does for the data in flight."""
+    while fb[f, FL_SQ_N] > 0.0:
+        col = FL_SQ + int(fb[f, FL_SQ_HEAD]) * SQ_W
+        nbytes = fb[f, col + SQ_BYTES]
+        fill = int(fb[f, col + SQ_FILL])
+        if nbytes > 0.0:
+            if fill >= 0:
+                _add_pending(c, ho, fill, nbytes)
+            else:
+                k = _alloc_hole(c, ho)
+                if k < 0:  # hole table full: the rest stays on this path
+                    return
+                ho[k, HOLE_SEQ] = fb[f, col + SQ_SEQ]
+                ho[k, HOLE_REM] = nbytes
+                ho[k, HOLE_UNDET] = 0.0
+                ho[k, HOLE_FLOW] = f
+                ho[k, HOLE_DETECT_AT] = -1.0
+                _link_live(c, ho, k)
+                _add_pending(c, ho, k, nbytes)
+            o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - nbytes, 0.0)
+            fb[f, FL_SCHED] = max(fb[f, FL_SCHED] - nbytes, 0.0)
+        fb[f, col + SQ_BYTES] = 0.0
+        fb[f, FL_SQ_HEAD] = float((int(fb[f, FL_SQ_HEAD]) + 1) & (SQ_K - 1))
+        fb[f, FL_SQ_N] -= 1.0
+    fb[f, FL_SCHED] = 0.0
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -507,7 +551,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
-                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT], round_start, mss, rng,
+                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, mss, rng,
                       snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
@@ -518,14 +562,15 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             fb[f, FL_SPUR_PENDING] += spur * mss
             before_loss(t, o, fb, C, f, lost, spur, dt, stk)
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
-                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT], mss, rng,
+                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss, rng,
                        snd if f < nsub else b)
         for j in range(N_RING):
             rg[f, slot, j] = 0.0
         if fb[f, FL_ACTIVE] > 0.0 and f >= nsub and fb[f, FL_BUDGET] <= EPS and o[f, OBS_INFLIGHT] <= EPS:
             fb[f, FL_ACTIVE] = 0.0  # an arriving flow sent its size and all of it was answered: it leaves
-        # RTO (the stack's, envs/sim/recovery.py; doubled per expiry)
-        if o[f, OBS_INFLIGHT] > 0.0:
+        # RTO (the stack's, envs/sim/recovery.py; doubled per expiry), armed while packets are in
+        # flight (not those still in the path's schedule buffer)
+        if o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] > (EPS if fb[f, FL_SCHED] > 0.0 else 0.0):
             rto = timeout(o, f, stk)
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
                 _rto(b, t, f, conn, mss, dt)
@@ -570,7 +615,11 @@ def _refresh_windows(conn, nflows, nsub, mss, dt):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _update_available(o, fb, f, mss):
-    ok = (o[f, OBS_INFLIGHT] + mss <= o[f, OBS_CWND] + EPS) & (fb[f, FL_PACE_CREDIT] >= mss - EPS) \
+    """OBS_AVAILABLE: window room for one MSS beyond what is committed to the path (in flight and
+    scheduled), and pacing credit unless the stack holds scheduled packets on the path (XQUIC's
+    xqc_scheduler_check_path_can_send: the window only; envs/sim/stacks.py path_buffer)."""
+    ok = (o[f, OBS_INFLIGHT] + mss <= o[f, OBS_CWND] + EPS) & ((fb[f, FL_PACE_CREDIT] >= mss - EPS)
+                                                             | (fb[f, FL_BUFFERED] > 0.0)) \
         & (fb[f, FL_ACTIVE] > 0.0)
     o[f, OBS_AVAILABLE] = 1.0 if ok else 0.0
 
@@ -830,9 +879,11 @@ def _random_loss(loss, left, rng, b):
 
 
 @njit(cache=True, _nrt=False)
-def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
+def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3, size3):
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
-    1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet.
+    1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet; 3: a
+    packet of the path's schedule buffer (``_release``), ``size3`` bytes of hole ``fill3`` (-1:
+    new data) from ``seq3``, taken from the connection's queue when it was scheduled.
     Returns the bytes sent (0 when nothing could be sent). ``_burst`` is the same, packet for
     packet, for runs of packets on one flow without retransmissions. It takes the arrays it uses
     flat, not the ``Connection``: it is called per packet and not inlined, and a record passed by
@@ -856,6 +907,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
             if size <= EPS:
                 return 0.0
             seq = c[CN_SND_NXT]
+    elif kind == 3:
+        seq, fill, size = seq3, fill3, size3
     # the tail segment takes the packet if it was opened this step for the same hole (or for no
     # hole: new data, copies and spurious resends share segments) and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
     # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
@@ -881,6 +934,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
             o[f, OBS_RETRANS] += 1.0
         else:
             c[CN_SND_NXT] += size
+    elif kind == 3 and fill >= 0:
+        o[f, OBS_RETRANS] += 1.0
     # the network: random loss on the way in, then the drop-tail buffer
     q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
     lost = False
@@ -893,7 +948,10 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
     if not lost and q + size > bnb[p, BN_QCAP] + EPS:
         lost = True
         bnb[p, BN_DROPPED] += size
-    o[f, OBS_INFLIGHT] += size
+    if kind == 3:  # committed when it was scheduled: it moves from the buffer to the wire
+        fb[f, FL_SCHED] = max(fb[f, FL_SCHED] - size, 0.0)
+    else:
+        o[f, OBS_INFLIGHT] += size
     o[f, OBS_SENT] += size
     fb[f, FL_PACE_CREDIT] -= size
     fb[f, FL_SENT_PKTS] += 1.0
@@ -901,7 +959,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
         fb[f, FL_LOST_PKTS] += 1.0
         fb[f, FL_LOST_UNNOTIFIED] += size
         sg[f, s, SEG_LOST] += size
-        if kind == 0:
+        if kind == 0 or kind == 3:
             if fill >= 0:
                 ho[fill, HOLE_UNDET] += size
                 ho[fill, HOLE_FLOW] = f
@@ -912,7 +970,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
         bnb[p, BN_ENQ] += size
         sg[f, s, SEG_BYTES] += size
         sg[f, s, SEG_POS] = bnb[p, BN_ENQ]
-        if kind == 0:
+        if kind == 0 or kind == 3:
             if fill >= 0:
                 sg[f, s, SEG_FILL_BYTES] += size
             else:
@@ -924,21 +982,23 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
+def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
     number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
     registers. kind 0: new connection data (the caller made sure no retransmission is pending;
     sending cannot make one pending), the first packet sent whatever the window (as a pick
     would), later ones while the backlog lasts; 1: spurious resends while ``budget`` (bytes)
-    lasts; 2: a competing flow's packets. Returns (packets sent, whether a send failed,
-    remaining budget)."""
+    lasts; 2: a competing flow's packets; 3: the new data the path's schedule buffer holds from
+    ``seq3``, ``budget`` bytes (``_release``). Sending needs window room over what is in flight and
+    pacing credit. Returns (packets sent, whether a send failed, remaining budget)."""
     o, fb, bnb, c, sg, si, ho, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.hole, conn.rng
     Q = sg.shape[1]
     p = int(fb[f, FL_PATH])
     cwnd_eps = o[f, OBS_CWND] + EPS
     mss_eps = mss - EPS
     active = fb[f, FL_ACTIVE] > 0.0
-    inflight = o[f, OBS_INFLIGHT]
+    sched = fb[f, FL_SCHED]  # committed to the path, not yet sent (0 without a path buffer)
+    inflight = o[f, OBS_INFLIGHT] - sched
     sent_b = o[f, OBS_SENT]
     deliv = o[f, OBS_ACKED]
     first = fb[f, FL_FIRST_SENT]
@@ -969,7 +1029,11 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
     seg_new = sg[f, ls, SEG_NEW] if cached else 0.0
     seg_seq = sg[f, ls, SEG_SEQ] if cached else 0.0
     seg_pos = sg[f, ls, SEG_POS] if cached else 0.0
-    avail = o[f, OBS_AVAILABLE] > 0.0
+    buffered = fb[f, FL_BUFFERED] > 0.0
+    if buffered:  # OBS_AVAILABLE does not say whether the pacer lets a packet out now
+        avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
+    else:
+        avail = o[f, OBS_AVAILABLE] > 0.0
     n = 0
     failed = False
     seq = math.inf
@@ -987,8 +1051,12 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
                 break
             seq = snd_nxt
         else:
-            if not avail or (kind == 1 and not budget > EPS):
+            if not avail or (kind != 2 and not budget > EPS):
                 break
+            if kind == 3:
+                size = min(mss, budget)
+                seq = seq3
+                seq3 += size
         # as in _send_packet: new data and spurious resends share segments
         if not (cached and (seg_bytes + seg_lost < room_lim or tl - head >= Q)):
             if tl - head >= Q:
@@ -1003,6 +1071,8 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
             seg_bytes, seg_lost, seg_new, seg_seq, seg_pos = 0.0, 0.0, 0.0, seq, enq
         if kind == 0:
             snd_nxt += size
+        elif kind == 3:
+            sched = max(sched - size, 0.0)
         q = enq - deq
         lost = False
         if loss > 0.0:
@@ -1020,24 +1090,27 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
             lost_pk += 1.0
             lost_un += size
             seg_lost += size
-            if kind == 0:
+            if kind == 0 or kind == 3:
                 _lose_new_data(f, sg, ls, c, ho, seq, size)
         else:
             enq += size
             seg_bytes += size
             seg_pos = enq
-            if kind == 0:
+            if kind == 0 or kind == 3:
                 seg_new += size
                 if seq < seg_seq or seg_new == size:
                     seg_seq = seq
         avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
         n += 1
-        if kind == 1:
+        if kind == 1 or kind == 3:
             budget = max(budget - size, 0.0)
     if n > 0:
         _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
-        o[f, OBS_INFLIGHT] = inflight
+        o[f, OBS_INFLIGHT] = inflight + sched
         o[f, OBS_SENT] = sent_b
+        if buffered:
+            fb[f, FL_SCHED] = sched
+            avail = (inflight + sched + mss <= cwnd_eps) & active
         o[f, OBS_AVAILABLE] = 1.0 if avail else 0.0
         fb[f, FL_PACE_CREDIT] = credit
         fb[f, FL_SENT_PKTS] = sent_pk
@@ -1052,6 +1125,145 @@ def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget):
     return n, failed, budget
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _scheduled_min(fb, f):
+    """The lowest sequence of the new data in flow f's schedule buffer (inf: none)."""
+    low = math.inf
+    for j in range(int(fb[f, FL_SQ_N])):
+        col = FL_SQ + ((int(fb[f, FL_SQ_HEAD]) + j) & (SQ_K - 1)) * SQ_W
+        if fb[f, col + SQ_FILL] < 0.0 and fb[f, col + SQ_BYTES] > 0.0:
+            low = min(low, fb[f, col + SQ_SEQ])
+    return low
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _enqueue(f, o, fb, c, ho, mss, maxpk):
+    """Schedule up to ``maxpk`` packets of connection data (retransmissions first, as
+    ``_send_packet`` takes them) on flow f's schedule buffer, the first one whatever the window
+    (as a pick would), later ones while what is committed to the path leaves room for one more
+    in its window (XQUIC: xqc_conn_schedule_packets_to_paths with
+    xqc_scheduler_check_path_can_send). Their sequence is fixed now: XQUIC frames stream data
+    before it schedules the packet. New data joins the newest range when it continues it; a full
+    ring (SQ_K ranges) takes new data into its newest new-data range (its packets then leave
+    numbered from that range's start, so the receiver's in-order point can only lag) and refuses
+    a retransmission. Returns the packets scheduled."""
+    n = 0
+    while n < maxpk:
+        room = math.floor((o[f, OBS_CWND] + EPS - o[f, OBS_INFLIGHT]) / mss)
+        if n > 0 and (room < 1.0 or fb[f, FL_ACTIVE] <= 0.0):
+            break
+        fill = -1
+        if c[CN_PENDING] > EPS:
+            fill = _lowest_pending(c, ho)
+            if fill < 0:  # bookkeeping drift: nothing is really pending
+                c[CN_PENDING] = 0.0
+        if fill >= 0:
+            size = min(mss, ho[fill, HOLE_PENDING])
+            seq = ho[fill, HOLE_SEQ]
+            npk = 1.0
+        else:
+            limit = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF])
+            npk = min(max(room, 1.0), float(maxpk - n))
+            size = min(npk * mss, limit - c[CN_SND_NXT])
+            if size <= EPS:
+                break
+            seq = c[CN_SND_NXT]
+            npk = math.ceil(size / mss - EPS)
+        if not _ring_add(fb, f, seq, size, float(fill)):
+            break
+        if fill >= 0:
+            ho[fill, HOLE_PENDING] -= size
+            if ho[fill, HOLE_PENDING] <= EPS:
+                _list_del(c, ho, fill, CN_N_PEND, HOLE_PPOS, HOLE_PLIST)
+            c[CN_PENDING] = max(c[CN_PENDING] - size, 0.0)
+        else:
+            c[CN_SND_NXT] += size
+        o[f, OBS_INFLIGHT] += size
+        fb[f, FL_SCHED] += size
+        n += int(npk)
+    _update_available(o, fb, f, mss)
+    return n
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _ring_add(fb, f, seq, size, fill):
+    """Add a range to flow f's schedule buffer (see ``_enqueue``); False when it is refused. New
+    data goes to the back; a retransmission after the retransmissions already there, ahead of
+    the new data (XQUIC keeps a path's lost packets in their own buffer, sent first)."""
+    k = int(fb[f, FL_SQ_N])
+    head = int(fb[f, FL_SQ_HEAD])
+    if fill >= 0.0:
+        pos = 0  # ranges ahead: the retransmissions already held
+        while pos < k and fb[f, FL_SQ + ((head + pos) & (SQ_K - 1)) * SQ_W + SQ_FILL] >= 0.0:
+            pos += 1
+        if pos > 0:
+            col = FL_SQ + ((head + pos - 1) & (SQ_K - 1)) * SQ_W
+            if fb[f, col + SQ_FILL] == fill:
+                fb[f, col + SQ_BYTES] += size
+                return True
+        if k == SQ_K:
+            return False
+        for j in range(k, pos, -1):  # make room: the new data behind moves back one range
+            dst = FL_SQ + ((head + j) & (SQ_K - 1)) * SQ_W
+            src = FL_SQ + ((head + j - 1) & (SQ_K - 1)) * SQ_W
+            for w in range(SQ_W):
+                fb[f, dst + w] = fb[f, src + w]
+        col = FL_SQ + ((head + pos) & (SQ_K - 1)) * SQ_W
+        fb[f, col + SQ_SEQ] = seq
+        fb[f, col + SQ_BYTES] = size
+        fb[f, col + SQ_FILL] = fill
+        fb[f, FL_SQ_N] = k + 1
+        return True
+    if k > 0:
+        col = FL_SQ + ((head + k - 1) & (SQ_K - 1)) * SQ_W
+        joins = fb[f, col + SQ_FILL] == fill and (fill >= 0.0 or abs(fb[f, col + SQ_SEQ] + fb[f, col + SQ_BYTES] - seq) < EPS)
+        if joins or (k == SQ_K and fill < 0.0 and fb[f, col + SQ_FILL] < 0.0):
+            fb[f, col + SQ_BYTES] += size
+            return True
+        if k == SQ_K:
+            return False
+    col = FL_SQ + ((head + k) & (SQ_K - 1)) * SQ_W
+    fb[f, col + SQ_SEQ] = seq
+    fb[f, col + SQ_BYTES] = size
+    fb[f, col + SQ_FILL] = fill
+    fb[f, FL_SQ_N] = k + 1
+    return True
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _release(b, f, t, conn, mss):
+    """Flow f's schedule buffer leaves in order while its window (over what is in flight) and its
+    pacer allow (XQUIC's xqc_path_send_packets with xqc_send_packet_check_cc); new data as a
+    ``_burst``, a retransmission packet by packet. At a timeout the buffer stays on the path, as
+    XQUIC's path_schedule_buf does (only closing or freezing the path returns it)."""
+    o, fb = conn.obs, conn.fl
+    while fb[f, FL_SQ_N] > 0.0:
+        col = FL_SQ + int(fb[f, FL_SQ_HEAD]) * SQ_W
+        nbytes = fb[f, col + SQ_BYTES]
+        fill = int(fb[f, col + SQ_FILL])
+        if fill < 0:
+            _, _, left = _burst(b, f, t, conn, mss, 3, False, MAX_PACKETS_PER_STEP, nbytes, fb[f, col + SQ_SEQ])
+            fb[f, col + SQ_SEQ] += nbytes - left
+        else:
+            left = nbytes
+            while left > EPS and (o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] + mss <= o[f, OBS_CWND] + EPS) \
+                    and fb[f, FL_PACE_CREDIT] >= mss - EPS and fb[f, FL_ACTIVE] > 0.0:
+                sent = _send_packet(b, f, t, o, fb, conn.bn, conn.cn, conn.seg, conn.segi, conn.hole, conn.rng, mss,
+                                    3, fb[f, col + SQ_SEQ], fill, min(mss, left))
+                if sent <= 0.0:
+                    break
+                left -= sent
+        if left > EPS:
+            fb[f, col + SQ_BYTES] = left
+            break
+        fb[f, col + SQ_BYTES] = 0.0
+        fb[f, FL_SQ_HEAD] = float((int(fb[f, FL_SQ_HEAD]) + 1) & (SQ_K - 1))
+        fb[f, FL_SQ_N] -= 1.0
+    if fb[f, FL_SQ_N] == 0.0:  # what the buffer held is on the wire: no rounding left behind
+        fb[f, FL_SCHED] = 0.0
+    _update_available(o, fb, f, mss)
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
 def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     """Per-packet scheduling of the connection's data. Returns PAUSE_DECISION when the agent
@@ -1059,11 +1271,18 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     ``snd``; the network's loss draws on the way out use the network stream ``b``."""
     o, co, fb, c, rng = conn.obs, conn.cobs, conn.fl, conn.cn, conn.rng
     sid = int(c[CN_SCHED])
-    # spurious resends go out on the flow that declared them, ahead of new data
+    # spurious resends go out on the flow that declared them, ahead of new data (with a path
+    # buffer, ahead of what it holds: XQUIC sends a path's lost packets before its new data,
+    # xqc_engine.c xqc_conn_retransmit_lost_packets before xqc_conn_send_packets; _burst checks
+    # the window over what is in flight and the pacer)
     for f in range(nsub):
-        if fb[f, FL_SPUR_PENDING] > EPS and o[f, OBS_AVAILABLE] > 0.0:
-            _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING])
+        if fb[f, FL_SPUR_PENDING] > EPS and (o[f, OBS_AVAILABLE] > 0.0 or fb[f, FL_BUFFERED] > 0.0):
+            _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING], 0.0)
             fb[f, FL_SPUR_PENDING] = left
+    # then what the paths' schedule buffers hold, as their pacers and windows allow
+    for f in range(nsub):
+        if fb[f, FL_SCHED] > 0.0:
+            _release(b, f, t, conn, mss)
     blocked = c[CN_BLOCKED] > 0.0
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
     # while the stack sets paths up, an unopened path looks unavailable with an infinite RTT to the
@@ -1101,21 +1320,30 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
             mask = pick(sid, prm, st, o, co, nsub, mss, rng, snd)
         if mask == 0:
             break
-        if (mask & (mask - 1)) == 0 and c[CN_PENDING] <= EPS:
+        if (mask & (mask - 1)) == 0:
             i = 0
             while (mask >> i) != 1:
                 i += 1
-            n, failed, _ = _burst(b, i, t, conn, mss, 0, True, MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0)
-            if failed:
-                break
-            it += n
-            continue
+            if fb[i, FL_BUFFERED] > 0.0 and (fb[i, FL_SCHED] > 0.0 or fb[i, FL_PACE_CREDIT] < mss - EPS):
+                # the path's pacer holds it: scheduled on the path, behind what it holds already
+                n = _enqueue(i, o, fb, c, conn.hole, mss, MAX_PACKETS_PER_STEP - it if sticky else 1)
+                if n == 0:
+                    break
+                it += n
+                continue
+            if c[CN_PENDING] <= EPS:
+                n, failed, _ = _burst(b, i, t, conn, mss, 0, True, MAX_PACKETS_PER_STEP - it if sticky else 1, 0.0,
+                                      0.0)
+                if failed:
+                    break
+                it += n
+                continue
         first = True
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
                 sent = _send_packet(b, i, t, o, fb, conn.bn, c, conn.seg, conn.segi, conn.hole, rng, mss,
-                                    0 if first else 1)
+                                    0 if first else 1, 0.0, -1, 0.0)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:
@@ -1143,9 +1371,9 @@ def _competing_and_udp(b, t, conn, mss, nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             left = fb[f, FL_BUDGET]
             if left == math.inf:
-                _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0)
+                _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0, 0.0)
             elif left > EPS:
-                n, _, _ = _burst(b, f, t, conn, mss, 2, False, max(int(math.ceil(left / mss - EPS)), 1), 0.0)
+                n, _, _ = _burst(b, f, t, conn, mss, 2, False, max(int(math.ceil(left / mss - EPS)), 1), 0.0, 0.0)
                 fb[f, FL_BUDGET] = left - n * mss
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
@@ -1310,6 +1538,8 @@ def _run(b, conn, m, max_steps):
     prm = conn.sched[:SCHED_STATE]
     st = conn.sched[SCHED_STATE:]
     stk = m.stack[b]
+    for f in range(nsub):  # the stack's path buffer (its row may change between episodes)
+        conn.fl[f, FL_BUFFERED] = stk[STK_PATH_BUFFER]
     steps = 0
     while steps < max_steps:
         t = int(c[CN_T])

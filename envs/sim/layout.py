@@ -17,13 +17,18 @@ OBS_SRTT = 2  # smoothed RTT (s), RFC 6298
 OBS_RTTVAR = 3  # RTT variation (s), RFC 6298
 OBS_MIN_RTT = 4  # minimum RTT seen (s)
 OBS_LATEST_RTT = 5  # latest RTT sample (s)
-OBS_INFLIGHT = 6  # bytes sent and not yet acknowledged or declared lost
+# bytes committed to the path and not yet acknowledged or declared lost: sent, plus (a stack with
+# path_buffer, XQUIC) scheduled on the path and not yet sent (FL_SCHED), as XQUIC's scheduler
+# counts them (bytes_in_flight + path_schedule_bytes) and bindings/ reports them
+OBS_INFLIGHT = 6
 OBS_DELIVERY_RATE = 7  # latest delivery-rate sample (bytes/s), as BBR estimates it
 OBS_LOSSES = 8  # packets declared lost (cumulative)
 OBS_RETRANS = 9  # packets retransmitted (cumulative)
 OBS_RTOS = 10  # RTO/PTO events (cumulative)
 OBS_PACING_RATE = 11  # pacing rate (bytes/s), 0 when the CC does not pace
-OBS_AVAILABLE = 12  # 1 when the path has window space for one MSS and pacing credit
+# 1 when the path is active and has window space for one MSS beyond OBS_INFLIGHT, and (a stack
+# without path_buffer, Linux) pacing credit: the paths the scheduler may give a packet
+OBS_AVAILABLE = 12
 OBS_ACKED = 13  # bytes acknowledged on this path (cumulative)
 OBS_SENT = 14  # bytes sent on this path (cumulative, including retransmissions)
 N_OBS = 15
@@ -86,7 +91,18 @@ FL_BUDGET = 30  # competing flow: bytes it has left to send (inf: long-lived; ar
 FL_DOWN_UNTIL = 31  # subflow: step a failed transit link of its route comes back (its packets wait until then)
 FL_FIRST_SENT = 32  # send step of the latest segment acknowledged (0 / the idle step while nothing is in flight)
 FL_OPEN_AT = 33  # subflow: step the path is set up and may carry data (the stack's path setup, envs/sim/stacks.py)
-N_FL = 34
+# the path's schedule buffer (a stack with path_buffer, XQUIC's path_schedule_buf): packets the
+# scheduler gave the path, their sequence fixed, that its pacer (or window) has not let out yet;
+# a FIFO ring of SQ_K ranges (seq, bytes, hole filled or -1), each SQ_W columns from FL_SQ
+FL_SCHED = 34  # bytes scheduled on the path and not yet sent (part of OBS_INFLIGHT)
+FL_BUFFERED = 35  # 1 when the connection's stack holds scheduled packets on the path (STK_PATH_BUFFER)
+FL_SQ_HEAD = 36  # ring index of the oldest range
+FL_SQ_N = 37  # ranges in the ring
+FL_SQ = 38  # first column of the ring
+SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
+SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
+SQ_W = 3
+N_FL = FL_SQ + SQ_K * SQ_W
 
 # --- link ground truth: ``bn[B, K, N_BN]`` (K links; in the short form link p is path p) ----------
 BN_CAP = 0  # current capacity (bytes/step)
@@ -276,4 +292,5 @@ STK_PKT_THRESHOLD = 9  # later packets whose arrival declares a packet lost (RFC
 STK_RULE = 10  # the loss-detection rule: index into ``Constants.spur_prob`` (envs/sim/reordering.py RULES)
 STK_TRAINS = 11  # 1: a flow whose CC does not pace sends each round trip's packets as one train
 STK_WINDOW_DRS = 12  # receive-window auto-tuning: 1 Linux's dynamic right-sizing, 0 XQUIC's doubling
-N_STK = 13
+STK_PATH_BUFFER = 13  # 1: a paced path without pacing credit is not blocked; what it is given waits on it (FL_SCHED)
+N_STK = 14

@@ -4,13 +4,15 @@ policies' Python reference use (the exported C headers' ``mpsched_path_roles`` i
 ``tests/test_export.py``).
 
 Roles (ISPRAS, Peekaboo): the *fast* path is the path of lowest srtt (the lowest index on a
-tie); the *second* path is the lowest-srtt path other than the fast one that has window space
-and pacing credit (``OBS_AVAILABLE``), -1 when there is none.
+tie); the *second* path is the lowest-srtt path other than the fast one that is available
+(``OBS_AVAILABLE``: window space beyond what is in flight and scheduled on it, and, under a stack
+that does not hold scheduled packets on the path (Linux), pacing credit), -1 when there is none.
 
 The blocked-path rule (ISPRAS DQN, Peekaboo, FALCON, the Q-learning and LinUCB schedulers; ECF
 and BLEST decide the same question by their own estimates, fast-only always waits): minRTT runs
-while the fast path has window; when the fast path is *blocked* (no window) and the second path
-has, the scheduler decides whether to send on the second path or to wait for the fast one; when
+while the fast path is available; when the fast path is *blocked* (no window; under Linux's
+profile also no pacing credit: ``envs/sim/stacks.py`` ``path_buffer``) and the second path is
+available, the scheduler decides whether to send on the second path or to wait for the fast one; when
 no path has window, nothing is sent.
 """
 

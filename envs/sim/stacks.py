@@ -22,7 +22,7 @@ import numpy as np
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
                              STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
-                             STK_UNDO, STK_WINDOW_DRS)
+                             STK_PATH_BUFFER, STK_UNDO, STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
@@ -63,6 +63,11 @@ class StackProfile:
     # the peer's ACK delay in such a path's first RTT sample (s), added to its round trip
     path_setup: str
     path_sample_delay: float
+    # the scheduler's window check counts the bytes already scheduled on a path, not its pacer: a
+    # paced path with window room is not blocked, and what it is given waits on the path until
+    # its pacer lets it out, before anything given it later (kernel: FL_SCHED); False: a path
+    # without pacing credit is blocked (the packet goes to another path or waits)
+    path_buffer: bool
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -115,6 +120,16 @@ XQUIC = StackProfile(
     # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path); until that sample XQUIC
     # shows XQC_kInitialRtt (250 ms), not modelled
     path_sample_delay=0.025,
+    # scheduler/xqc_scheduler_common.c xqc_scheduler_check_path_can_send: only the window,
+    # xqc_send_packet_cwnd_allows(send_ctl, packet_out, path->path_schedule_bytes, 0), i.e.
+    # bytes_in_flight + path_schedule_bytes + packet <= cwnd (xqc_send_ctl.c xqc_send_ctl_can_send);
+    # xqc_conn.c xqc_conn_schedule_packets_to_paths puts each packet, framed (stream offset fixed)
+    # before it is scheduled, on its path's path_schedule_buf (xqc_multipath.c
+    # xqc_path_send_buffer_append adds it to path_schedule_bytes), and xqc_path_send_packets sends
+    # that buffer in order while xqc_send_packet_check_cc (window and xqc_pacing_can_write) allows,
+    # leaving the rest there; only closing or freezing the path (xqc_path_immediate_close,
+    # xqc_set_application_path_status) or a socket error (xqc_path_send_buffer_clear) takes it back
+    path_buffer=True,
     # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia, olia, balia: the coupled rules on
     # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
     ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
@@ -192,6 +207,9 @@ LINUX = StackProfile(
     # joining subflow waits for the fourth ACK: one round trip of path 0, then two of the path's own
     path_setup="mp_join",
     path_sample_delay=0.0,  # the SYN-ACK answers the MP_JOIN SYN at once (tcp_synack_rtt_meas)
+    # the simulator's rule as it was before XQUIC's path buffer was modelled: a paced subflow
+    # without pacing credit is blocked (docs/transport.md, "The blocked decision")
+    path_buffer=False,
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
@@ -250,6 +268,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_RTO_MIN] = prof.rto_min
     v[STK_RULE] = RULES.index(prof.rule)
     v[STK_WINDOW_DRS] = float(WINDOW_RULES.index(prof.window_rule))
+    v[STK_PATH_BUFFER] = float(prof.path_buffer)
     return v
 
 
