@@ -7,7 +7,7 @@ import json
 import pytest
 
 from envs.errors import ConfigError
-from envs.live.reference import (MIN_RUNS, TABLES, available_references, load_reference, table_from_dict)
+from envs.live.reference import (DATA_DIR, MIN_RUNS, TABLES, available_references, load_reference, table_from_dict)
 
 FIXTURE = {
     "name": "tiny",
@@ -89,6 +89,15 @@ def test_recorded_tables_load(name):
     assert table.cells and all(len(c.runs) >= MIN_RUNS and len(c.load) == len(c.runs) for c in table.cells)
     stacks = table.provenance.stack.split("+")
     assert all(c.key.get("stack", stacks[0]) in stacks for c in table.cells)
+
+
+@pytest.mark.parametrize("name", available_references(DATA_DIR / "pfifo"))
+def test_earlier_records_load_and_say_so(name):
+    """A table replaced by its re-recording on the byte buffer stays a valid record of the packet
+    buffer, its provenance saying both."""
+    table = load_reference(name, DATA_DIR / "pfifo")
+    assert name in TABLES and table.cells
+    assert "pfifo" in table.provenance.harness and "EARLIER RECORD" in table.provenance.notes
 
 
 def test_the_recorder_writes_the_provenance_every_live_tool_keeps(tmp_path, monkeypatch):

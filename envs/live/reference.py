@@ -22,6 +22,11 @@ ended (the recording machine is shared; the load says how busy it was). A cell h
 ``MIN_RUNS`` runs; cells recorded with fewer (an interrupted recording) are kept apart in
 ``incomplete`` and never served by ``cell()``. Runs not counted (an error, or a run found distorted and
 re-recorded, with the reason) are kept, as text, in the cell's ``failed``.
+
+A table re-recorded after a change of the harness replaces the served one only once every cell has
+its runs; the table it replaces is kept in ``tests/data/live/pfifo/`` (recorded on the
+packet-counted bottleneck buffer, before it held bytes), with a note in its provenance, and is not
+served (``available_references()`` lists ``tests/data/live/*.json`` only).
 """
 
 from __future__ import annotations
