@@ -181,15 +181,13 @@ def write(study: Study, results: dict, out_dir: Path, cells_headroom: list | Non
     diagnosed = [(key, r["diagnostics"]) for key, r in results.items() if r.get("diagnostics") is not None]
     if diagnosed:
         files["diagnostics.md"] = out_dir / "diagnostics.md"
-        warned = [f"- {' / '.join(key)}: {w}" for key, d in diagnosed for w in d.warnings]
         files["diagnostics.md"].write_text(
             f"# Policy diagnostics: study {study.name}\n\nPer learned scheduler and cell, over the cell's "
             "episodes: the share of each action at its decisions, and how often each reference heuristic, "
             "shown the same sender state, would have decided the same. A learner trained with several seeds: "
             "its seeds' decisions pooled, and (seeds flagged) how many of its seeds' own policies are constant "
             "or a clone.\n\n"
-            + format_table([key for key, _ in diagnosed], [d for _, d in diagnosed]) + "\n"
-            + ("\n## Warnings\n\n" + "\n".join(warned) + "\n" if warned else ""))
+            + format_table([key for key, _ in diagnosed], [d for _, d in diagnosed]) + "\n")
         rows_d = [{"scheduler": k[0], "scenario": k[1], "cc": k[2], "decisions": d.decisions,
                    **{f"share_{a}": v for a, v in zip(d.action_names, d.action_shares)},
                    **{f"agree_{h}": v for h, v in d.agreement.items()},

@@ -228,3 +228,17 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
             assert opening["first_sent_s"][1] >= 0.2, run  # one round trip of the 200 ms path
             if run["scheduler"] == "minrtt":
                 assert opening["first_sent_s"][1] < min(r["completion_s"] for r in rec["runs"]), run
+
+
+def test_diagnostics_md_gives_each_warning_once(tmp_path):
+    """diagnostics.md: each flagged cell's warnings in its own row and nowhere else (results.md
+    lists them): a warning's text appears once per cell that has it."""
+    from collections import Counter
+
+    from studies.report import write
+    res = results()
+    text = write(small_study(), res, tmp_path)["diagnostics.md"].read_text()
+    cells = Counter(w for r in res.values() for w in r["diagnostics"].warnings)
+    assert sum(cells.values()) >= 4  # the dqn (fast_only) and bandit (minRTT) clones under both CCs
+    for w, n in cells.items():
+        assert text.count(w) == n, (w, text.count(w), n)
