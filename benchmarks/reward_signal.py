@@ -42,11 +42,13 @@ import math
 from pathlib import Path
 
 import numpy as np
+from agents.diagnostics import HeuristicAnswers
 from agents.registry import preset as agent_preset
+from envs.decision import DecisionProcess
 from envs.errors import ConfigError
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
-from studies.headroom import WAIT_RULE, Candidate, blocked_answers
+from studies.headroom import WAIT_RULE, Candidate, WaitRuleAnswers, blocked_answers
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
@@ -73,10 +75,7 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn",
                       reward=reward["name"], reward_params=params)
     rng = np.random.default_rng(seed)
-    answers = None
-    if heuristic is not None:
-        name, prm = heuristic
-        answers = blocked_answers(p, Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE))
+    answers = None if heuristic is None else heuristic_answers(p, heuristic)
     p.reset()
     acts, rews, dts = [[] for _ in range(runs)], [[] for _ in range(runs)], [[] for _ in range(runs)]
     kept = [[] for _ in range(runs)]
@@ -99,22 +98,33 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
 
 
+def heuristic_answers(p: DecisionProcess, heuristic: tuple[str, dict]) -> HeuristicAnswers | WaitRuleAnswers:
+    """``(name, params)``'s answers at ``p``'s blocked decisions: the headroom search's wait rule or
+    a heuristic's rule there (``studies.headroom.blocked_answers``)."""
+    name, prm = heuristic
+    return blocked_answers(p, Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE))
+
+
 def follow(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed: int,
            reversed_at: list[frozenset[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One episode per connection following the heuristic at the blocked decision, connection ``i``
     reversing its decisions numbered ``reversed_at[i]`` (counted along its episode): goodput per
     connection, connection 0's actions (what it did) and the decisions per connection."""
-    name, prm = heuristic
     p = build_process(len(reversed_at), scenario=scenario, cc=cc, seed=seed, decision="blocked",
                       observation="ispras_dqn")
-    answers = blocked_answers(p, Candidate(name, tuple(prm.items()), blocked=name != WAIT_RULE))
+    answers = heuristic_answers(p, heuristic)
+    # reverse[b, j]: connection b reverses its decision j (decisions beyond the last column: none)
+    reverse = np.zeros((len(reversed_at), max((max(r) for r in reversed_at if r), default=0) + 2), dtype=bool)
+    for b, r in enumerate(reversed_at):
+        reverse[b, list(r)] = True
+    rows = np.arange(len(reversed_at))
     p.reset()
     n = np.zeros(len(reversed_at), dtype=np.int64)
     first = []
     while not p.sim.done.all():
         live = ~p.sim.done
         a = np.maximum(answers.answer(live), 0)
-        flip = np.array([live[b] and int(n[b]) in r for b, r in enumerate(reversed_at)])
+        flip = live & reverse[rows, np.minimum(n, reverse.shape[1] - 1)]
         a = np.where(flip, 1 - a, a)
         if live[0]:
             first.append(a[0])
