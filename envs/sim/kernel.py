@@ -485,7 +485,8 @@ def _pending_new_data(c, ho, f, seq, nbytes):
 def _unschedule(f, o, fb, c, ho):
     """A timed-out subflow's schedule buffer returns to the connection's queue with its data in
     flight (``_reinject``): its new data becomes holes pending retransmission, its
-    retransmissions return to their holes' queues, to be sent on any path. XQUIC moves a path's
+    retransmissions return to their holes' queues, to be sent on any path, its copies (which
+    carry nothing new) are dropped. XQUIC moves a path's
     schedule buffer back to the connection's queues when the path is closed or frozen
     (``xqc_multipath.c`` ``xqc_path_send_buffer_clear``); the simulator takes a subflow's timeout
     for its failure, as it does for the data in flight."""
@@ -496,7 +497,7 @@ def _unschedule(f, o, fb, c, ho):
         if nbytes > 0.0:
             if fill >= 0:
                 _add_pending(c, ho, fill, nbytes)
-            else:
+            elif fill == SQ_NEW:
                 if not _pending_new_data(c, ho, f, fb[f, col + SQ_SEQ], nbytes):
                     return  # hole table full: the rest stays on this path
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - nbytes, 0.0)
@@ -896,7 +897,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
     """Send one packet on flow f. kind 0: connection data (retransmission first, else new data);
     1: a copy or a spurious resend that carries nothing new; 2: a competing flow's packet; 3: a
     packet of the path's schedule buffer (``_release``), ``size3`` bytes of hole ``fill3`` (-1:
-    new data) from ``seq3``, taken from the connection's queue when it was scheduled.
+    new data) from ``seq3``, taken from the connection's queue when it was scheduled; 4: a copy
+    the path's schedule buffer held (``_release``), ``size3`` bytes, sent as kind 1.
     Returns the bytes sent (0 when nothing could be sent). ``_burst`` is the same, packet for
     packet, for runs of packets on one flow without retransmissions. It takes the arrays it uses
     flat, not the ``Connection``: it is called per packet and not inlined, and a record passed by
@@ -919,6 +921,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
             seq = c[CN_SND_NXT]
     elif kind == 3:
         seq, fill, size = seq3, fill3, size3
+    elif kind == 4:
+        size = size3
     # the tail segment takes the packet if it was opened this step for the same hole (or for no
     # hole: new data, copies and spurious resends share segments) and holds less than one step of bottleneck service, unless the FIFO is full (fidelity
     # fix: a whole-window burst in one segment departed, and was ACKed, only when its last byte
@@ -958,7 +962,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
     if not lost and q + size > bnb[p, BN_QCAP] + EPS:
         lost = True
         bnb[p, BN_DROPPED] += size
-    if kind == 3:  # committed when it was scheduled: it moves from the buffer to the wire
+    if kind >= 3:  # committed when it was scheduled: it moves from the buffer to the wire
         fb[f, FL_SCHED] = max(fb[f, FL_SCHED] - size, 0.0)
     else:
         o[f, OBS_INFLIGHT] += size
@@ -1141,7 +1145,7 @@ def _scheduled_min(fb, f):
     low = math.inf
     for j in range(int(fb[f, FL_SQ_N])):
         col = FL_SQ + ((int(fb[f, FL_SQ_HEAD]) + j) & (SQ_K - 1)) * SQ_W
-        if fb[f, col + SQ_FILL] < 0.0 and fb[f, col + SQ_BYTES] > 0.0:
+        if fb[f, col + SQ_FILL] == SQ_NEW and fb[f, col + SQ_BYTES] > 0.0:
             low = min(low, fb[f, col + SQ_SEQ])
     return low
 
@@ -1191,6 +1195,25 @@ def _enqueue(f, o, fb, c, ho, mss, maxpk):
     return n
 
 
+@njit(cache=True, _nrt=False)
+def _enqueue_copy(f, o, fb, mss):
+    """Schedule a copy of the packet just given to another path (a scheduler that picks several
+    paths, ``redundant``) on flow f's schedule buffer, behind what it holds, to leave as its pacer
+    and window allow as any packet does: XQUIC's copies of a packet for other paths
+    (``xqc_reinjection.c`` ``xqc_conn_try_reinject_packet``: a path from the scheduler's
+    ``get_path`` with the window checked, then ``xqc_path_send_buffer_append`` to the path's
+    ``path_reinj_tmp_buf``, which ``xqc_conn_reinject_unack_packets`` moves to the back of its
+    ``path_schedule_buf``) count in ``path_schedule_bytes`` and leave through
+    ``xqc_path_send_packets``, not at once. The copy carries nothing new (as ``_send_packet``'s
+    kind 1). Returns the bytes scheduled (0: the ring is full, no copy)."""
+    if not _ring_add(fb, f, math.inf, mss, SQ_COPY):
+        return 0.0
+    o[f, OBS_INFLIGHT] += mss
+    fb[f, FL_SCHED] += mss
+    _update_available(o, fb, f, mss)
+    return mss
+
+
 @njit(inline="always", cache=True, _nrt=False)
 def _ring_put(fb, f, slot, seq, size, fill):
     """Write a new range into slot ``slot`` (mod SQ_K) of flow f's schedule buffer, one more range held."""
@@ -1204,8 +1227,9 @@ def _ring_put(fb, f, slot, seq, size, fill):
 @njit(inline="always", cache=True, _nrt=False)
 def _ring_add(fb, f, seq, size, fill):
     """Add a range to flow f's schedule buffer (see ``_enqueue``); False when it is refused. New
-    data goes to the back; a retransmission after the retransmissions already there, ahead of
-    the new data (XQUIC keeps a path's lost packets in their own buffer, sent first)."""
+    data and copies (``_enqueue_copy``) go to the back, joining the newest range when it is new
+    data they continue or copies; a retransmission after the retransmissions already there,
+    ahead of the rest (XQUIC keeps a path's lost packets in their own buffer, sent first)."""
     k = int(fb[f, FL_SQ_N])
     head = int(fb[f, FL_SQ_HEAD])
     if fill >= 0.0:
@@ -1228,8 +1252,8 @@ def _ring_add(fb, f, seq, size, fill):
         return True
     if k > 0:
         col = FL_SQ + ((head + k - 1) & (SQ_K - 1)) * SQ_W
-        joins = fb[f, col + SQ_FILL] == fill and (fill >= 0.0 or abs(fb[f, col + SQ_SEQ] + fb[f, col + SQ_BYTES] - seq) < EPS)
-        if joins or (k == SQ_K and fill < 0.0 and fb[f, col + SQ_FILL] < 0.0):
+        joins = fb[f, col + SQ_FILL] == fill and (fill == SQ_COPY or abs(fb[f, col + SQ_SEQ] + fb[f, col + SQ_BYTES] - seq) < EPS)
+        if joins or (k == SQ_K and fill == SQ_NEW and fb[f, col + SQ_FILL] == SQ_NEW):
             fb[f, col + SQ_BYTES] += size
             return True
         if k == SQ_K:
@@ -1242,22 +1266,23 @@ def _ring_add(fb, f, seq, size, fill):
 def _release(b, f, t, conn, mss):
     """Flow f's schedule buffer leaves in order while its window (over what is in flight) and its
     pacer allow (XQUIC's xqc_path_send_packets with xqc_send_packet_check_cc); new data as a
-    ``_burst``, a retransmission packet by packet. At a timeout the buffer stays on the path, as
+    ``_burst``, a retransmission or a copy packet by packet. At a timeout the buffer stays on the path, as
     XQUIC's path_schedule_buf does (only closing or freezing the path returns it)."""
     o, fb = conn.obs, conn.fl
     while fb[f, FL_SQ_N] > 0.0:
         col = FL_SQ + int(fb[f, FL_SQ_HEAD]) * SQ_W
         nbytes = fb[f, col + SQ_BYTES]
         fill = int(fb[f, col + SQ_FILL])
-        if fill < 0:
+        if fill == SQ_NEW:
             _, _, left = _burst(b, f, t, conn, mss, 3, False, MAX_PACKETS_PER_STEP, nbytes, fb[f, col + SQ_SEQ])
             fb[f, col + SQ_SEQ] += nbytes - left
         else:
+            kind = 3 if fill >= 0 else 4
             left = nbytes
             while left > EPS and (o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] + mss <= o[f, OBS_CWND] + EPS) \
                     and fb[f, FL_PACE_CREDIT] >= mss - EPS and fb[f, FL_ACTIVE] > 0.0:
                 sent = _send_packet(b, f, t, o, fb, conn.bn, conn.cn, conn.seg, conn.segi, conn.hole, conn.rng, mss,
-                                    3, fb[f, col + SQ_SEQ], fill, min(mss, left))
+                                    kind, fb[f, col + SQ_SEQ], fill, min(mss, left))
                 if sent <= 0.0:
                     break
                 left -= sent
@@ -1346,12 +1371,20 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
                     break
                 it += n
                 continue
+        # several paths (redundant): the first takes the packet, the others a copy; a path whose
+        # pacer holds it schedules its packet or copy behind what it holds (_enqueue_copy)
         first = True
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                sent = _send_packet(b, i, t, o, fb, conn.bn, c, conn.seg, conn.segi, conn.hole, rng, mss,
-                                    0 if first else 1, 0.0, -1, 0.0)
+                if fb[i, FL_BUFFERED] > 0.0 and (fb[i, FL_SCHED] > 0.0 or fb[i, FL_PACE_CREDIT] < mss - EPS):
+                    if first:
+                        sent = float(_enqueue(i, o, fb, c, conn.hole, mss, 1))
+                    else:
+                        sent = _enqueue_copy(i, o, fb, mss)
+                else:
+                    sent = _send_packet(b, i, t, o, fb, conn.bn, c, conn.seg, conn.segi, conn.hole, rng, mss,
+                                        0 if first else 1, 0.0, -1, 0.0)
                 progressed = progressed or sent > 0.0
                 first = False
         if not progressed:

@@ -93,7 +93,7 @@ FL_FIRST_SENT = 32  # send step of the latest segment acknowledged (0 / the idle
 FL_OPEN_AT = 33  # subflow: step the path is set up and may carry data (the stack's path setup, envs/sim/stacks.py)
 # the path's schedule buffer (a stack with path_buffer, XQUIC's path_schedule_buf): packets the
 # scheduler gave the path, their sequence fixed, that its pacer (or window) has not let out yet;
-# a FIFO ring of SQ_K ranges (seq, bytes, hole filled or -1), each SQ_W columns from FL_SQ
+# a FIFO ring of SQ_K ranges (seq, bytes, hole filled, or SQ_NEW, or SQ_COPY), each SQ_W columns from FL_SQ
 FL_SCHED = 34  # bytes scheduled on the path and not yet sent (part of OBS_INFLIGHT)
 FL_BUFFERED = 35  # 1 when the connection's stack holds scheduled packets on the path (STK_PATH_BUFFER)
 FL_SQ_HEAD = 36  # ring index of the oldest range
@@ -101,6 +101,8 @@ FL_SQ_N = 37  # ranges in the ring
 FL_SQ = 38  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
+SQ_NEW = -1.0  # SQ_FILL of new data
+SQ_COPY = -2.0  # SQ_FILL of copies that carry nothing new (a redundant scheduler's, _enqueue_copy); SQ_SEQ unused
 SQ_W = 3
 N_FL = FL_SQ + SQ_K * SQ_W
 
