@@ -4,7 +4,8 @@ TCP", IEEE ICC 2016; docs/schedulers.md).
 
 Reading chosen: a packet goes out when at least one path has window space, on each path that
 has it at that moment (paths without space get no copy later). The core sends the first copy as
-data and the others as copies that carry nothing new to the receiver."""
+data and the others as copies that carry nothing new to the receiver; under XQUIC's profile a
+path whose pacer holds it keeps its packet or copy in its schedule buffer (docs/transport.md)."""
 
 from numba import njit
 
