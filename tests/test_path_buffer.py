@@ -104,7 +104,7 @@ def test_redundant_copies_wait_for_the_pacer(cc):
         copies = 0
         low = math.inf
         for sim in stepped(scen, cc, stack, "redundant"):
-            o, fl, mss = sim.obs[0], sim.fl[0], sim.mss
+            o, fl = sim.obs[0], sim.fl[0]
             for f in range(sim.n_paths):
                 if o[f, OBS_PACING_RATE] > 0.0:
                     low = min(low, fl[f, FL_PACE_CREDIT])
