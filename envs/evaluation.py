@@ -55,11 +55,13 @@ def shared_bottleneck(queue_bdp: float, competing_cc: str | None = None, *, band
     """One loss-free, jitter-free path with a drop-tail buffer of ``queue_bdp``, bulk traffic; with
     ``competing_cc``, one competing flow of that CC shares the bottleneck with the connection's
     subflow: the two-flow setting of docs/transport.md's standing-queue laws (Scherrer et al.,
-    IMC 2022). The live testbed runs its second flow itself (``envs.live.bottleneck``)."""
+    IMC 2022). The competing flow runs the connection's stack's CC constants (``stack:
+    connection``): the live testbed runs its two flows itself (``envs.live.bottleneck``), two
+    kernel TCP flows for Linux and two XQUIC connections for XQUIC."""
     path: dict[str, object] = {"bandwidth_mbps": bandwidth_mbps, "delay_ms": delay_ms, "jitter_ms": 0.0, "loss_pct": 0.0,
             "queue_bdp": queue_bdp}
-    if competing_cc is not None:
-        path["competing"] = {"flows": 1, "cc": competing_cc}
+    if competing_cc is not None:  # a second connection of the simulated stack, as live runs two
+        path["competing"] = {"flows": 1, "cc": competing_cc, "stack": "connection"}
     return scenario_from_dict({"name": "shared_bottleneck", "paths": [path], "jitter_reorders": False,
                                "workload": {"type": "bulk", "duration_s": duration_s}})
 

@@ -20,7 +20,7 @@ import numbers
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import yaml
@@ -250,6 +250,12 @@ class CompetingSpec(_Model):
     """Competing long-lived flows, each running congestion control ``cc``."""
     cc: str = "cubic"
     """CC of the competing flows (the name is checked where CCs are registered)."""
+    stack: Literal["linux", "connection"] = "linux"
+    """Whose CC constants the competing flows run: ``linux``, kernel TCP's, whatever the
+    connection's stack (the live testbed runs competing flows as kernel TCP sockets,
+    ``envs/live/competition.py``); ``connection``, the connection's own stack's (simulator only: a
+    second connection of the same stack, as in the two-flow standing-queue law,
+    ``envs.evaluation.shared_bottleneck``)."""
     udp_mbps: Annotated[Dist, _range(ge=0)] = 0.0
     """Constant-rate UDP cross traffic, Mbit/s."""
     flows_schedule: list[tuple[float, int]] | None = None

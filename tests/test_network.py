@@ -60,6 +60,35 @@ def test_rfc6356_coupled_pair_takes_one_tcp_share(cc: str, low: float, high: flo
     assert r[:, :3].sum(axis=1).min() >= 0.9 * 10 * MBPS  # and the link stays full
 
 
+@pytest.mark.parametrize("stack", ["xquic", "linux"])
+def test_competing_flows_run_kernel_tcp_constants_whatever_the_stack(stack: str) -> None:
+    """docs/transport.md, "Network": the live testbed runs competing flows as kernel TCP sockets
+    (envs/live/competition.py), so a competing Reno or CUBIC flow takes the Linux profile's
+    constants under either stack, while the connection's subflows take their stack's; a flow that
+    stands for a second connection of the simulated stack (``stack: connection``, the two-flow
+    queue law) takes the stack's, and the live testbed refuses it."""
+    from envs.live.network_testbed import unsupported
+    from envs.plugins import cc_params
+    from envs.sim import stacks
+
+    for cc in ("reno", "cubic", "bbr"):
+        kernel = cc_params(cc, stacks.cc_overrides("linux", cc))
+        own = cc_params(cc, stacks.cc_overrides(stack, cc))
+        for whose, expected in (("linux", kernel), ("connection", own)):
+            scen = shared_bottleneck(1.0, {"flows": 1, "cc": cc, "stack": whose})
+            sim = Simulator(scen, cc, seed=0, config=SimConfig(stack=stack))
+            sim.reset()
+            assert np.array_equal(sim.ccp[0, 2], expected), (cc, whose)
+            assert np.array_equal(sim.ccp[0, 0], own) and np.array_equal(sim.ccp[0, 1], own)
+    assert stack == "linux" or not np.array_equal(cc_params("reno", stacks.cc_overrides("linux", "reno")),
+                                                  cc_params("reno", stacks.cc_overrides("xquic", "reno")))
+    assert unsupported(shared_bottleneck(1.0, {"flows": 1, "cc": "reno"})) == []
+    assert unsupported(shared_bottleneck(1.0, {"flows": 1, "cc": "reno", "stack": "connection"})) == [
+        "links.shared.competing.stack connection (competing flows run as kernel TCP)"]
+    with pytest.raises(ScenarioError, match="linux"):
+        shared_bottleneck(1.0, {"flows": 1, "cc": "reno", "stack": "xquic"})
+
+
 def test_full_receive_buffer_stalls_the_fast_path_behind_a_hole() -> None:
     """Round robin over a fast path (20 Mbit/s, 5 ms) and a slow one (5 Mbit/s, 100 ms) that
     fails from 1 s to 3 s: its data in flight is a hole at the receiver until its RTO reinjects

@@ -76,6 +76,8 @@ def unsupported(scenario: Scenario) -> list[str]:
             out.append(f"{where}.competing.udp_mbps (constant-rate UDP cross traffic)")
         if comp.flows_schedule is not None:
             out.append(f"{where}.competing.flows_schedule")
+        if comp.stack != "linux":
+            out.append(f"{where}.competing.stack {comp.stack} (competing flows run as kernel TCP)")
     return out
 
 

@@ -270,11 +270,14 @@ class Simulator:
             comp = link.competing
             schedule = comp.flows_schedule or [(0.0, comp.flows)]
             comp_cc = cc_id(comp.cc)
+            # kernel TCP flows, as the live testbed runs them, unless they stand for another
+            # connection of the simulated stack (docs/transport.md, "Network")
+            comp_params = self._params(comp.cc, None, stacks.LINUX if comp.stack == "linux" else prof)
             slots = comp.arrivals.slots if comp.arrivals is not None else 0
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
                 self.fl[b, f, FL_CC] = comp_cc
-                self.ccp[b, f] = self._params(comp.cc, None, prof)
+                self.ccp[b, f] = comp_params
                 if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
                     for i, (t_s, n_active) in enumerate(schedule):
                         self.atrace[b, f, i] = (round(t_s * 1000 / dt_ms), math.inf if n_active > j else 0.0)
