@@ -153,7 +153,7 @@ XQUIC = StackProfile(
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
                 "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0,
-                "init_cwnd_packets": 32.0},
+                "init_cwnd_packets": 32.0, "probe_rtt_cwnd_gain": 0.75},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
