@@ -30,14 +30,6 @@ LINUX_BBR = ("modelled now: tcp_bbr.c's packet conservation in recovery, cwnd -=
              "rest changes little: the model's RACK window widens on DSACKs until reordering costs nothing (2% of "
              "packets declared lost, the random loss), far from bbr_lt_loss_thresh's 50/256, while Linux BBR "
              "with loss and 5 ms of jitter runs at a third of its jitter-free rate; not identified")
-QUEUE_BBR2 = ("two XQUIC BBRv2 flows hold 0.87 of the 5 BDP byte buffer: xqc_bbr2.c's ProbeRTT (every 2.5 s, "
-              "min_rtt taken afresh when its 2.5 s window expires) holds 0.75 x BDP at that inflated min_rtt, so it "
-              "empties the queue only when both flows are in ProbeRTT at once; live their min_rtt ratchets up 2.5 s "
-              "by 2.5 s (per-flow telemetry: 40 -> 60 -> 110-150 -> 170-245 ms, cwnd 1.3 -> 5.6 BDP) until the "
-              "buffer overflows; the model's two flows start in the same step, so their ProbeRTTs coincide and "
-              "drain the queue every time (min_rtt stays 40 ms); with the second flow 0.1 s later, as the live "
-              "harness starts its second connection after the first one's handshake, the model holds 4.55 "
-              "[4.23-4.75] BDP, with 40 ms 1.08: missing: the live harness's start offset in standing_queue_bdp")
 # (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
 GAPS: dict[tuple[str, str], str] = {
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
@@ -74,9 +66,6 @@ GAPS: dict[tuple[str, str], str] = {
         "sim 1.16 vs live 1.66 [1.58-1.71] Mbit/s (x0.70): with the unpaced trains modelled the model's CUBIC sits "
         "near its 4-packet floor (xqc_cubic.c XQC_CUBIC_MIN_WIN), live at about 6 packets per round trip; not "
         "identified (candidate: xqc_cubic.c's per-ACK growth at small windows, tcp_cwnd_cnt)",
-    ("queue", "stack=xquic, buffer_bdp=5.0, cc=bbr2"):
-        "sim 1.26 vs live 4.36 [4.23-4.60] BDP on the byte buffer (packet buffer: 3.12 [1.89-3.76]; the model "
-        "held 0.71 before ProbeRTT's app-limited samples kept the bandwidth filter from ageing): " + QUEUE_BBR2,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
         "sim 47.54 vs live 34.78 [34.53-35.24] Mbit/s (x1.37): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=bbr"):
