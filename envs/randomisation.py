@@ -74,8 +74,8 @@ def randomise(scenario: Scenario, settings: Any, prefix: str = "train.randomise.
 # and the switches (undo, adaptive window and its persistence).
 STACK_CONSTANTS = ("time_threshold", "reo_wnd", "rto_mult", "rto_var_floor", "rto_ack_delay", "rto_min")
 # the CC constants of ``StackProfile.cc_defaults`` drawn alike; not ``full_bw_thresh`` (a growth
-# ratio above 1: below it Startup would end at once), nor BBRv2's ``drain_gain`` and
-# ``probe_rtt_cwnd_gain`` (0.75 under XQUIC: at 1 or more Drain and ProbeRTT no longer drain the
+# ratio above 1: below it Startup would end at once), nor BBRv2's ``drain_gain`` and BBRv1's and
+# BBRv2's ``probe_rtt_cwnd_gain`` (0.75 under XQUIC: at 1 or more Drain and ProbeRTT no longer drain the
 # queue, and bounding them below 1 as a fraction would refuse any factor above 1.33), nor the
 # switches (``extra_acked_in_startup``, ``loss_thresh_packets``, ``recovery_modes``, BBRv1's
 # ``conservation``, ``loss_cwnd_cut``, ``lt_bw``)

@@ -21,6 +21,7 @@ from envs import evaluation
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.layout import BN_CAP, CN_T, COBS_ACKED, OBS_ACKED
 from envs.sim.simulator import SimConfig, Simulator
+from envs.sim.stacks import STACKS
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
 MSS = SimConfig().mss
@@ -168,6 +169,14 @@ def standing_queue_bdp(cc: str, queue_bdp: float = 5.0, stack: str = "xquic",
     (``envs.evaluation.standing_queue_bdp``, cached for the tests below)."""
     return evaluation.standing_queue_bdp(cc, queue_bdp, bandwidth_mbps=BW_MBPS, delay_ms=DELAY_MS,
                                          config=SimConfig(stack=stack), cc_params=dict(params))
+
+
+def test_second_flow_starts_as_the_live_harness_starts_it() -> None:
+    """Every stack has the live harness's start of the second flow; the competing flow runs from it."""
+    assert set(evaluation.SECOND_FLOW_START_S) == set(STACKS)
+    path = evaluation.shared_bottleneck(5.0, "bbr2", competing_start_s=0.1).paths[0]
+    assert path.competing.flows_schedule == [(0.0, 0), (0.1, 1)]
+    assert evaluation.shared_bottleneck(5.0, "bbr2").paths[0].competing.flows_schedule is None
 
 
 def test_two_bbr_flows_hold_one_bdp_queue() -> None:

@@ -59,6 +59,15 @@ def test_cc_constants_come_from_the_stack_under_the_users_overrides() -> None:
     assert cc_params("bbr")[bbr.CWND_GAIN] == 2.0  # the plug-in's own default: Linux's
 
 
+def test_bbr_probe_rtt_window_is_each_stacks() -> None:
+    """ProbeRTT's window: XQUIC 0.75 x BDP (xqc_bbr.c xqc_bbr_probe_rtt_gain), Linux 4 packets
+    (tcp_bbr.c bbr_cwnd_min_target, the plug-in's default gain 0)."""
+    from envs.cc import bbr
+    scen = load_scenario("ispras_s1")
+    for stack, gain in (("xquic", 0.75), ("linux", 0.0)):
+        assert Simulator(scen, "bbr", config=SimConfig(stack=stack))._cc_params["bbr"][bbr.PROBE_RTT_CWND_GAIN] == gain
+
+
 def test_detection_tables() -> None:
     """RFC 9002 (XQUIC): the packet threshold alone for a wide window, the time threshold adds
     declarations as the window narrows; RACK (Linux): vanishing once the window is a few jitters."""

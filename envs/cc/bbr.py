@@ -8,6 +8,14 @@ cwnd = 2 x BDP plus the ACK aggregation term (``envs/cc/aggregation.py``). The d
 Linux's tcp_bbr.c constants; each stack sets its own (envs/sim/stacks.py: XQUIC's xqc_bbr.c has
 cwnd gain 2.5, a 1.1 full-bandwidth threshold, 100 ms ProbeRTT and twice the aggregation term).
 
+ProbeRTT's window: Linux holds 4 packets (tcp_bbr.c bbr_cwnd_min_target), which empties the flow's
+share of the queue; XQUIC holds ``probe_rtt_cwnd_gain`` x BtlBw x RTprop, at least 4 packets
+(xqc_bbr.c xqc_bbr_probe_rtt_cwnd, xqc_bbr_probe_rtt_gain 0.75), where RTprop is the sample taken
+when the filter expired, so with a standing queue ProbeRTT lowers the flow's data in flight by a
+quarter and the queue persists. RTprop then takes the RTT with that queue, the cwnd cap
+(cwnd_gain x BtlBw x RTprop) grows with it, and flows sharing a bottleneck ratchet their queue up
+every 10 s until the buffer overflows (docs/transport.md, "Shared bottleneck").
+
 Loss does not lower the model (BtlBw, RTprop); it touches only the window, as both stacks do:
 
 - packet conservation in recovery (tcp_bbr.c bbr_set_cwnd_to_recover_or_restore, xqc_bbr.c
@@ -49,10 +57,12 @@ CONSERVATION = 8  # packet conservation in a loss episode's first round trip (0 
 LOSS_CWND_CUT = 9  # 1: every lost packet comes off cwnd
 LT_BW = 10  # 1: long-term bandwidth sampling (policer detection)
 INIT_CWND = 11  # 10: initial window, packets (RFC 6928); also the target before the first RTT sample
+PROBE_RTT_CWND_GAIN = 12  # 0: ProbeRTT's cwnd, max(4 packets, this x BtlBw x RTprop)
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "probe_rtt_s": 0.2,
             "rtprop_window_s": 10.0, "full_bw_thresh": 1.25, "extra_acked_gain": 1.0,
             "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0, "conservation": 1.0,
-            "loss_cwnd_cut": 1.0, "lt_bw": 1.0, "init_cwnd_packets": INIT_CWND_PACKETS}
+            "loss_cwnd_cut": 1.0, "lt_bw": 1.0, "init_cwnd_packets": INIT_CWND_PACKETS,
+            "probe_rtt_cwnd_gain": 0.0}
 # tcp_bbr.c long-term sampling: bbr_lt_intvl_min_rtts, 4 x that, bbr_lt_loss_thresh (50 / BBR_UNIT),
 # bbr_lt_bw_ratio (BBR_UNIT / 8), bbr_lt_bw_diff (4000 bit/s, in bytes/s), bbr_lt_bw_max_rtts
 LT_MIN_RTTS, LT_MAX_RTTS, LT_LOSS_THRESH = 4.0, 16.0, 50.0 / 256.0
@@ -270,8 +280,10 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
         C[f, CWND_GAIN_NOW] = 1.0
         C[f, PRIOR_CWND] = C[f, CWND]
         C[f, PRT_DONE] = 0.0
+    probe_rtt_cwnd = max(4.0 * mss, P[f, PROBE_RTT_CWND_GAIN] * C[f, BTLBW] * rtprop) if rtprop < math.inf \
+        else 4.0 * mss
     if mode == PROBE_RTT:
-        if C[f, PRT_DONE] == 0.0 and inflight <= 4.0 * mss:
+        if C[f, PRT_DONE] == 0.0 and inflight <= probe_rtt_cwnd:
             C[f, PRT_DONE] = now + P[f, PROBE_RTT_S]
             C[f, PRT_ROUND] = C[f, ROUND] + 1.0
         elif C[f, PRT_DONE] > 0.0 and now >= C[f, PRT_DONE] and C[f, ROUND] >= C[f, PRT_ROUND]:
@@ -304,7 +316,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
         C[f, CWND] += acked
     C[f, CWND] = max(C[f, CWND], 4.0 * mss)
     if mode == PROBE_RTT:
-        C[f, CWND] = min(C[f, CWND], 4.0 * mss)
+        C[f, CWND] = min(C[f, CWND], probe_rtt_cwnd)
 
 
 @njit(cache=True, _nrt=False)
