@@ -33,6 +33,15 @@ send (docs/cc_robustness.md, "The failing clones with XQUIC's 32-packet initial 
 ``--ascend ROUNDS`` it reverses, round after round, the one decision that raises goodput most: a
 greedy search over the open-loop sequence of blocked decisions, what any policy deciding there
 could reach from that start.
+
+``--imitate wait_rule --heuristic-param k=0.5 --observation ispras_dqn peekaboo ispras_backlog`` asks
+whether a learner's state can tell the decisions where a heuristic waits from those where it sends:
+per feature set, a classifier (a random forest) fitted to the heuristic's answers on episodes of
+seed ``--seed`` predicts them on other episodes (held-out accuracy), then runs as the policy, waiting
+where it gives the wait at least a probability ``p`` (0.5, 0.8, 0.9): its goodput beside the heuristic's and
+minRTT's on the same episodes. An imitation that reaches the heuristic's goodput shows the features
+suffice; one that stays at minRTT's with every ``p`` shows that no policy on them waits as the heuristic does
+(docs/cc_robustness.md, "Why the learners trained under BBRv1 miss the wait rule on ispras_s1").
 """
 
 from __future__ import annotations
@@ -46,8 +55,10 @@ from agents.diagnostics import HeuristicAnswers
 from agents.registry import preset as agent_preset
 from envs.decision import DecisionProcess
 from envs.errors import ConfigError
+from envs.features import compute, feature_set
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
+from envs.sim.layout import CN_N_SUB
 from studies.headroom import WAIT_RULE, Candidate, WaitRuleAnswers, blocked_answers
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
@@ -165,6 +176,92 @@ def ascend(heuristic: tuple[str, dict], scenario: str | Scenario, cc: str, seed:
     return out
 
 
+IMITATION_P_WAIT = (0.5, 0.8, 0.9)  # the imitation waits where the classifier gives the wait this probability
+
+
+def imitation_data(heuristic: tuple[str, dict], observations: list[str], scenario: str | Scenario, cc: str,
+                   runs: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
+    """The heuristic followed at the blocked decision: per feature set the features of every decision
+    [N, n], its answers [N] (1 = send), and its mean goodput."""
+    p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn")
+    tables = {n: feature_set(n, p.sim.P) for n in observations}
+    answers = heuristic_answers(p, heuristic)
+    s = p.sim
+    p.reset()
+    feats: dict[str, list[np.ndarray]] = {n: [] for n in observations}
+    acts = []
+    while not s.done.all():
+        live = ~s.done
+        a = np.maximum(answers.answer(live), 0)
+        for n, tab in tables.items():
+            feats[n].append(compute(tab, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB])[live])
+        acts.append(a[live])
+        p.step(a)
+    return ({n: np.concatenate(x) for n, x in feats.items()}, np.concatenate(acts),
+            float(s.results()["goodput_mbps"].mean()))
+
+
+def play_imitation(model, observation: str, p_wait: float, scenario: str | Scenario, cc: str, runs: int,
+                   seed: int) -> float:
+    """Mean goodput of the policy that waits where ``model`` (a fitted classifier of the answers, 0 =
+    wait, on ``observation``'s features) gives the wait a probability of at least ``p_wait``;
+    ``model`` None: always send (minRTT at the blocked decision)."""
+    p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn")
+    tab = feature_set(observation, p.sim.P)
+    s = p.sim
+    p.reset()
+    while not s.done.all():
+        if model is None:
+            a = np.ones(runs, dtype=np.int64)
+        else:
+            x = compute(tab, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB])
+            a = (wait_probability(model, x) < p_wait).astype(np.int64)
+        p.step(a)
+    return float(s.results()["goodput_mbps"].mean())
+
+
+def wait_probability(model, x: np.ndarray) -> np.ndarray:
+    """P(wait) per row from a fitted classifier (one class seen in training: 0 or 1 throughout)."""
+    classes = list(model.classes_)
+    return model.predict_proba(x)[:, classes.index(0)] if 0 in classes else np.zeros(len(x))
+
+
+def imitate(heuristic: tuple[str, dict], observations: list[str], scenario: str | Scenario, cc: str, runs: int,
+            seed: int) -> list[dict]:
+    """Per feature set: held-out accuracy of a random forest fitted to the heuristic's answers (fit on
+    seed ``seed``, tested on ``seed + 1``) and the goodput of the imitation at each ``IMITATION_P_WAIT``
+    on seed ``seed + 1``, beside the heuristic's and minRTT's there."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    x_fit, y_fit, _ = imitation_data(heuristic, observations, scenario, cc, runs, seed)
+    x_test, y_test, own = imitation_data(heuristic, observations, scenario, cc, runs, seed + 1)
+    minrtt = play_imitation(None, observations[0], 0.5, scenario, cc, runs, seed + 1)
+    rows = []
+    for n in observations:
+        model = RandomForestClassifier(n_estimators=50, max_depth=10, min_samples_leaf=5, random_state=seed, n_jobs=1)
+        model.fit(x_fit[n], y_fit)
+        rows.append({"observation": n, "features": x_fit[n].shape[1], "decisions": len(y_fit),
+                     "waits": float((y_fit == 0).mean()), "accuracy": float(model.score(x_test[n], y_test)),
+                     "heuristic": own, "minrtt": minrtt,
+                     "imitation": {q: play_imitation(model, n, q, scenario, cc, runs, seed + 1)
+                                   for q in IMITATION_P_WAIT}})
+    return rows
+
+
+def print_imitations(heuristic: tuple[str, dict], args: argparse.Namespace) -> None:
+    """``--imitate``: per cell and feature set, how well the state tells the heuristic's waits."""
+    shown = " ".join([heuristic[0], *args.heuristic_param])
+    print("| scenario | cc | heuristic | observation | its waits | held-out accuracy | heuristic | minRTT | "
+          + " | ".join(f"imitation p >= {q}" for q in IMITATION_P_WAIT) + " |")
+    print("|" + "---|" * (8 + len(IMITATION_P_WAIT)))
+    for scen in args.scenario:
+        for cc in args.cc:
+            for row in imitate(heuristic, args.observation, scen, cc, args.runs, args.seed):
+                cols = " | ".join(f"{g:.2f} ({100 * (g / row['minrtt'] - 1):+.1f}%)" for g in row["imitation"].values())
+                print(f"| {scen} | {cc} | {shown} | {row['observation']} | {100 * row['waits']:.0f}% | "
+                      f"{row['accuracy']:.3f} | {row['heuristic']:.2f} | {row['minrtt']:.2f} | {cols} |", flush=True)
+
+
 def q_values(directory: str, features: np.ndarray) -> np.ndarray:
     """Q-values [N, 2] of a Stable-Baselines3 DQN checkpoint."""
     import torch
@@ -230,6 +327,10 @@ def main() -> None:
                              help="follow this heuristic at the blocked decision, tossing the coin only where it waits")
     follow_mode.add_argument("--flip-each-decision-of", metavar="HEURISTIC",
                              help="follow this heuristic and reverse one decision per connection (a deterministic cell)")
+    follow_mode.add_argument("--imitate", metavar="HEURISTIC",
+                             help="fit each --observation's features to this heuristic's answers and run the imitation")
+    parser.add_argument("--observation", nargs="+", default=["ispras_dqn", "peekaboo", "ispras_q_roles", "ispras_backlog"],
+                        help="with --imitate: the feature sets (envs/features.py) to fit")
     parser.add_argument("--ascend", type=int, default=0, metavar="ROUNDS",
                         help="with --flip-each-decision-of: reverse the best single decision, round after round")
     parser.add_argument("--heuristic-param", nargs="*", default=[], metavar="KEY=VALUE",
@@ -250,6 +351,12 @@ def main() -> None:
     if args.flip_each_decision_of:
         try:
             print_flips((args.flip_each_decision_of, key_values(args.heuristic_param)), args)
+        except ConfigError as err:
+            raise SystemExit(f"error: {err}") from None
+        return
+    if args.imitate:
+        try:
+            print_imitations((args.imitate, key_values(args.heuristic_param)), args)
         except ConfigError as err:
             raise SystemExit(f"error: {err}") from None
         return

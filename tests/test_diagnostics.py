@@ -337,3 +337,25 @@ def test_reward_signal_reverses_one_decision_per_connection():
     assert replay[0] == steps[-1][1] and (done == 0).sum() == steps[-1][2]
     with pytest.raises(SystemExit, match="differ"):
         flip_each(("wait_rule", {"k": 1.0}), short_s1(0.5), "bbr", 3)
+
+
+def test_reward_signal_imitates_a_heuristic_from_a_feature_set():
+    """``--imitate``: the features of every decision where the heuristic is followed, per feature set
+    (``ispras_backlog`` is ``ispras_dqn`` plus the backlog), its answers and its own goodput (the
+    headroom search's score of the rule); a heuristic that never waits (the rule with k = inf, minRTT)
+    is imitated exactly on any features, its imitation scoring minRTT's goodput at every threshold."""
+    from benchmarks.reward_signal import IMITATION_P_WAIT, imitate, imitation_data
+    s1 = short_s1(0.5)
+    rule = ("wait_rule", {"k": 0.5})
+    x, y, own = imitation_data(rule, ["ispras_dqn", "ispras_backlog"], s1, "bbr", 2, 5)
+    assert x["ispras_dqn"].shape == (len(y), 6) and x["ispras_backlog"].shape == (len(y), 7)
+    np.testing.assert_array_equal(x["ispras_backlog"][:, :6], x["ispras_dqn"])
+    assert 0 < (y == 0).sum() < len(y)  # the rule both waits and sends here
+    searched = evaluate_candidate(Candidate("wait_rule", (("k", 0.5),)), s1, "bbr", 2, 5, SimConfig())
+    assert own == pytest.approx(float(searched["goodput_mbps"].mean()))
+    [row] = imitate(("wait_rule", {"k": math.inf}), ["ispras_dqn"], s1, "bbr", 2, 5)
+    assert row["waits"] == 0.0 and row["accuracy"] == 1.0 and row["heuristic"] == row["minrtt"]
+    assert list(row["imitation"]) == list(IMITATION_P_WAIT)
+    assert all(g == row["minrtt"] for g in row["imitation"].values())
+    with pytest.raises(ConfigError, match="observation set"):
+        imitation_data(rule, ["no_such_set"], s1, "bbr", 1, 5)
