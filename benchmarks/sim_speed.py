@@ -48,10 +48,10 @@ def _state_mb(sim) -> float:
     return sum(v.nbytes for v in vars(sim).values() if hasattr(v, "nbytes")) / 1e6
 
 
-def case_core(batch: int, n_paths: int, sim_s: float, stack: str | None = None) -> dict:
+def case_core(batch: int, n_paths: int, sim_s: float, stack: str | None = None, cc: str = "bbr") -> dict:
     from envs.sim.layout import FL_SENT_PKTS, OBS_LOSSES, OBS_RETRANS
     from envs.sim.simulator import SimConfig, Simulator
-    sim = Simulator(scenario(n_paths, sim_s), "bbr", batch=batch, seed=0,
+    sim = Simulator(scenario(n_paths, sim_s), cc, batch=batch, seed=0,
                     config=SimConfig() if stack is None else SimConfig(stack=stack))
     sim.reset()
     sim.advance(1)  # compile / load outside the timing

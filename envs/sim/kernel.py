@@ -345,9 +345,14 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
                 break
             h += 1
         si[f, SI_SCAN] = h
-        if fb[f, FL_SCHED] > 0.0:  # new data scheduled on the path, not yet sent
-            rcv = min(rcv, _scheduled_min(fb, f))
     rcv = min(rcv, _hole_min(c, ho))
+    # new data scheduled on a path, not yet sent; rcv only falls from here, so once it is at or
+    # below the in-order point (a hole usually holds it there) the buffers cannot move that point
+    for f in range(nsub):
+        if rcv <= c[CN_RCV_NXT]:
+            break
+        if fb[f, FL_SCHED] > 0.0:
+            rcv = min(rcv, _scheduled_min(fb, f))
     if rcv > c[CN_RCV_NXT]:
         c[CN_RCV_NXT] = rcv
     reorder = c[CN_RCV_BYTES] - c[CN_RCV_NXT]
@@ -1378,11 +1383,12 @@ def _competing_and_udp(b, t, conn, mss, nsub, nflows):
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             left = fb[f, FL_BUDGET]
-            if left == math.inf:
-                _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0, 0.0)
-            elif left > EPS:
-                n, _, _ = _burst(b, f, t, conn, mss, 2, False, max(int(math.ceil(left / mss - EPS)), 1), 0.0, 0.0)
-                fb[f, FL_BUDGET] = left - n * mss
+            if left > EPS:  # one call site: every inlined copy of _burst costs compile time
+                finite = left < math.inf
+                n, _, _ = _burst(b, f, t, conn, mss, 2, False,
+                                 max(int(math.ceil(left / mss - EPS)), 1) if finite else 1 << 62, 0.0, 0.0)
+                if finite:
+                    fb[f, FL_BUDGET] = left - n * mss
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(int(conn.cn[CN_N_LINKS])):
