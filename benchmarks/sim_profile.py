@@ -3,12 +3,13 @@
 
 Needs Linux ``perf`` and binutils (``addr2line``, ``nm``, ``readelf``). The script re-runs itself
 with the project's numba functions compiled afresh, with debug line information
-(``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the batched core on ispras_s1 (by default under bbr and the
-default stack profile, B = 64, 2 paths, minRTT) while ``perf record`` samples the process, and maps every sample in
-their machine code back through its chain of inlined functions. It prints the share of the time
-of each phase of a step (the functions ``kernel._run`` inlines or calls: receive, feedback,
-schedule, depart, the workload, ...), of each innermost function, the hottest source lines, and
-where the samples outside compiled code went (libm's ``log``, the interpreter). Debug information
+(``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the batched core on ispras_s1 (by default
+under bbr and the default stack profile, B = 64, 2 paths, minRTT) while ``perf record`` samples
+the process, and maps every sample in their machine code back through its chain of inlined
+functions. It prints the share of the time of each phase of a step (the functions
+``kernel._run``, inlined into ``kernel.advance``, inlines or calls: receive, feedback, schedule,
+depart, the workload, ...), of each innermost function, the hottest source lines, and where the
+samples outside compiled code went (libm's ``log``, the interpreter). Debug information
 does not change the optimised code, only what it is annotated with.
 """
 
@@ -165,7 +166,7 @@ def report(data: str, regions: list[tuple[int, int, str]]) -> None:
         for off, n in offs.items():
             chain = chains.get(off) or [("?", "?:0")]
             names = [fn for fn, _ in chain]  # innermost first
-            if names[-1].endswith("kernel._run"):
+            if names[-1].endswith(("kernel._run", "kernel.advance")):  # numba inlines _run into advance
                 phase[names[-2] if len(names) > 1 else "kernel._run (its own loop)"] += n
             else:
                 phase[f"{names[-1]} (called, not inlined)"] += n
@@ -184,7 +185,7 @@ def report(data: str, regions: list[tuple[int, int, str]]) -> None:
         print()
 
     print(f"{total} samples, {100 * n_inside / total:.1f}% in compiled code\n")
-    show("phase of a step (the function kernel._run inlines or calls):", phase, 14)
+    show("phase of a step (the function kernel._run inlines or calls; its own loop: advance's):", phase, 14)
     show("innermost function:", func, 15)
     show("source line (innermost; numba's line tables may give a helper from another module, such as\n"
          "envs/sim/rng.py, its caller's file name):", lines, 15, True)

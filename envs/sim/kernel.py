@@ -81,7 +81,10 @@ scenarios x CCs x schedulers x decision modes):
 - ``advance`` hands each connection's rows (2-D/3-D views) to ``_run``, into which the phases and
   the workload's step are inlined (``forceinline``): no calls passing a dozen array structs per
   phase and step. The workload counts its record bins instead of dividing the step by the bin
-  length every step.
+  length every step. ``_run`` itself is inlined into ``advance`` by numba (``inline="always"``),
+  not by LLVM: numba compiles every called or ``forceinline`` function on its own as well, and
+  ``_run``'s own copy, which nothing called, took a tenth of the cold compile (inlining the
+  phases that way instead types each again inside its caller: twice the compile time);
 - bursts: a scheduler registered with ``burst=True`` (minRTT, fixed; and the blocked decision mode) keeps its
   path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
   drawing the same random numbers in the same order as per-packet sends would; round robin gets
@@ -91,6 +94,8 @@ scenarios x CCs x schedulers x decision modes):
   gives a paced path joins the newest range when it continues it (a burst of picks is one range),
   and a range leaves as one ``_burst``, so a paced path's packets still go out in registers;
   stacks without the buffer pay one comparison per path and step;
+- the receiver looks for the lowest new data in the paths' schedule buffers only while it can
+  still move the in-order point (a hole usually holds it lower);
 - the receiver's in-order point resumes its search for the first segment carrying new data where
   the last step's search stopped (``SI_SCAN``), instead of rescanning spurious resends and
   retransmissions from the FIFO's head every step;
@@ -1537,7 +1542,7 @@ def _train_prob(r, w, n, log_grid, w_grid, tables):
             + _spurious_prob(r, w, k + 2, log_grid, w_grid, tables) * a)
 
 
-@njit(cache=True, _nrt=False)
+@njit(inline="always", cache=True, _nrt=False)
 def _run(b, conn, m, max_steps):
     """Connection ``b`` (``conn``: its rows; ``m``: the batch's ``Constants``) until it pauses or
     has run ``max_steps`` steps."""
