@@ -1003,6 +1003,15 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
+    """``_burst_packets`` with its integers and flag passed on as plain values: numba compiles a
+    function once for every set of literal arguments it is called with (each caller's constant
+    ``kind``), so its large body would be compiled once per caller on its own, beside its inlined
+    copies (LLVM still folds each caller's constants into its copy)."""
+    return _burst_packets(b, f, t, conn, mss, np.int64(kind), np.bool_(first_free), np.int64(maxpk), budget, seq3)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
     number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
     registers. kind 0: new connection data (the caller made sure no retransmission is pending;
