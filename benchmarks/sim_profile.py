@@ -1,13 +1,15 @@
-"""Where the compiled core spends its time: ``python benchmarks/sim_profile.py [--sim-s S]``.
+"""Where the compiled core spends its time: ``python benchmarks/sim_profile.py [--sim-s S] [--cc CC]
+[--stack STACK] [--batch B]``.
 
 Needs Linux ``perf`` and binutils (``addr2line``, ``nm``, ``readelf``). The script re-runs itself
 with the project's numba functions compiled afresh, with debug line information
-(``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the batched core on ispras_s1 under bbr
-(B = 64, 2 paths, minRTT) while ``perf record`` samples the process, and maps every sample in
-their machine code back through its chain of inlined functions. It prints the share of the time
-of each phase of a step (the functions ``kernel._run`` inlines or calls: receive, feedback,
-schedule, depart, the workload, ...), of each innermost function, the hottest source lines, and
-where the samples outside compiled code went (libm's ``log``, the interpreter). Debug information
+(``NUMBA_DEBUGINFO=1``, a temporary numba cache), runs the batched core on ispras_s1 (by default
+under bbr and the default stack profile, B = 64, 2 paths, minRTT) while ``perf record`` samples
+the process, and maps every sample in their machine code back through its chain of inlined
+functions. It prints the share of the time of each phase of a step (the functions
+``kernel._run``, inlined into ``kernel.advance``, inlines or calls: receive, feedback, schedule,
+depart, the workload, ...), of each innermost function, the hottest source lines, and where the
+samples outside compiled code went (libm's ``log``, the interpreter). Debug information
 does not change the optimised code, only what it is annotated with.
 """
 
@@ -28,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's envs
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sim_speed's scenario
 
-B, PATHS = 64, 2
+PATHS = 2
 
 
 def demangle(name: str) -> str:
@@ -94,11 +96,12 @@ def code_regions(workdir: str) -> list[tuple[int, int, str]]:
     return sorted(regions)
 
 
-def child(sim_s: float, workdir: str) -> None:
+def child(sim_s: float, workdir: str, cc: str, stack: str | None, batch: int) -> None:
     from sim_speed import scenario
-    from envs.sim.simulator import Simulator
+    from envs.sim.simulator import SimConfig, Simulator
 
-    sim = Simulator(scenario(PATHS, sim_s), "bbr", batch=B, seed=0)
+    sim = Simulator(scenario(PATHS, sim_s), cc, batch=batch, seed=0,
+                    config=SimConfig() if stack is None else SimConfig(stack=stack))
     sim.reset()
     sim.advance(1)  # compiles, with line information
     regions = code_regions(workdir)
@@ -113,8 +116,8 @@ def child(sim_s: float, workdir: str) -> None:
     code = perf.wait()
     if not os.path.exists(data) or code not in (0, -signal.SIGINT, 128 + signal.SIGINT):
         raise SystemExit(f"perf record failed ({code}): {perf.stderr.read().decode().strip()}")
-    print(f"ispras_s1, bbr, B = {B}, {PATHS} paths, {sim_s:.0f} simulated s: "
-          f"{cpu / (B * sim_s / sim.dt) * 1e6:.3f} us per connection-step (CPU)\n")
+    print(f"ispras_s1, {cc}, stack {stack or 'default'}, B = {batch}, {PATHS} paths, {sim_s:.0f} simulated s: "
+          f"{cpu / (batch * sim_s / sim.dt) * 1e6:.3f} us per connection-step (CPU)\n")
     report(data, regions)
 
 
@@ -163,7 +166,7 @@ def report(data: str, regions: list[tuple[int, int, str]]) -> None:
         for off, n in offs.items():
             chain = chains.get(off) or [("?", "?:0")]
             names = [fn for fn, _ in chain]  # innermost first
-            if names[-1].endswith("kernel._run"):
+            if names[-1].endswith(("kernel._run", "kernel.advance")):  # numba inlines _run into advance
                 phase[names[-2] if len(names) > 1 else "kernel._run (its own loop)"] += n
             else:
                 phase[f"{names[-1]} (called, not inlined)"] += n
@@ -182,7 +185,7 @@ def report(data: str, regions: list[tuple[int, int, str]]) -> None:
         print()
 
     print(f"{total} samples, {100 * n_inside / total:.1f}% in compiled code\n")
-    show("phase of a step (the function kernel._run inlines or calls):", phase, 14)
+    show("phase of a step (the function kernel._run inlines or calls; its own loop: advance's):", phase, 14)
     show("innermost function:", func, 15)
     show("source line (innermost; numba's line tables may give a helper from another module, such as\n"
          "envs/sim/rng.py, its caller's file name):", lines, 15, True)
@@ -192,17 +195,21 @@ def report(data: str, regions: list[tuple[int, int, str]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sim-s", type=float, default=30.0, help="simulated seconds per connection")
+    parser.add_argument("--cc", default="bbr", help="congestion control of every subflow")
+    parser.add_argument("--stack", default=None, help="stack profile (envs/sim/stacks.py; default: the default's)")
+    parser.add_argument("--batch", type=int, default=64, help="connections in the batch")
     parser.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.sim_s, args.child)
+        child(args.sim_s, args.child, args.cc, args.stack, args.batch)
         return
     missing = [tool for tool in ("perf", "addr2line", "nm", "readelf") if shutil.which(tool) is None]
     if missing:
         raise SystemExit(f"sim_profile needs {', '.join(missing)} (Debian: apt install linux-perf binutils)")
     with tempfile.TemporaryDirectory() as work:
         env = {**os.environ, "NUMBA_DEBUGINFO": "1", "NUMBA_CACHE_DIR": os.path.join(work, "cache")}
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", work, "--sim-s", str(args.sim_s)],
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", work, "--sim-s", str(args.sim_s),
+                        "--cc", args.cc, "--batch", str(args.batch), *(["--stack", args.stack] if args.stack else [])],
                        env=env, check=True)
 
 

@@ -14,7 +14,8 @@ ispras_s1 under bbr with a 1 ms step:
   grows with the number of paths (2, 4, 8) and with B: per connection-step, per path-step and per
   packet sent, under the default stack profile (xquic) and, at B = 64, under each other profile
   (``envs/sim/stacks.py``), with the packets each declares lost and retransmits per
-  connection-step (its loss path's work);
+  connection-step (its loss path's work); at B = 64 also under cubic (unpaced) per profile.
+  One case alone: ``--case core B PATHS SIM_S [STACK [CC]]``;
 - a network: MPTCP-TUT's full mesh (mptcp_tut_mesh_e3: 6 subflows over 5 shared bottlenecks,
   LIA, minRTT) at B = 64;
 - peak resident memory of each process and the size of the simulator's state arrays.
@@ -48,10 +49,10 @@ def _state_mb(sim) -> float:
     return sum(v.nbytes for v in vars(sim).values() if hasattr(v, "nbytes")) / 1e6
 
 
-def case_core(batch: int, n_paths: int, sim_s: float, stack: str | None = None) -> dict:
+def case_core(batch: int, n_paths: int, sim_s: float, stack: str | None = None, cc: str = "bbr") -> dict:
     from envs.sim.layout import FL_SENT_PKTS, OBS_LOSSES, OBS_RETRANS
     from envs.sim.simulator import SimConfig, Simulator
-    sim = Simulator(scenario(n_paths, sim_s), "bbr", batch=batch, seed=0,
+    sim = Simulator(scenario(n_paths, sim_s), cc, batch=batch, seed=0,
                     config=SimConfig() if stack is None else SimConfig(stack=stack))
     sim.reset()
     sim.advance(1)  # compile / load outside the timing
@@ -169,11 +170,12 @@ def main(quick: bool) -> None:
     if quick:
         grid = [(2, 1), (2, 64), (2, 1024), (4, 64), (8, 64)]
     from envs.sim.stacks import DEFAULT_STACK, STACKS
-    runs = [(n_paths, batch, DEFAULT_STACK) for n_paths, batch in grid]
-    runs += [(2, 64, stack) for stack in STACKS if stack != DEFAULT_STACK]
-    for n_paths, batch, stack in runs:
-        r = run_case(["core", str(batch), str(n_paths), str(sim_s), stack])
-        print(f"  stack={stack} paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time "
+    runs = [(n_paths, batch, DEFAULT_STACK, "bbr") for n_paths, batch in grid]
+    runs += [(2, 64, stack, "bbr") for stack in STACKS if stack != DEFAULT_STACK]
+    runs += [(2, 64, stack, "cubic") for stack in STACKS]  # unpaced: no path buffer at work
+    for n_paths, batch, stack, cc in runs:
+        r = run_case(["core", str(batch), str(n_paths), str(sim_s), stack, cc])
+        print(f"  stack={stack} cc={cc} paths={n_paths} B={batch:>5}: {r['sim_s_per_wall_s']:9.0f} x real time "
               f"({r['sim_s_per_cpu_s']:9.0f}), {r['us_per_conn_step']:6.3f} us per connection-step, "
               f"{r['us_per_conn_step'] / n_paths:6.3f} per path, {r['ns_per_packet']:5.1f} ns per packet "
               f"({r['pkts_per_conn_step']:.1f} packets, {r['declared_per_conn_step']:.2f} declared lost, "

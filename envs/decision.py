@@ -253,7 +253,10 @@ def info_dict(row: np.ndarray, cc: str, metrics: dict[str, np.ndarray] | None, b
 
 INFO_GOODPUT, INFO_ELAPSED, INFO_DECISIONS, INFO_DONE, INFO_BUFFER = range(5)  # buffer: -1 if not dash
 N_INFO = 5
-MAX_STEPS = 10**12  # no step budget: each connection runs to its next pause
+# no step budget: each connection runs to its next pause. A numpy integer, not a Python one, which
+# numba would pass to ``kernel.advance`` as a literal: a second compilation of the whole core
+# beside the one Python's calls (``Simulator.advance``) use
+MAX_STEPS = np.int64(10**12)
 NOT_RESET = -2  # ``_step``'s answer when the core refused a connection that was never reset
 
 

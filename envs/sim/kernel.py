@@ -81,7 +81,10 @@ scenarios x CCs x schedulers x decision modes):
 - ``advance`` hands each connection's rows (2-D/3-D views) to ``_run``, into which the phases and
   the workload's step are inlined (``forceinline``): no calls passing a dozen array structs per
   phase and step. The workload counts its record bins instead of dividing the step by the bin
-  length every step.
+  length every step. ``_run`` itself is inlined into ``advance`` by numba (``inline="always"``),
+  not by LLVM: numba compiles every called or ``forceinline`` function on its own as well, and
+  ``_run``'s own copy, which nothing called, took a tenth of the cold compile (inlining the
+  phases that way instead types each again inside its caller: twice the compile time);
 - bursts: a scheduler registered with ``burst=True`` (minRTT, fixed; and the blocked decision mode) keeps its
   path until the path is blocked, so ``_burst`` sends that run with the counters in registers,
   drawing the same random numbers in the same order as per-packet sends would; round robin gets
@@ -91,6 +94,8 @@ scenarios x CCs x schedulers x decision modes):
   gives a paced path joins the newest range when it continues it (a burst of picks is one range),
   and a range leaves as one ``_burst``, so a paced path's packets still go out in registers;
   stacks without the buffer pay one comparison per path and step;
+- the receiver looks for the lowest new data in the paths' schedule buffers only while it can
+  still move the in-order point (a hole usually holds it lower);
 - the receiver's in-order point resumes its search for the first segment carrying new data where
   the last step's search stopped (``SI_SCAN``), instead of rescanning spurious resends and
   retransmissions from the FIFO's head every step;
@@ -345,9 +350,14 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
                 break
             h += 1
         si[f, SI_SCAN] = h
-        if fb[f, FL_SCHED] > 0.0:  # new data scheduled on the path, not yet sent
-            rcv = min(rcv, _scheduled_min(fb, f))
     rcv = min(rcv, _hole_min(c, ho))
+    # new data scheduled on a path, not yet sent; rcv only falls from here, so once it is at or
+    # below the in-order point (a hole usually holds it there) the buffers cannot move that point
+    for f in range(nsub):
+        if rcv <= c[CN_RCV_NXT]:
+            break
+        if fb[f, FL_SCHED] > 0.0:
+            rcv = min(rcv, _scheduled_min(fb, f))
     if rcv > c[CN_RCV_NXT]:
         c[CN_RCV_NXT] = rcv
     reorder = c[CN_RCV_BYTES] - c[CN_RCV_NXT]
@@ -997,6 +1007,15 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
+    """``_burst_packets`` with its integers and flag passed on as plain values: numba compiles a
+    function once for every set of literal arguments it is called with (each caller's constant
+    ``kind``), so its large body would be compiled once per caller on its own, beside its inlined
+    copies (LLVM still folds each caller's constants into its copy)."""
+    return _burst_packets(b, f, t, conn, mss, np.int64(kind), np.bool_(first_free), np.int64(maxpk), budget, seq3)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     """Send up to ``maxpk`` packets on flow f while it stays available, exactly as the same
     number of ``_send_packet`` calls would, with the flow's, path's and connection's counters in
     registers. kind 0: new connection data (the caller made sure no retransmission is pending;
@@ -1411,11 +1430,12 @@ def _competing_and_udp(b, t, conn, mss, nsub, nflows):
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             left = fb[f, FL_BUDGET]
-            if left == math.inf:
-                _burst(b, f, t, conn, mss, 2, False, 1 << 62, 0.0, 0.0)
-            elif left > EPS:
-                n, _, _ = _burst(b, f, t, conn, mss, 2, False, max(int(math.ceil(left / mss - EPS)), 1), 0.0, 0.0)
-                fb[f, FL_BUDGET] = left - n * mss
+            if left > EPS:  # one call site: every inlined copy of _burst costs compile time
+                finite = left < math.inf
+                n, _, _ = _burst(b, f, t, conn, mss, 2, False,
+                                 max(int(math.ceil(left / mss - EPS)), 1) if finite else 1 << 62, 0.0, 0.0)
+                if finite:
+                    fb[f, FL_BUDGET] = left - n * mss
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(int(conn.cn[CN_N_LINKS])):
@@ -1564,7 +1584,7 @@ def _train_prob(r, w, n, log_grid, w_grid, tables):
             + _spurious_prob(r, w, k + 2, log_grid, w_grid, tables) * a)
 
 
-@njit(cache=True, _nrt=False)
+@njit(inline="always", cache=True, _nrt=False)
 def _run(b, conn, m, max_steps):
     """Connection ``b`` (``conn``: its rows; ``m``: the batch's ``Constants``) until it pauses or
     has run ``max_steps`` steps."""
