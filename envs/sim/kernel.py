@@ -1214,6 +1214,14 @@ def _enqueue(f, o, fb, c, ho, mss, maxpk):
     return n
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _pacer_holds(fb, f, mss):
+    """Whether a packet given to flow f waits in its schedule buffer (a stack with one, XQUIC's
+    path_schedule_buf) rather than leaving now: the buffer already holds packets, which leave
+    first, or the path's pacer has no credit for one more."""
+    return fb[f, FL_BUFFERED] > 0.0 and (fb[f, FL_SCHED] > 0.0 or fb[f, FL_PACE_CREDIT] < mss - EPS)
+
+
 @njit(cache=True, _nrt=False)
 def _enqueue_copy(f, o, fb, mss):
     """Schedule a copy of the packet just given to another path (a scheduler that picks several
@@ -1376,8 +1384,7 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
             i = 0
             while (mask >> i) != 1:
                 i += 1
-            if fb[i, FL_BUFFERED] > 0.0 and (fb[i, FL_SCHED] > 0.0 or fb[i, FL_PACE_CREDIT] < mss - EPS):
-                # the path's pacer holds it: scheduled on the path, behind what it holds already
+            if _pacer_holds(fb, i, mss):  # scheduled on the path, behind what it holds already
                 n = _enqueue(i, o, fb, c, conn.hole, mss, MAX_PACKETS_PER_STEP - it if sticky else 1)
                 if n == 0:
                     break
@@ -1396,7 +1403,7 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
         progressed = False
         for i in range(nsub):
             if mask & (1 << i):
-                if fb[i, FL_BUFFERED] > 0.0 and (fb[i, FL_SCHED] > 0.0 or fb[i, FL_PACE_CREDIT] < mss - EPS):
+                if _pacer_holds(fb, i, mss):
                     if first:
                         sent = float(_enqueue(i, o, fb, c, conn.hole, mss, 1))
                     else:
