@@ -206,16 +206,14 @@ def play_imitation(model, observation: str, p_wait: float, scenario: str | Scena
     """Mean goodput of the policy that waits where ``model`` (a fitted classifier of the answers, 0 =
     wait, on ``observation``'s features) gives the wait a probability of at least ``p_wait``;
     ``model`` None: always send (minRTT at the blocked decision)."""
-    p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation="ispras_dqn")
-    tab = feature_set(observation, p.sim.P)
+    p = build_process(runs, scenario=scenario, cc=cc, seed=seed, decision="blocked", observation=observation)
     s = p.sim
     p.reset()
     while not s.done.all():
         if model is None:
             a = np.ones(runs, dtype=np.int64)
         else:
-            x = compute(tab, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB])
-            a = (wait_probability(model, x) < p_wait).astype(np.int64)
+            a = (wait_probability(model, p.last_obs) < p_wait).astype(np.int64)
         p.step(a)
     return float(s.results()["goodput_mbps"].mean())
 
