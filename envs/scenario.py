@@ -255,7 +255,8 @@ class CompetingSpec(_Model):
     connection's stack (the live testbed runs competing flows as kernel TCP sockets,
     ``envs/live/competition.py``); ``connection``, the connection's own stack's (simulator only: a
     second connection of the same stack, as in the two-flow standing-queue law,
-    ``envs.evaluation.shared_bottleneck``)."""
+    ``envs.evaluation.shared_bottleneck``, which runs the run's CC overrides as the connection
+    does)."""
     udp_mbps: Annotated[Dist, _range(ge=0)] = 0.0
     """Constant-rate UDP cross traffic, Mbit/s."""
     flows_schedule: list[tuple[float, int]] | None = None

@@ -89,6 +89,26 @@ def test_competing_flows_run_kernel_tcp_constants_whatever_the_stack(stack: str)
         shared_bottleneck(1.0, {"flows": 1, "cc": "reno", "stack": "xquic"})
 
 
+@pytest.mark.parametrize("stack", ["xquic", "linux"])
+def test_a_second_connection_of_the_stack_runs_the_runs_cc_overrides(stack: str) -> None:
+    """A competing flow that stands for a second connection of the simulated stack (``stack:
+    connection``) runs the run's CC overrides as the connection's subflows do, so a law that
+    changes a CC's constants changes both flows; a kernel flow keeps the Linux profile's."""
+    from envs.plugins import cc_params
+    from envs.sim import stacks
+
+    overrides = {"bbr": {"cwnd_gain": 3.0}}
+    own = cc_params("bbr", stacks.cc_overrides(stack, "bbr", overrides["bbr"]))
+    kernel = cc_params("bbr", stacks.cc_overrides("linux", "bbr"))
+    assert not np.array_equal(own, cc_params("bbr", stacks.cc_overrides(stack, "bbr")))
+    for whose, expected in (("connection", own), ("linux", kernel)):
+        scen = shared_bottleneck(1.0, {"flows": 1, "cc": "bbr", "stack": whose})
+        sim = Simulator(scen, "bbr", seed=0, config=SimConfig(stack=stack), cc_overrides=overrides)
+        sim.reset()
+        assert np.array_equal(sim.ccp[0, 0], own)
+        assert np.array_equal(sim.ccp[0, 2], expected), whose
+
+
 def test_full_receive_buffer_stalls_the_fast_path_behind_a_hole() -> None:
     """Round robin over a fast path (20 Mbit/s, 5 ms) and a slow one (5 Mbit/s, 100 ms) that
     fails from 1 s to 3 s: its data in flight is a hole at the receiver until its RTO reinjects

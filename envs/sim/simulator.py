@@ -271,8 +271,12 @@ class Simulator:
             schedule = comp.flows_schedule or [(0.0, comp.flows)]
             comp_cc = cc_id(comp.cc)
             # kernel TCP flows, as the live testbed runs them, unless they stand for another
-            # connection of the simulated stack (docs/transport.md, "Network")
-            comp_params = self._params(comp.cc, None, stacks.LINUX if comp.stack == "linux" else prof)
+            # connection of the simulated stack, which then runs this run's CC overrides too
+            # (docs/transport.md, "Network")
+            if comp.stack == "linux":
+                comp_params = self._params(comp.cc, None, stacks.LINUX)
+            else:
+                comp_params = self._params(comp.cc, self._cc_overrides.get(comp.cc), prof)
             slots = comp.arrivals.slots if comp.arrivals is not None else 0
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
