@@ -88,6 +88,7 @@ struct mps_transfer {
     double next_interval;
     double next_path_try;
     double next_resume_try;     /* resume_stuck_send: not before this time */
+    int window_blocked;         /* the last scheduler call found no path with window room */
     mps_result res;
 };
 
@@ -370,6 +371,7 @@ sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_
     if (cc_blocked)
         *cc_blocked = !any;
     chosen = pick >= 0 ? paths[pick] : NULL;
+    t->window_blocked = !chosen && !any;
     if (t->cfg.decision_every && t->decisions % t->cfg.decision_every == 0) {
         r.chosen = pick;
         r.decisions = t->decisions;
@@ -381,6 +383,7 @@ sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_
 builtin_pick:
     chosen = builtin(mode)->xqc_scheduler_get_path(((sched_state *)s)->builtin, conn, po, check_cwnd, reinject,
                                                     cc_blocked);
+    t->window_blocked = !chosen && cc_blocked && *cc_blocked;
     ++t->decisions;
     if (t->cfg.decision_every && t->decisions % t->cfg.decision_every == 0) {
         snapshot(t, conn, po, check_cwnd, reinject, &r, NULL);
@@ -977,14 +980,16 @@ rearm_loss_timers(mps_transfer *t, xqc_connection_t *conn)
  * again; with nothing in flight no ACK comes and no loss detection timer is armed (RFC 9002), so
  * the connection waits for its 120 s idle timeout while its stream is blocked on flow control
  * (16 MiB framed) and the application cannot write. An application's event loop tells XQUIC to
- * send with xqc_conn_continue_send (xquic.h); this one does so when it finds that state, at most
- * once a millisecond, and counts the times it sent something (sends_resumed). */
+ * send with xqc_conn_continue_send (xquic.h); this one does so when it finds that state after a
+ * scheduler call that found no path with window room (not after a scheduler's own choice to wait,
+ * which stays the `stalled` outcome), at most once a millisecond, and counts the times it sent
+ * something (sends_resumed). */
 static void
 resume_stuck_send(mps_transfer *t, xqc_connection_t *conn, double now)
 {
     xqc_list_head_t *pos, *next;
     int room = 0;
-    if (!conn || !t->started || t->finished || now < t->next_resume_try
+    if (!conn || !t->started || t->finished || !t->window_blocked || now < t->next_resume_try
         || xqc_list_empty(&conn->conn_send_queue->sndq_send_packets))
         return;
     xqc_list_for_each_safe(pos, next, &conn->conn_paths_list) {
