@@ -199,6 +199,9 @@ def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,
         return None, f"{outcome}: {result.error}"
     if retried:
         outcome += f" (after {retried} MPTCP fallback retries)"
+    resumed = int(result.extra.get("sends_resumed", 0))
+    if resumed:  # XQUIC had left the connection stuck and the event loop resumed it (envs/live/xquic.py)
+        outcome += f" ({resumed} stuck send{'s' if resumed > 1 else ''} resumed)"
     return (float(result.metrics()["goodput_mbps"][0]),), outcome
 
 

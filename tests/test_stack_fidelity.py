@@ -40,11 +40,6 @@ BBR2_LONG_PATH = ("live per-path telemetry (one transfer each, ispras_s1 and s2,
                   "the jitter reorders past the packet threshold, where the model spaces paced packets evenly (with "
                   "trains of up to 10 packets the model falls to 2.71 and 3.07 Mbit/s, below live, but BBRv1 rises "
                   "to 57: a bound, not the mechanism)")
-RENO_JITTER = ("with the unpaced trains modelled Reno sits at 2-3 packets per round trip under 5 ms of jitter; "
-               "live runs spread from a tenth to the whole of the model's rate: some nearly stall (0.08-0.10 "
-               "Mbit/s, about 80 packets in 10 s), others run at 0.6-0.8 (XQUIC's floor is 2 packets, "
-               "XQC_kMinimumWindow); the model has no such stall; not identified (candidate: PTOs and their "
-               "backoff at a 2-packet window, where too few later packets are left to declare a loss)")
 # (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
 GAPS: dict[tuple[str, str], str] = {
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
@@ -74,15 +69,6 @@ GAPS: dict[tuple[str, str], str] = {
     ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
         "sim 74.97 vs live 53.9 [49.3-57.1] Mbit/s (x1.39) on the byte buffer (packet buffer: 57.3 [54.5-59.0], "
         "x1.31): " + LINUX_BBR,
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=5.0, cc=reno"):
-        "sim 0.86 vs live 0.38 [0.09-0.76] Mbit/s (x2.27) on the byte buffer (runs 0.29, 0.09, 0.76); it passed "
-        "(x1.26) against the packet-buffer record, 0.68 [0.46-0.80]: " + RENO_JITTER,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=reno"):
-        "sim 0.84 vs live 0.28 [0.08-0.67] Mbit/s (x2.95) on the byte buffer (runs 0.08, 0.10, 0.67); it passed "
-        "(x1.25) against the packet-buffer record, 0.67 [0.43-0.84]: " + RENO_JITTER,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=reno"):
-        "sim 0.81 vs live 0.55 [0.30-0.74] Mbit/s (x1.47) on the byte buffer (runs 0.61, 0.30, 0.74; the "
-        "packet-buffer record 0.55 [0.30-0.77], x1.48): " + RENO_JITTER,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
         "sim 6.61 vs live 5.06 [4.60-5.91] Mbit/s (x1.31; 10 runs: 6.51, x1.29) on the byte buffer; it passed (x1.04) "
         "against the packet-buffer record, 6.32 [5.49-6.98]. Kernel TCP's full-size frames have the same room on both "

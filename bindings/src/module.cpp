@@ -172,6 +172,7 @@ class Transfer {
         d["path_error"] = r.path_error;
         d["cids_counted"] = r.cids_counted;
         d["loss_timers_rearmed"] = r.loss_timers_rearmed;
+        d["sends_resumed"] = r.sends_resumed;
         d["errors"] = std::string(r.errors);
         d["close_report"] = py::make_tuple(std::string(r.close_report[0]), std::string(r.close_report[1]));
         return d;
@@ -246,6 +247,7 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.attr("OBS_NAMES") = MPS_OBS_NAMES;
     m.attr("COBS_NAMES") = MPS_COBS_NAMES;
     m.attr("BACKLOG") = MPS_BACKLOG;
+    m.attr("RESUMES_STUCK_SEND") = true;  /* the event loop's resume_stuck_send (mps_xquic.c) */
     m.attr("MAX_PATHS") = MPS_MAX_PATHS;
     m.attr("XQUIC_COMMIT") = MPS_XQUIC_COMMIT;
     py::class_<Transfer>(m, "Transfer")

@@ -93,6 +93,7 @@ typedef struct mps_result {
     int path_error;              /* last error of xqc_conn_create_path (0: none) */
     uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
     uint64_t loss_timers_rearmed;  /* paths whose loss detection timer XQUIC had dropped (rearm_loss_timers) */
+    uint64_t sends_resumed;      /* times the client was stuck with data, window and nothing in flight (resume_stuck_send) */
     char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
     char close_report[2][512];   /* client, server: the start of XQUIC's statistics line at connection
                                     close (xqc_conn_destroy: err, close_msg, close_recv/close_send) */

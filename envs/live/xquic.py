@@ -93,6 +93,10 @@ def outdated(ext: Any) -> str | None:
         return ("the installed mpsched_xquic extension counts the backlog as the file minus the bytes on the wire "
                 "(retransmissions and headers included), not as the simulator does: rebuild it with "
                 "python -m envs.live.setup --xquic")
+    if not getattr(ext, "RESUMES_STUCK_SEND", False):
+        return ("the installed mpsched_xquic extension leaves a connection XQUIC left with data, window and nothing "
+                "in flight waiting for its idle timeout (README, 'XQUIC'; a near-stall of Reno on jittery paths): "
+                "rebuild it with python -m envs.live.setup --xquic")
     return None
 
 
