@@ -47,7 +47,7 @@ RENO_JITTER = ("with the unpaced trains modelled Reno sits at 2-3 packets per ro
                "backoff at a 2-packet window, where too few later packets are left to declare a loss)")
 CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC and Reno run level on these lossy, "
               "jittery paths and a 3-run cell is one draw from a wide spread. benchmarks/slow_start_live.py "
-              "(2026-11-28, the tables' testbed and transfer, load average 3.9-5.2) gave ispras_s1 CUBIC 10.06, 9.41, "
+              "(2026-11-28, the tables' testbed and transfer, load average 3.3-5.5) gave ispras_s1 CUBIC 10.06, 9.41, "
               "9.19, 7.85, 12.17 and Reno 8.76, 7.30, 8.87, 9.54, 8.57 Mbit/s; with the 9 runs of the three records "
               "(this table, the packet-buffer one, the low-load check in its notes) that is CUBIC 8.75 and Reno "
               "8.85 over 14 runs (the model 10.03 and 9.55, x1.15 and x1.08); ispras_s2 CUBIC 8.47, 10.80 and Reno "
