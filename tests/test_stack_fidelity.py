@@ -63,9 +63,24 @@ CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC a
               "segments) its delay test fired at cwnd 34-56 where live fires at 90-118 (grid 0% / 5 ms, 2 runs), so "
               "it was not kept; nor was taking the undo's ssthresh at the "
               "reduction rather than at the episode's first spurious declaration (grid 0% / 5 ms CUBIC 35.8 -> 24.6, "
-              "x0.71; ispras_s1 CUBIC 10.03 -> 10.45) (docs/transport.md, \"Stack profiles\")")
+              "x0.71; ispras_s1 CUBIC 10.03 -> 10.45) "
+              "(docs/transport.md, \"Stack profiles\"). Since the model evaluates the CUBIC target one least RTT "
+              "ahead (tcp_cubic.c bictcp_update: t += ca->delay_min; 2026-11-28, the ACK's RTT sample before) its "
+              "Linux CUBIC moved by at most 7% (10 runs: ispras_s1 10.03 -> 10.07, ispras_s2 12.67 -> 12.62, grid "
+              "0.5% / 2 ms 6.51 -> 6.97, 0.5% / 5 ms 5.20 -> 5.41)")
 # (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
 GAPS: dict[tuple[str, str], str] = {
+    ("grid_xquic", "loss_pct=0.5, jitter_ms=0.0, cc=cubic"):
+        "sim 7.85 vs live 5.95 [5.61-6.43] Mbit/s (x1.32; 10 runs 7.87) since XQUIC's CUBIC follows xqc_cubic.c "
+        "(2026-11-28: its Reno estimate tcp_cwnd grows one MSS per window, no slow-start exit but loss, "
+        "the window set to the target per ACK); 6.26 (x1.05) with RFC 9438's Reno estimate (3 (1 - beta) / "
+        "(1 + beta) = 0.53 segments a round trip). Where random loss alone sets the rate, xqc_cubic.c is "
+        "AIMD(1, 0.7), whose response sqrt(1.7 / (0.6 p)) is 1.37x Reno's; the model gives 1.36x its Reno "
+        "(7.85 against 5.78), live 1.04x (5.95 against 5.70) and, at 2% loss, 1.28x (2.94 against 2.29; the "
+        "model 3.71, x1.26, within its mark). The same rules bring every jittery XQUIC CUBIC cell from "
+        "x0.74-0.89 to x0.84-0.98. What holds live XQUIC CUBIC near Reno without reordering is not identified "
+        "(every acknowledged packet calls xqc_cubic_on_ack, xqc_send_ctl.c xqc_send_ctl_on_packet_acked; one "
+        "reduction per recovery period, xqc_cubic_in_congestion_recovery, as modelled)",
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr2"):
         "sim 6.77 vs live 4.28 [3.84-4.93] Mbit/s (x1.58) on the byte buffer; it passed (x1.22) against the "
         "packet-buffer record, 5.55 [4.47-6.52] (tests/data/live/pfifo/): " + BBR2_MODEL
@@ -78,7 +93,7 @@ GAPS: dict[tuple[str, str], str] = {
         "sim 68.53 vs live 43.8 [29.9-53.1] Mbit/s (x1.57) on the byte buffer (packet buffer: 41.8 [27.9-49.4], "
         "x1.64): " + LINUX_BBR,
     ("ispras_linux", "scenario=ispras_s1, cc=cubic"):
-        "sim 10.17 vs live 7.99 [7.84-8.28] Mbit/s (x1.27) on the byte buffer (packet buffer: 7.69 [7.04-8.44], "
+        "sim 10.10 vs live 7.99 [7.84-8.28] Mbit/s (x1.26; 10.17 before the CUBIC target one least RTT ahead) on the byte buffer (packet buffer: 7.69 [7.04-8.44], "
         "x1.32; 10 runs: 10.03, x1.26): the model's CUBIC runs 5% above its Reno (9.54), this table's CUBIC below "
         "its Reno (8.37), at the low end of CUBIC's live spread: " + CUBIC_RENO,
     ("ispras_linux", "scenario=ispras_s2, cc=reno"):
@@ -91,7 +106,7 @@ GAPS: dict[tuple[str, str], str] = {
         "sim 74.97 vs live 53.9 [49.3-57.1] Mbit/s (x1.39) on the byte buffer (packet buffer: 57.3 [54.5-59.0], "
         "x1.31): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
-        "sim 6.61 vs live 5.06 [4.60-5.91] Mbit/s (x1.31; 10 runs: 6.51, x1.29) on the byte buffer; it passed (x1.04) "
+        "sim 6.76 vs live 5.06 [4.60-5.91] Mbit/s (x1.34; 10 runs: 6.97, x1.38; before the CUBIC target one least RTT ahead 6.61 and, 10 runs, 6.51) on the byte buffer; it passed (x1.04) "
         "against the packet-buffer record, 6.32 [5.49-6.98], and the low-load check (the table's notes) gave 5.97 "
         "[5.05-6.81] (x1.11). Kernel TCP's full-size frames have the same room on both buffers, so the move is "
         "run-to-run spread (Reno beside it: 6.25 -> 6.33): " + CUBIC_RENO,
@@ -126,11 +141,6 @@ ORDER_GAPS: dict[tuple[str, str], str] = {
         "Spearman 0.50: the model's CUBIC runs above its Reno (10.17 and 9.54 Mbit/s), this table's below (7.99 and "
         "8.37 on the byte buffer; 7.69 and 9.21 on the packet buffer); bbr first on both sides. Over 14 live runs "
         "CUBIC and Reno are level (8.75 and 8.85), so the order of the two is a draw: " + CUBIC_RENO,
-    ("linux", "ispras_s2"):
-        "Spearman 0.50: the model ties Reno and CUBIC (12.52 and 12.50 Mbit/s in these 5 runs; 10 runs 12.48 and "
-        "12.67, the right order; before the MP_JOIN path setup 11.51 and 13.39), live CUBIC leads by a sixth in "
-        "this table (9.26 and 10.95; 10.49 and 12.16 on the packet buffer), trails in the low-load check (10.04 "
-        "and 9.41), leads by 7% over 11 runs (9.93 and 10.62); bbr first on both sides: " + CUBIC_RENO,
 }
 
 def _cells() -> list[tuple[str, str, ReferenceCell]]:

@@ -59,6 +59,46 @@ def test_cc_constants_come_from_the_stack_under_the_users_overrides() -> None:
     assert cc_params("bbr")[bbr.CWND_GAIN] == 2.0  # the plug-in's own default: Linux's
 
 
+def test_cubic_grows_as_each_stacks_source() -> None:
+    """envs/cc/cubic.py under each stack's constants: XQUIC's xqc_cubic.c leaves slow start only on
+    loss, grows a Reno estimate by one MSS per window acknowledged (the window never below it) and
+    on persistent congestion drops to its minimum window keeping ssthresh; Linux's tcp_cubic.c
+    (RFC 9438) exits slow start on a rising RTT (HyStart++ here), grows its Reno estimate by
+    3 (1 - beta) / (1 + beta) segments per window and restarts from one packet after a timeout."""
+    from envs.cc import cubic
+
+    mss, rtt = 1200.0, 0.04
+    rng = np.zeros((1, 4), dtype=np.uint64)
+    for stack, init, reno_growth, min_win in (("xquic", 32, 1.0, 4), ("linux", 10, 0.3 * 3 / 1.7, 2)):
+        P = cc_params("cubic", stacks.cc_overrides(stack, "cubic"))[None, :].copy()
+        C = np.zeros((1, 50))
+        cubic.init(C, P, 0, 0.0, mss)
+        assert C[0, CWND] == init * mss
+        # slow start, the RTT rising 10 ms a round (20 ACKs): past HyStart++'s 4-16 ms
+        for i in range(400):
+            sample = rtt + 0.0005 * i
+            cubic.on_ack(C, P, 0, 1, 0.001 * i, mss, sample, sample, 0.0, 0.0, 0.0, i % 20 == 0, mss, rng, 0)
+        assert (C[0, SSTHRESH] == np.inf) == (stack == "xquic"), stack
+        before = C[0, CWND]
+        cubic.on_loss(C, P, 0, 1, 1.0, 1.0, 0.99, 0.0, mss, rng, 0)
+        start = C[0, CWND]
+        assert start == pytest.approx(0.7 * before) and C[0, SSTHRESH] == start
+        # congestion avoidance, two round trips later: one window of ACKs grows the Reno estimate
+        for i in range(int(start / mss)):
+            cubic.on_ack(C, P, 0, 1, 1.0 + 2 * rtt + 0.0001 * i, mss, rtt, rtt, 0.0, 0.0, 0.0, False, mss, rng, 0)
+        grown = C[0, cubic.W_EST] - start / mss
+        print(f"{stack}: slow start to {before / mss:.0f} packets; a window of ACKs: Reno estimate +{grown:.3f}, "
+              f"window +{(C[0, CWND] - start) / mss:.3f} packets")
+        assert grown == pytest.approx(reno_growth, rel=0.05), stack
+        assert C[0, CWND] >= C[0, cubic.W_EST] * mss - 1e-6
+        ssthresh, cwnd = C[0, SSTHRESH], C[0, CWND]
+        cubic.on_rto(C, P, 0, 2.0, 0.0, mss)
+        if stack == "xquic":  # xqc_cubic_reset_cwnd: XQC_CUBIC_MIN_WIN, ssthresh as it was
+            assert C[0, CWND] == min_win * mss and C[0, SSTHRESH] == ssthresh
+        else:  # RFC 9438 sec. 4.8 (tcp_cubic.c bictcp_recalc_ssthresh, then tcp_enter_loss)
+            assert C[0, CWND] == mss and C[0, SSTHRESH] == pytest.approx(0.7 * cwnd)
+
+
 def test_bbr_probe_rtt_window_is_each_stacks() -> None:
     """ProbeRTT's window: XQUIC 0.75 x BDP (xqc_bbr.c xqc_bbr_probe_rtt_gain), Linux 4 packets
     (tcp_bbr.c bbr_cwnd_min_target, the plug-in's default gain 0)."""

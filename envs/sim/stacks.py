@@ -142,8 +142,12 @@ XQUIC = StackProfile(
         "reno": {"init_cwnd_packets": 32.0},
         "lia": {"init_cwnd_packets": 32.0}, "olia": {"init_cwnd_packets": 32.0}, "balia": {"init_cwnd_packets": 32.0},
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
-        # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default)
-        "cubic": {"min_cwnd": 4.0, "init_cwnd_packets": 32.0},
+        # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default); slow start
+        # ends only on loss (xqc_cubic_on_ack: no delay test); the Reno estimate tcp_cwnd grows one
+        # XQC_CUBIC_MSS per tcp_cwnd bytes acknowledged; xqc_cubic_update sets cwnd to the target,
+        # at most acked / 2 above cwnd; xqc_cubic_reset_cwnd on persistent congestion (envs/cc/cubic.py)
+        "cubic": {"min_cwnd": 4.0, "init_cwnd_packets": 32.0, "hystart": 0.0, "reno_alpha": 1.0,
+                  "jump_to_target": 1.0},
         # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
         # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
         # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c),
