@@ -354,10 +354,12 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
                                              and "train" in e]
     study = spec.from_config(cfg, tmp_path / "out")
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == (3 if name == "ispras" else 20)  # cc_robustness: 4 learners x 4 single CCs and mix
+    assert len(trained) == (4 if name == "ispras" else 20)  # cc_robustness: 4 learners x 4 single CCs and mix
     for e in trained:
         train_cfg = yaml.safe_load(e.train_yaml)
         assert sorted(train_cfg["scenario"]) == ["ispras_s1", "ispras_s2", "ispras_s3"]
         trained_cc = e.label.rsplit("_", 1)[1]
         assert list(train_cfg["cc"]) == (["reno", "cubic", "bbr", "bbr2"] if trained_cc == "mix" else [trained_cc])
         assert train_cfg["agent"]["name"] == e.label.rsplit("_", 1)[0]
+        # the policy search's budget counts every candidate's decisions: its own steps, after the shared ones
+        assert train_cfg["train"]["steps"] == (2_000_000 if e.label.startswith("policy_search") else 60_000)
