@@ -354,7 +354,8 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
                                              and "train" in e]
     study = spec.from_config(cfg, tmp_path / "out")
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == (4 if name == "ispras" else 20)  # cc_robustness: 4 learners x 4 single CCs and mix
+    # cc_robustness: 4 learners x 4 single CCs and mix, and the policy search under bbr and mix
+    assert len(trained) == (4 if name == "ispras" else 22)
     for e in trained:
         train_cfg = yaml.safe_load(e.train_yaml)
         assert sorted(train_cfg["scenario"]) == ["ispras_s1", "ispras_s2", "ispras_s3"]
