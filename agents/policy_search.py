@@ -32,11 +32,12 @@ it: it replaces the incumbent only if its paired gain (per episode, same seeds) 
 t statistic of at least ``accept_t``. So the incumbent starts at minRTT and changes only on
 evidence from episodes that did not select it.
 
-The budget is the run's ``train.steps``, counted as every simulated decision of every candidate
-(so a generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
-decisions: far more decisions than a per-decision learner uses for the same wall time, which is
-small because the batched simulator runs whole episodes in one compiled call per decision step).
-A generation cut by the budget is discarded.
+The budget is the run's ``train.steps``, counted as every simulated decision of every candidate:
+a generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
+decisions (25,000-460,000, depending on the scenarios and on how often the candidates wait, since a
+waiting policy is asked again a millisecond later), more than a per-decision learner's whole
+budget in the studies (60,000); the preset's 2,000,000 take one to three minutes of the batched
+simulator. A generation cut by the budget is discarded.
 
 Scores (``objective``): ``log_goodput`` (the mean of the episodes' log goodput: scale-free, so a
 mix of scenarios whose rates differ tenfold counts each by its relative gain), ``goodput``, or
