@@ -363,4 +363,5 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
         assert list(train_cfg["cc"]) == (["reno", "cubic", "bbr", "bbr2"] if trained_cc == "mix" else [trained_cc])
         assert train_cfg["agent"]["name"] == e.label.rsplit("_", 1)[0]
         # the policy search's budget counts every candidate's decisions: its own steps, after the shared ones
-        assert train_cfg["train"]["steps"] == (2_000_000 if e.label.startswith("policy_search") else 60_000)
+        steps = {"policy_search_bbr": 2_000_000, "policy_search_mix": 8_000_000}.get(e.label, 60_000)
+        assert train_cfg["train"]["steps"] == steps
