@@ -271,7 +271,7 @@ def test_study_seeds_on_the_command_line_trains_each_learner_that_many_times(tmp
     study = spec.from_config(evaluate_cfg(tmp_path, "study=ispras", "study.seeds=3"), tmp_path / "out")
     assert study.seeds == 3
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == 3
+    assert len(trained) == 4  # Q-learning, DQN, LinUCB and the policy search
     for e in trained:
         assert e.seeds == [0, 1, 2] and len(set(e.checkpoints)) == 3
         assert [yaml.safe_load(y)["seed"] for y in e.train_yamls] == [0, 1, 2]
