@@ -20,6 +20,7 @@ AGENT_KINDS = {
     "linucb": "agents.linucb:LinUCB",
     "peekaboo": "agents.peekaboo:Peekaboo",
     "falcon": "agents.falcon:Falcon",
+    "policy_search": "agents.policy_search:PolicySearch",
 }
 
 

@@ -328,6 +328,10 @@ class Progress:
                 self.save(finished=False)
         return self.steps < self.s.steps
 
+    def log(self, metrics: dict[str, float]) -> None:
+        """An agent's own metrics (a policy search's per-generation scores) into the run, at this step."""
+        self.tracker.log(metrics, self.steps)
+
     def postfix(self, infos: list[dict]) -> None:
         """The bar's episodes and recent goodput (of finished episodes, or of the running ones
         before any has finished), set where the bar prints (every ``mininterval`` s)."""

@@ -128,6 +128,15 @@ def falcon_body(agent) -> tuple[Body, str]:
     return body, f"FALCON: {which}, Q-network argmax (frozen: no online adaptation in C)"
 
 
+def policy_search_body(agent) -> tuple[Body, str]:
+    layers: list = []
+    for layer in agent.layers():
+        layers.append(Dense(layer[1], layer[2]) if layer[0] == "dense" else Activation(layer[0]))
+    form = "linear scorer" if len(layers) == 1 else f"MLP scorer ({layers[0].weight.shape[0]} {layers[1].kind} units)"
+    return (MLPBody(layers, f"policy search {form}"),
+            f"policy search: {form} found by {agent.params['optimiser']} on whole episodes, argmax of the scores")
+
+
 EXPORTERS: dict[str, Callable[[Any], tuple[Body, str]]] = {
     "sb3": sb3_body,
     "qlearning": qlearning_body,
@@ -135,6 +144,7 @@ EXPORTERS: dict[str, Callable[[Any], tuple[Body, str]]] = {
     "linucb": bandit_body,
     "peekaboo": bandit_body,
     "falcon": falcon_body,
+    "policy_search": policy_search_body,
 }
 
 

@@ -74,7 +74,7 @@ def sample_observations(observation: str, n: int = 64) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------- the registry
 def test_kinds_are_registered():
-    for kind in ("qlearning", "linucb_ispras", "linucb", "peekaboo", "falcon"):
+    for kind in ("qlearning", "linucb_ispras", "linucb", "peekaboo", "falcon", "policy_search"):
         assert kind in AGENT_KINDS
     for name in CONFIGS:
         spec, _ = agent_config(name)

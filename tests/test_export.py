@@ -32,7 +32,8 @@ from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c,
 from envs.transport import conn_fields, from_raw, path_fields, to_raw
 from conftest import ROOT, compose_config
 
-AGENTS = ("dqn", "dqn_completion", "dqn_backlog", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon")
+AGENTS = ("dqn", "dqn_completion", "dqn_backlog", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon",
+          "policy_search")
 COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 pytestmark = pytest.mark.skipif(not COMPILERS and not shutil.which("cc"), reason="no C compiler (gcc, clang or cc)")
 COMPILERS = COMPILERS or ["cc"]
@@ -42,8 +43,10 @@ SMALL = {"name": "export_small",
          "paths": [{"bandwidth_mbps": 20, "delay_ms": 5, "loss_pct": 0.2, "jitter_ms": 1.0},
                    {"bandwidth_mbps": 4, "delay_ms": 40, "loss_pct": 0.5}],
          "workload": {"type": "file", "file_mb": 0.5}}
-TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "dqn_backlog": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600}
+TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "dqn_backlog": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600,
+               "policy_search": 40_000}  # decisions of every candidate: a few generations
 FALCON_PARAMS = {"inner_steps": 128, "hidden": [16, 16]}
+POLICY_SEARCH_PARAMS = {"population": 4, "runs": 8}  # small generations: several within the steps
 RESULTS: dict[str, dict[str, float]] = {}  # figures printed at the end (pytest -s)
 
 
@@ -196,6 +199,9 @@ class Policy:
         if self.name == "qlearning":
             a.q[:, 1] -= d
             return
+        if self.name == "policy_search":  # the last entry of theta: action 1's bias
+            a.theta[-1] -= d
+            return
         if self.name == "falcon":
             last = (a.net if a.deployed else a.meta_net).body[-1]
         elif hasattr(a.model.policy, "q_net"):
@@ -224,6 +230,8 @@ def build(name: str, base: Path) -> dict[str, Policy]:
     spec, env = agent_config(name)
     if name == "falcon":
         spec = {**spec, "params": {**(spec.get("params") or {}), **FALCON_PARAMS}}
+    if name == "policy_search":
+        spec = {**spec, "params": {**(spec.get("params") or {}), **POLICY_SEARCH_PARAMS}}
     kw = env_kwargs(env)
     venv = SB3VecEnv(8, scenario=scenario_from_dict(dict(SMALL)), cc="cubic", seed=1, **kw)
     n_feat, n_act = venv.observation_space.shape[0], int(venv.action_space.n)
@@ -241,6 +249,8 @@ def build(name: str, base: Path) -> dict[str, Policy]:
     states = record_states(lambda f: agent.act(f, deterministic=True), env["observation"])
     out = {"trained": Policy(name, spec, env, meta, agent, d / "trained.h", d / "trained_q.h", states)}
     bal = Policy(name, spec, env, meta, copy.deepcopy(agent), d / "balanced.h", d / "balanced_q.h", {})
+    if name == "policy_search":  # a search that kept minRTT has all-zero weights, nothing to balance: its mean has some
+        bal.agent.theta = np.array(agent.optimiser.mean, dtype=np.float64)
     scens = (SMALL, "ispras_s3")
     for _ in range(2):
         st = record_states(lambda f: bal.agent.act(f, deterministic=True), env["observation"], scenarios=scens)

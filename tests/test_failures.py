@@ -150,6 +150,8 @@ CASES = [
     ("train.py", ["agent=ppo", "agent.hyperparams.n_steps=0"], 1, "agent.hyperparams.n_steps must be an integer >= 1"),
     ("train.py", ["agent=qlearning", "agent.params.lr=-1"], 1, "agent.params.lr must be"),
     ("train.py", ["agent=qlearning", "+agent.params.speed=1"], 1, "unknown agent.params key 'speed'"),
+    ("train.py", ["agent=policy_search", "agent.params.population=1"], 1,
+     "agent.params.population must be an integer >= 2, got 1"),
     # train.py: checkpoints and tracking
     ("train.py", ["train.resume={work}/nowhere"], 1, "not a checkpoint"),
     ("train.py", ["train.resume={cut}"], 1, "model.zip does not match its checksum"),

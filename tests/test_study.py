@@ -271,7 +271,7 @@ def test_study_seeds_on_the_command_line_trains_each_learner_that_many_times(tmp
     study = spec.from_config(evaluate_cfg(tmp_path, "study=ispras", "study.seeds=3"), tmp_path / "out")
     assert study.seeds == 3
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == 3
+    assert len(trained) == 4  # Q-learning, DQN, LinUCB and the policy search
     for e in trained:
         assert e.seeds == [0, 1, 2] and len(set(e.checkpoints)) == 3
         assert [yaml.safe_load(y)["seed"] for y in e.train_yamls] == [0, 1, 2]
@@ -354,10 +354,14 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
                                              and "train" in e]
     study = spec.from_config(cfg, tmp_path / "out")
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == (3 if name == "ispras" else 20)  # cc_robustness: 4 learners x 4 single CCs and mix
+    # cc_robustness: 4 learners x 4 single CCs and mix, and the policy search under bbr and mix
+    assert len(trained) == (4 if name == "ispras" else 22)
     for e in trained:
         train_cfg = yaml.safe_load(e.train_yaml)
         assert sorted(train_cfg["scenario"]) == ["ispras_s1", "ispras_s2", "ispras_s3"]
         trained_cc = e.label.rsplit("_", 1)[1]
         assert list(train_cfg["cc"]) == (["reno", "cubic", "bbr", "bbr2"] if trained_cc == "mix" else [trained_cc])
         assert train_cfg["agent"]["name"] == e.label.rsplit("_", 1)[0]
+        # the policy search's budget counts every candidate's decisions: its own steps, after the shared ones
+        steps = {"policy_search_bbr": 2_000_000, "policy_search_mix": 8_000_000}.get(e.label, 60_000)
+        assert train_cfg["train"]["steps"] == steps
