@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from envs.errors import ConfigError
+
 if TYPE_CHECKING:
     from envs.vector_env import SB3VecEnv
 
@@ -75,3 +77,20 @@ class OnlineAgent(Agent):
             done_steps += env.num_envs
             if not monitor.on_step(env.num_envs, rewards, infos):
                 break
+
+
+
+def as_rows(obs: np.ndarray, n_features: int) -> np.ndarray:
+    """Observations as a float64 matrix [N, n_features] (a single row may come 1-D)."""
+    x = np.asarray(obs, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] != n_features:
+        raise ConfigError(f"expected observations of shape [N, {n_features}], got {tuple(np.shape(obs))}")
+    return x
+
+
+def check_blocked(n_actions: int, who: str) -> None:
+    if n_actions != 2:
+        raise ConfigError(f"{who} answers the 'blocked' decision (2 actions: wait for the fast path, send on "
+                          f"the second); this environment has {n_actions} actions (set env.decision: blocked)")

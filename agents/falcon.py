@@ -74,9 +74,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Monitor, OnlineAgent
-from agents.linucb import (as_rows, check_blocked, integer, load_json, number, read_params, rng_state, save_json,
-                           set_rng_state)
+from agents.base import Monitor, OnlineAgent, as_rows, check_blocked
+from agents.params import integer, number, read_params
+from agents.state import load_json, rng_state, save_json, set_rng_state
 from envs.decision import DecisionProcess
 from envs.errors import ConfigError
 from envs.features import FEATURE_SETS, full_set

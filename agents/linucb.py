@@ -34,106 +34,21 @@ Readings chosen where the descriptions leave a detail open (all in ``agent.param
   ``argmax theta_a^T x`` without the exploration bonus. ``deterministic=False`` and ``explore``
   follow the published rules (random draws from the agent's generator). Ties go to waiting in
   the classic rule (arm 0), to S in the ISPRAS rule (``val_S >= val_F``).
-
-The module also holds the helpers the other online agents share (``read_params``,
-``save_json``/``load_json``, generator state round trip).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.base import OnlineAgent
-from envs.errors import ConfigError, out_of_range, unknown_name
+from agents.base import OnlineAgent, as_rows, check_blocked
+from agents.params import Rule, choice, number, read_params
+from agents.state import load_json, rng_state, save_json, set_rng_state
+from envs.errors import ConfigError
 
-STATE_FILE = "agent_state.json"
 ARRAYS_FILE = "linucb.npz"
-
-Rule = tuple[Callable[[Any], bool], str]
-
-
-# ---------------------------------------------------------------------------------- shared helpers
-def read_params(spec: Mapping[str, Any], defaults: Mapping[str, Any], rules: Mapping[str, Rule]) -> dict[str, Any]:
-    """``spec["params"]`` over ``defaults``; unknown keys and values outside ``rules`` raise a
-    ConfigError naming ``agent.params.<key>``."""
-    given = spec.get("params") or {}
-    if not isinstance(given, Mapping):
-        raise ConfigError(f"agent.params must be a mapping, got {given!r}")
-    for key in given:
-        if key not in defaults:
-            raise unknown_name("agent.params key", key, defaults)
-    out = {**defaults, **given}
-    for key, (ok, allowed) in rules.items():
-        value = out[key]
-        try:
-            good = bool(ok(value))
-        except (TypeError, ValueError):
-            good = False
-        if not good:
-            raise out_of_range(f"agent.params.{key}", value, allowed)
-    return out
-
-
-def number(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Rule:
-    """A real number (not bool) within the bounds."""
-    def ok(v: Any) -> bool:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            return False
-        if lo is not None and (v <= lo if lo_open else v < lo):
-            return False
-        return not (hi is not None and (v >= hi if hi_open else v > hi))
-    lo_s = "" if lo is None else f"{'>' if lo_open else '>='} {lo}"
-    hi_s = "" if hi is None else f"{'<' if hi_open else '<='} {hi}"
-    return ok, "a number " + " and ".join(s for s in (lo_s, hi_s) if s)
-
-
-def integer(lo: int) -> Rule:
-    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo), f"an integer >= {lo}"
-
-
-def choice(*options: str) -> Rule:
-    return (lambda v: v in options), "one of " + ", ".join(options)
-
-
-def save_json(directory: Path, data: dict[str, Any], name: str = STATE_FILE) -> None:
-    (Path(directory) / name).write_text(json.dumps(data, indent=2))
-
-
-def load_json(directory: Path, name: str = STATE_FILE) -> dict[str, Any]:
-    path = Path(directory) / name
-    if not path.is_file():
-        raise ConfigError(f"checkpoint {directory} has no {name}")
-    return json.loads(path.read_text())
-
-
-def rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return dict(rng.bit_generator.state)
-
-
-def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
-    rng.bit_generator.state = state
-
-
-def as_rows(obs: np.ndarray, n_features: int) -> np.ndarray:
-    """Observations as a float64 matrix [N, n_features] (a single row may come 1-D)."""
-    x = np.asarray(obs, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[None, :]
-    if x.ndim != 2 or x.shape[1] != n_features:
-        raise ConfigError(f"expected observations of shape [N, {n_features}], got {tuple(np.shape(obs))}")
-    return x
-
-
-def check_blocked(n_actions: int, who: str) -> None:
-    if n_actions != 2:
-        raise ConfigError(f"{who} answers the 'blocked' decision (2 actions: wait for the fast path, send on "
-                          f"the second); this environment has {n_actions} actions (set env.decision: blocked)")
 
 
 # ---------------------------------------------------------------------------------- the bandits

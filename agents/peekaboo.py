@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.linucb import LinUCB, number
+from agents.linucb import LinUCB
+from agents.params import number
 
 
 class Peekaboo(LinUCB):

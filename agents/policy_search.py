@@ -59,19 +59,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.base import Agent, Monitor
-from agents.linucb import (
-    Rule,
-    as_rows,
-    choice,
-    integer,
-    load_json,
-    number,
-    read_params,
-    rng_state,
-    save_json,
-    set_rng_state,
-)
+from agents.base import Agent, Monitor, as_rows
+from agents.params import Rule, choice, integer, number, read_params
+from agents.state import load_json, rng_state, save_json, set_rng_state
 from envs.errors import ConfigError
 
 if TYPE_CHECKING:

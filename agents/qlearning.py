@@ -75,9 +75,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import OnlineAgent
-from agents.linucb import (as_rows, check_blocked, choice, integer, load_json, number, read_params, rng_state,
-                           save_json, set_rng_state)
+from agents.base import OnlineAgent, as_rows, check_blocked
+from agents.params import choice, integer, number, read_params
+from agents.state import load_json, rng_state, save_json, set_rng_state
 from envs.errors import ConfigError, out_of_range
 from envs.features import FEATURE_SETS
 

@@ -19,7 +19,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.dqn.policies import MlpPolicy as DQNMlpPolicy
 
 from agents.base import Agent, Monitor
-from agents.linucb import Rule, integer, number
+from agents.params import Rule, integer, number
 from envs.errors import ConfigError, out_of_range, unknown_name
 
 ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU, "leaky_relu": torch.nn.LeakyReLU}
