@@ -61,10 +61,11 @@ def test_rfc6356_coupled_pair_takes_one_tcp_share(cc: str, low: float, high: flo
 
 
 @pytest.mark.parametrize("stack", ["xquic", "linux"])
-def test_competing_flows_run_kernel_tcp_constants_whatever_the_stack(stack: str) -> None:
+def test_competing_flows_run_kernel_tcp_whatever_the_stack(stack: str) -> None:
     """docs/transport.md, "Network": the live testbed runs competing flows as kernel TCP sockets
     (envs/live/competition.py), so a competing Reno or CUBIC flow takes the Linux profile's
-    constants under either stack, while the connection's subflows take their stack's; a flow that
+    constants and its loss recovery (RACK, DSACK undo, timers: the core's per-flow stack row) under
+    either stack, while the connection's subflows take their stack's; a flow that
     stands for a second connection of the simulated stack (``stack: connection``, the two-flow
     queue law) takes the stack's, and the live testbed refuses it."""
     from envs.live.network_testbed import unsupported
@@ -80,6 +81,9 @@ def test_competing_flows_run_kernel_tcp_constants_whatever_the_stack(stack: str)
             sim.reset()
             assert np.array_equal(sim.ccp[0, 2], expected), (cc, whose)
             assert np.array_equal(sim.ccp[0, 0], own) and np.array_equal(sim.ccp[0, 1], own)
+            recovery = stacks.stack_vector(stacks.LINUX if whose == "linux" else stacks.profile(stack))
+            assert np.array_equal(sim.constants.stack[0, 2], recovery), (cc, whose)
+            assert (sim.constants.stack[0, :2] == stacks.stack_vector(stacks.profile(stack))).all()
     assert stack == "linux" or not np.array_equal(cc_params("reno", stacks.cc_overrides("linux", "reno")),
                                                   cc_params("reno", stacks.cc_overrides("xquic", "reno")))
     assert unsupported(shared_bottleneck(1.0, {"flows": 1, "cc": "reno"})) == []

@@ -108,7 +108,7 @@ def test_stack_draws_stay_within_the_declared_ranges(tmp_path):
                     {k: v for k, v in nominal.cc_defaults[c].items() if k not in CC_CONSTANTS}
             assert (prof.rule, prof.packet_threshold, prof.undo) == (nominal.rule, nominal.packet_threshold, nominal.undo)
             # the core reads the episode's draw: its stack row and its subflows' CC parameters
-            assert np.array_equal(sim.constants.stack[b], stacks.stack_vector(prof))
+            assert np.array_equal(sim.constants.stack[b, 0], stacks.stack_vector(prof))
             assert np.array_equal(sim.ccp[b, 0], cc_params(cc, stacks.cc_overrides(prof, cc)))
     assert stacks_seen == {"xquic", "linux"}
     assert "xquic.bbr.cwnd_gain" in seen and "linux.rto_min" in seen

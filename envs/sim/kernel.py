@@ -56,8 +56,10 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
 
 ``Constants``: ``mss`` (bytes), ``dt`` (s per step), the spurious-declaration tables of
 ``envs/sim/reordering.py`` (``spur_grid``: natural logs of their spacing grid, ``spur_wgrid``: their
-window grid, ``spur_prob``: one table per loss-detection rule) and each connection's stack profile
-``stack[B, N_STK]`` (``envs/sim/stacks.py``; its ``STK_RULE`` picks the table). Other short
+window grid, ``spur_prob``: one table per loss-detection rule) and each flow's stack profile
+``stack[B, F, N_STK]`` (``envs/sim/stacks.py``; its ``STK_RULE`` picks the table): the connection's
+for its subflows, kernel TCP's (``stacks.LINUX``) for a competing flow that stands for a kernel
+socket, as on the live testbed. Other short
 names: ``conn`` a ``Connection``, ``m`` the ``Constants``, ``b`` the connection's index (and its
 network stream), ``snd`` its sender stream, ``t`` the step, ``f`` a flow, ``p`` a path, ``s`` a
 FIFO slot, ``h``/``k`` a hole slot, ``nsub``/``nflows`` the connection's subflows/flows.
@@ -169,7 +171,7 @@ class Constants(NamedTuple):
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
     spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter
-    stack: np.ndarray  # per connection, its stack profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
+    stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
 @njit(cache=True, _nrt=False)
@@ -287,7 +289,7 @@ def _detect_delay(bnb, p, mss, o, fb, f, stk, dt, most):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _receive(t, conn, mss, dt, stk, nsub, nflows):
+def _receive(t, conn, mss, dt, stks, nsub, nflows):
     """Arrivals at the receiver; updates rcv state and schedules feedback."""
     o, fb, bnb, c, sg, si, rg, ho = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.hole
     Lm = rg.shape[1] - 1
@@ -327,7 +329,7 @@ def _receive(t, conn, mss, dt, stk, nsub, nflows):
             spur = sg[f, s, SEG_SPUR]
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
-                    det = _detect_delay(bnb, p, mss, o, fb, f, stk, dt, Lm - 1 - drev)
+                    det = _detect_delay(bnb, p, mss, o, fb, f, stks[f], dt, Lm - 1 - drev)
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur
@@ -519,7 +521,7 @@ def _unschedule(f, o, fb, c, ho):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
+def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
     o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
@@ -530,7 +532,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
         _detect_due(t, c, ho)
     for f in range(nflows):
         if fb[f, FL_DSACK_AT] > 0.0 and t >= fb[f, FL_DSACK_AT]:  # before the ACKs, as Linux's undo
-            dsack_due(t, fb, C, f, stk)
+            dsack_due(t, fb, C, f, stks[f])
         acked = rg[f, slot, RING_ACKED]
         if acked > 0.0:
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
@@ -572,7 +574,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
             fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
             o[f, OBS_LOSSES] += _packets(lost, mss) + spur
             fb[f, FL_SPUR_PENDING] += spur * mss
-            before_loss(t, o, fb, C, f, lost, spur, dt, stk)
+            before_loss(t, o, fb, C, f, lost, spur, dt, stks[f])
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
                        rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss, rng,
                        snd if f < nsub else b)
@@ -583,7 +585,7 @@ def _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows):
         # RTO (the stack's, envs/sim/recovery.py; doubled per expiry), armed while packets are in
         # flight (not those still in the path's schedule buffer)
         if o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] > (EPS if fb[f, FL_SCHED] > 0.0 else 0.0):
-            rto = timeout(o, f, stk)
+            rto = timeout(o, f, stks[f])
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
                 _rto(b, t, f, conn, mss, dt)
         else:
@@ -1474,8 +1476,8 @@ def _depart(b, t, conn, m, nsub, nflows):
     overtaken only by the later ones of their train. Spacing and window are measured against the
     jitter of a round trip (the data's and its ACK's)."""
     o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
-    stk = m.stack[b]
-    mss, dt, spur_r, spur_w, spur_p = m.mss, m.dt, m.spur_grid, m.spur_wgrid, m.spur_prob[int(stk[STK_RULE])]
+    stks = m.stack[b]
+    mss, dt, spur_r, spur_w = m.mss, m.dt, m.spur_grid, m.spur_wgrid
     Qm = sg.shape[1] - 1
     for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1514,6 +1516,8 @@ def _depart(b, t, conn, m, nsub, nflows):
                 delay = max(delay + jit * quantile(u), 0.0)
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
+                        stk = stks[f]
+                        spur_p = m.spur_prob[int(stk[STK_RULE])]
                         window = reorder_window(o, fb, f, stk) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
@@ -1605,19 +1609,19 @@ def _run(b, conn, m, max_steps):
     snd = b + conn.rng.shape[0] // 2  # the sender's own stream (see envs.sim.rng)
     prm = conn.sched[:SCHED_STATE]
     st = conn.sched[SCHED_STATE:]
-    stk = m.stack[b]
+    stks = m.stack[b]
     for f in range(nsub):  # the stack's path buffer (its row may change between episodes)
-        conn.fl[f, FL_BUFFERED] = stk[STK_PATH_BUFFER]
+        conn.fl[f, FL_BUFFERED] = stks[f, STK_PATH_BUFFER]
     steps = 0
     while steps < max_steps:
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
             _apply_schedules(t, conn, mss, now, nsub, nflows)
-            _receive(t, conn, mss, dt, stk, nsub, nflows)
+            _receive(t, conn, mss, dt, stks, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
-                _autotune_window(t, conn, dt, nsub, stk)
-            _feedback(b, snd, t, conn, mss, dt, stk, nsub, nflows)
+                _autotune_window(t, conn, dt, nsub, stks[0])  # the connection's receiver
+            _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
             _refresh_windows(conn, nflows, nsub, mss, dt)  # before a break: terminal obs

@@ -279,7 +279,7 @@ REC_DELIVERED = 0  # bytes delivered in order by the end of the bin (cumulative)
 REC_REORDER = 1  # reorder-buffer occupancy summed over the bin's steps (byte-steps)
 N_REC = 2
 
-# --- the stack profile as the core reads it: ``Constants.stack[B, N_STK]``, one row per connection
+# --- the stack profile as the core reads it: ``Constants.stack[B, F, N_STK]``, one row per flow
 # (envs/sim/stacks.py; train.randomise draws a row per episode) -----------------------------------
 STK_TIME_THRESHOLD = 0  # loss detection window: fraction of the srtt (RFC 9002 time threshold)
 STK_REO_WND = 1  # ... plus this fraction of min_rtt per RACK reo_wnd step

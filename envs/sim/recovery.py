@@ -1,6 +1,6 @@
 """The stack's loss recovery as the core runs it: detection window, DSACK, undo, timeout.
 
-Each function reads the stack profile from ``stk`` (``Constants.stack``, columns ``STK_*`` of
+Each function reads the flow's stack profile from ``stk`` (its row of ``Constants.stack``, columns ``STK_*`` of
 ``envs/sim/layout.py``, filled by ``envs/sim/stacks.py``), so one compiled core serves every
 stack. docs/transport.md ("Stacks differ") gives the sources:
 

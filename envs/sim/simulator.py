@@ -108,7 +108,7 @@ class Simulator:
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
         self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
-                                          np.tile(stacks.stack_vector(self.stack), (self.B, 1)))
+                                          np.tile(stacks.stack_vector(self.stack), (self.B, self.F, 1)))
 
     def _params(self, cc: str, overrides: dict | None = None, stack: stacks.StackProfile | None = None) -> np.ndarray:
         """CC ``cc``'s parameters under the simulated stack (or the episode's ``stack``): its
@@ -234,8 +234,8 @@ class Simulator:
         if draw is not None:  # from a stream apart from the episode's, which draws as without it
             prof = draw.sample(np.random.default_rng([self.seed, b, int(self.episode[b]), 2]))
             self.current_stack[b] = prof
-            self.constants.stack[b] = stacks.stack_vector(prof)
         prof = self.current_stack[b]
+        self.constants.stack[b] = stacks.stack_vector(prof)  # every flow's, until a competing flow's below
         sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
         dt, dt_ms, mss = self.dt, self.cfg.dt_ms, self.cfg.mss
         nsub = len(scen.paths)
@@ -275,13 +275,16 @@ class Simulator:
             # (docs/transport.md, "Network")
             if comp.stack == "linux":
                 comp_params = self._params(comp.cc, None, stacks.LINUX)
+                comp_stack = stacks.stack_vector(stacks.LINUX)
             else:
                 comp_params = self._params(comp.cc, self._cc_overrides.get(comp.cc), prof)
+                comp_stack = stacks.stack_vector(prof)
             slots = comp.arrivals.slots if comp.arrivals is not None else 0
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)
                 self.fl[b, f, FL_CC] = comp_cc
                 self.ccp[b, f] = comp_params
+                self.constants.stack[b, f] = comp_stack  # its loss detection, undo and timers too
                 if j < comp.flows:  # long-lived: on (inf bytes to send) or off, by the schedule
                     for i, (t_s, n_active) in enumerate(schedule):
                         self.atrace[b, f, i] = (round(t_s * 1000 / dt_ms), math.inf if n_active > j else 0.0)
