@@ -58,7 +58,7 @@ COUNTERS = ("TcpExtTCPSACKReorder", "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder"
             "TcpExtTCPSackShifted", "TcpExtTCPSackMerged", "TcpExtTCPSACKDiscard", "TcpExtTCPDelivered",
             "TcpExtTCPAutoCorking", "TcpExtTCPWantZeroWindowAdv", "TcpExtTCPOrigDataSent",
             "TcpExtTCPRcvQDrop", "TcpExtTCPOFOQueue", "TcpExtTCPOFODrop", "TcpExtDelayedACKs",
-            "TcpExtTCPACKSkippedSeq", "TcpExtTCPDSACKOldSent", "TcpExtTCPDSACKOfoSent", "TcpExtTCPDSACKIgnoredDubious",
+            "TcpExtTCPACKSkippedSeq", "TcpExtTCPDSACKOldSent", "TcpExtTCPDSACKOfoSent", "TcpExtTCPDSACKIgnoredDubious", "TcpExtTCPAckCompressed",
             "TcpRetransSegs", "TcpOutSegs", "TcpInSegs")
 SS_BBR = re.compile(r"bbr:\(bw:([\d.]+)([KMG]?)bps,mrtt:([\d.]+)(?:,pacing_gain:([\d.]+))?(?:,cwnd_gain:([\d.]+))?")
 UNIT = {"": 1e-6, "K": 1e-3, "M": 1.0, "G": 1e3}
