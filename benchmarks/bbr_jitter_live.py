@@ -45,7 +45,7 @@ from envs.live.provenance import load_average  # noqa: E402
 from envs.live.telemetry import TCP_CONGESTION, TcpInfo, subflow_infos  # noqa: E402
 from envs.live.system import netns  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.live.verification import start_verified  # noqa: E402
+from envs.live.verification import verified_testbed  # noqa: E402
 from envs.scenario import Scenario, load_scenario  # noqa: E402
 
 COUNTERS = ("TcpExtTCPSACKReorder", "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder", "TcpExtTCPDSACKRecv",
@@ -329,8 +329,7 @@ def main() -> int:
     a = ap.parse_args()
     for name in a.scenarios:
         scen = scenario(name)
-        tb = start_verified(functools.partial(Testbed, scen, verify=True), 2, 5.0, None)
-        try:
+        with verified_testbed(functools.partial(Testbed, scen, verify=True)) as tb:
             for kv in a.sysctl:
                 print(tb.run("client", ["sysctl", "-w", kv]).stdout.strip(), flush=True)
             for kv in a.receiver_sysctl:
@@ -339,10 +338,6 @@ def main() -> int:
                 transfer(tb, scen, a.sacks)
                 if a.plain:
                     transfer(tb, scen, a.sacks, plain=True)
-        finally:
-            left = tb.close()
-            if left:
-                print("teardown left: " + ", ".join(left), flush=True)
     return 0
 
 

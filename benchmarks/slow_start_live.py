@@ -31,7 +31,7 @@ from envs.live.mptcp import MptcpTransfer  # noqa: E402
 from envs.live.provenance import load_average  # noqa: E402
 from envs.live.telemetry import subflow_infos  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.live.verification import start_verified  # noqa: E402
+from envs.live.verification import verified_testbed  # noqa: E402
 from envs.scenario import Scenario, load_scenario  # noqa: E402
 
 COUNTERS = ("TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
@@ -95,15 +95,10 @@ def main() -> int:
     ap.add_argument("--trace-s", type=float, default=4.0, help="seconds of tcp_info trace (%(default)s)")
     a = ap.parse_args()
     scen = scenario(a.scenario)
-    tb = start_verified(lambda: Testbed(scen, verify=True), 2, 5.0, None)
-    try:
+    with verified_testbed(lambda: Testbed(scen, verify=True)) as tb:
         for _ in range(a.runs):
             for cc in a.ccs.split(","):
                 transfer(tb, scen, cc, a.trace_s)
-    finally:
-        left = tb.close()
-        if left:
-            print("teardown left: " + ", ".join(left), flush=True)
     return 0
 
 

@@ -26,9 +26,11 @@ import select
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -346,6 +348,8 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
 class _Startable(Protocol):
     def start(self) -> Any: ...
 
+    def close(self) -> list[str]: ...
+
 
 T = TypeVar("T", bound=_Startable)
 
@@ -370,3 +374,17 @@ def start_verified(make: Callable[[], T], attempts: int = 2, pause_s: float = 5.
                 raise
             time.sleep(pause_s)
     raise AssertionError("unreachable")
+
+
+@contextmanager
+def verified_testbed(make: Callable[[], T], attempts: int = 2, pause_s: float = 5.0,
+                     on_failure: Callable[[int, VerificationError], None] | None = None) -> Iterator[T]:
+    """``start_verified``'s testbed for the length of a ``with`` block, closed at its end (an
+    error or an interrupt included); what the teardown could not remove is printed to stderr."""
+    tb = start_verified(make, attempts, pause_s, on_failure)
+    try:
+        yield tb
+    finally:
+        problems = tb.close()
+        if problems:
+            print(f"teardown left: {', '.join(problems)}", file=sys.stderr)
