@@ -426,6 +426,29 @@ def test_a_testbed_failing_verification_is_retried_then_the_last_failure_raised(
         start_verified(lambda: Bed(True), 0)
 
 
+def test_a_verified_testbed_is_closed_when_its_block_fails_and_says_what_it_left(capsys):
+    """envs.live.verification.verified_testbed: the live diagnostics' testbed is torn down at the
+    end of its ``with`` block, an error inside it included, and what could not be removed is
+    printed (never silently left on the machine)."""
+    from envs.live.verification import verified_testbed
+
+    closed = []
+
+    class Bed:
+        def start(self):
+            return self
+
+        def close(self) -> list[str]:
+            closed.append(self)
+            return ["namespace mps1-h1"]
+
+    with pytest.raises(RuntimeError, match="transfer failed"), verified_testbed(Bed) as tb:
+        assert closed == []
+        raise RuntimeError("transfer failed")
+    assert closed == [tb]
+    assert "teardown left: namespace mps1-h1" in capsys.readouterr().err
+
+
 def test_the_flows_send_and_count_bytes_until_done_or_stopped():
     """envs.live.bottleneck.send_zeros / receive_counting, the loops of BulkFlows and the competing
     traffic (envs.live.competition): a sized send ends with True and the reader counts every byte
