@@ -29,7 +29,11 @@ Run it alone (``flock /tmp/mpsched-live.lock``): it needs root and the live setu
 from __future__ import annotations
 
 import argparse
+import collections
+import socket
+import struct
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +56,31 @@ XQUIC_PACKET = 1200  # xqc_packet_out.h XQC_PACKET_OUT_SIZE (XQC_QUIC_MIN_MSS): 
 # XQC_MSS (xqc_packet.h: XQC_QUIC_MAX_MSS + XQC_ACK_SPACE = 1436) per 1200-byte packet
 XQUIC_PAYLOAD = XQUIC_PACKET - 13 - 8
 XQUIC_MSS_PER_PACKET = 1436 / XQUIC_PACKET
+
+
+ETH_P_IP = 0x0800
+PACKET_OUTGOING = 4  # linux/if_packet.h
+
+
+def size_sampler(tb, stop: threading.Event, out: collections.Counter) -> None:
+    """Count the IP lengths of the client's UDP packets as the server receives them on path 1
+    (``--sizes``): a raw AF_PACKET socket in the server's namespace."""
+    from envs.live.system import netns
+    with netns(tb.host_pid("server")):
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
+    sock.bind((tb.paths[0].server_if, 0))
+    client = socket.inet_aton(tb.paths[0].client_ip)
+    sock.settimeout(0.1)
+    try:
+        while not stop.is_set():
+            try:
+                frame, addr = sock.recvfrom(64)
+            except TimeoutError:
+                continue
+            if addr[2] != PACKET_OUTGOING and len(frame) >= 34 and frame[14 + 9] == 17 and frame[26:30] == client:
+                out[struct.unpack_from("!H", frame, 16)[0]] += 1
+    finally:
+        sock.close()
 
 
 @dataclass
@@ -117,7 +146,7 @@ def show(label: str, fig: dict[str, float], extra: str = "", lost_label: str = "
           f"{f['srtt_ms']:.1f} ms{extra}", flush=True)
 
 
-def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float) -> None:
+def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool) -> None:
     from envs.live.mptcp import network_counters
     from envs.live.testbed import Testbed
     from envs.live.verification import start_verified
@@ -136,7 +165,16 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
             for cc in ccs:
                 c0 = network_counters(tb)
                 tr = XquicTransfer(tb, cc, work, telemetry_ms=telemetry_ms)
-                res = tr.run(seconds + 30.0)
+                stop, lengths = threading.Event(), collections.Counter[int]()
+                sampler = threading.Thread(target=size_sampler, args=(tb, stop, lengths), daemon=True)
+                if sizes:
+                    sampler.start()
+                try:
+                    res = tr.run(seconds + 30.0)
+                finally:
+                    stop.set()
+                    if sizes:
+                        sampler.join()
                 c1 = network_counters(tb)
                 iv = tr._concat(tr._intervals, len(tb.paths))
                 obs, cobs, _ = records_to_sim(iv)
@@ -156,6 +194,12 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
                      f"of the file delivered; load {load_average():.2f}",
                      "retransmitted")
+                if sizes:
+                    n = sum(lengths.values())
+                    full = lengths.get(max(lengths), 0) if lengths else 0
+                    print(f"   client's UDP packets at the server (IP length: count) of {n}, the largest {max(lengths, default=0)} "
+                          f"bytes {full / max(n, 1):.1%}: " + ", ".join(
+                              f"{k}: {v}" for k, v in sorted(lengths.items(), key=lambda kv: -kv[1])[:12]), flush=True)
                 print("   cwnd (pkts) every 0.1 s from 2 s: " + " ".join(
                     f"{c / packet:.0f}" for c in trace.cwnd[(trace.t >= 2) & (trace.t < 5)][::max(int(100 / telemetry_ms), 1)]),
                     flush=True)
@@ -199,6 +243,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=GRID_SECONDS)
     ap.add_argument("--sim-only", action="store_true")
     ap.add_argument("--live-only", action="store_true")
+    ap.add_argument("--sizes", action="store_true", help="count the sizes of the client's UDP packets (live)")
     ap.add_argument("--xquic-packet", action="store_true",
                     help="simulate with XQUIC's packet and byte constants (XQUIC_PAYLOAD, XQUIC_MSS_PER_PACKET)")
     a = ap.parse_args()
@@ -206,7 +251,7 @@ def main() -> int:
     if not a.live_only:
         simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.xquic_packet)
     if not a.sim_only:
-        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds)
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes)
     return 0
 
 
