@@ -110,7 +110,7 @@ GAPS: dict[tuple[str, str], str] = {
         "2026-11-28, load average 3.3-7.6; the testbed verified: loss 0.38% / 0.53%, RTT 41.2 ms, spread "
         "0.07 ms): XQUIC's CUBIC runs the model's sawtooth packet for packet. After the first second, "
         "live against the model (3 runs): 2.44-3.00 reductions a second against 2.33-2.89, the window "
-        "x0.704-0.707 at each against x0.704, 25-29 packets on average against 23-26, 0.41-0.57% of the "
+        "x0.704-0.707 at each against x0.704-0.705, 25-29 packets on average against 23-26, 0.41-0.57% of the "
         "packets retransmitted against 0.37-0.54% declared lost (the emulation dropped 0.33-0.59% of the forward packets, "
         "1.33% in a run whose first slow start overflowed the buffer), no PTO, the "
         "window binding in every sample and the flow-control credit never below a packet; Reno likewise "
