@@ -1,0 +1,259 @@
+"""XQUIC's CUBIC and Reno sawtooth, live beside the simulator: why live XQUIC CUBIC runs near its
+Reno where random loss alone sets the rate (tests/test_stack_fidelity.py GAPS, grid_xquic 0.5%
+loss, no jitter).
+
+    sudo nice -n -10 flock /tmp/mpsched-live.lock python benchmarks/xquic_cubic_live.py grid:0.5/0 \
+        --ccs cubic,reno --runs 2 --live-only
+    python benchmarks/xquic_cubic_live.py grid:0.5/0 --sim-only [--xquic-packet]   # the simulator's side
+
+One verified testbed (envs.live.testbed) for the grid cell (``grid:<loss_pct>/<jitter_ms>``: the
+grid table's path, 50 Mbit/s, 40 ms RTT, 1 BDP buffer), then per run and CC one XQUIC transfer
+as the table records it (a file too large to finish, capped at ``--seconds``), its per-path
+telemetry every ``--telemetry-ms`` (``XquicTransfer``: cwnd, bytes in flight, srtt, the packets
+XQUIC retransmitted, PTOs, bytes sent and acknowledged, the connection's flow-control credit).
+The same figures for the simulator (``stack=xquic``, the cell's scenario, ``--sim-runs``
+connections, sampled at the same interval; ``--xquic-packet``: with XQUIC's packet and byte
+constants, an experiment, not the profile). Printed per transfer: goodput; reductions per
+second (the window falling by more than a tenth from one sample to the next) and the window
+just before and after them (their ratio is the CC's beta); the sawtooth's growth per srtt (bytes,
+over the samples between reductions, least squares); the packets declared lost (the model) or
+retransmitted (live: XQUIC's ctl_lost_count counts the copies of lost packets it sends, so a copy
+dropped because its original was acknowledged first, as under jitter, is not counted) against the
+packets the emulation dropped on the forward path; PTOs; the share of samples in which the window
+binds (in flight within one packet of it), in which the flow-control credit is below a packet; the
+UDP payload and the file's bytes per forward packet. Live windows are in packets of
+XQC_PACKET_OUT_SIZE (1200 bytes, as XQUIC's window counts a full packet), the model's in its MSS.
+Run it alone (``flock /tmp/mpsched-live.lock``): it needs root and the live setup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import socket
+import struct
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
+from envs.live.provenance import load_average  # noqa: E402
+from envs.scenario import WorkloadSpec  # noqa: E402
+from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RTOS,  # noqa: E402
+                             OBS_SENT, OBS_SRTT)
+from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
+
+XQUIC_PACKET = 1200  # xqc_packet_out.h XQC_PACKET_OUT_SIZE (XQC_QUIC_MIN_MSS): a full packet as the window counts it
+# --xquic-packet: the simulator with XQUIC's packet (an experiment, not the profile): the stream
+# data one packet carries, XQC_PACKET_OUT_SIZE (xqc_packet_out.h, = XQC_QUIC_MIN_MSS 1200) less
+# the short header (1 + XQC_DEFAULT_CID_LEN 8 + the 4-byte packet number of XQC_PKTNO_BITS 3) and
+# the STREAM frame's (type 1, stream ID 1, offset 4, length 2), and the CCs' byte constants in
+# XQC_MSS (xqc_packet.h: XQC_QUIC_MAX_MSS + XQC_ACK_SPACE = 1436) per 1200-byte packet
+XQUIC_PAYLOAD = XQUIC_PACKET - 13 - 8
+XQUIC_MSS_PER_PACKET = 1436 / XQUIC_PACKET
+
+
+ETH_P_IP = 0x0800
+PACKET_OUTGOING = 4  # linux/if_packet.h
+
+
+def size_sampler(tb, stop: threading.Event, out: collections.Counter) -> None:
+    """Count the IP lengths of the client's UDP packets as the server receives them on path 1
+    (``--sizes``): a raw AF_PACKET socket in the server's namespace."""
+    from envs.live.system import netns
+    with netns(tb.host_pid("server")):
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
+    sock.bind((tb.paths[0].server_if, 0))
+    client = socket.inet_aton(tb.paths[0].client_ip)
+    sock.settimeout(0.1)
+    try:
+        while not stop.is_set():
+            try:
+                frame, addr = sock.recvfrom(64)
+            except TimeoutError:
+                continue
+            if addr[2] != PACKET_OUTGOING and len(frame) >= 34 and frame[14 + 9] == 17 and frame[26:30] == client:
+                out[struct.unpack_from("!H", frame, 16)[0]] += 1
+    finally:
+        sock.close()
+
+
+@dataclass
+class Trace:
+    """One flow's samples: time (s), window, in flight, acknowledged and sent bytes, srtt (s),
+    cumulative loss declarations and PTOs, the connection's flow-control credit (bytes)."""
+
+    t: np.ndarray
+    cwnd: np.ndarray
+    inflight: np.ndarray
+    acked: np.ndarray
+    sent: np.ndarray
+    srtt: np.ndarray
+    losses: np.ndarray
+    ptos: np.ndarray
+    rwnd: np.ndarray
+
+
+def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float = 1.0) -> dict[str, float]:
+    """The figures of one trace after its first ``skip_s`` s (the first slow start): windows in
+    packets of ``packet`` bytes as the window counts them, sent bytes in packets of ``wire``."""
+    keep = tr.t >= skip_s
+    t, cwnd = tr.t[keep], tr.cwnd[keep]
+    span = float(t[-1] - t[0]) if len(t) > 1 else float("nan")
+    drop = np.flatnonzero(cwnd[1:] < 0.9 * cwnd[:-1])
+    before, after = cwnd[drop], cwnd[drop + 1]
+    slopes = []  # bytes per srtt over each rising stretch between reductions
+    edges = [0, *(drop + 1).tolist(), len(t)]
+    srtt = tr.srtt[keep]
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b - a >= 5 and t[b - 1] - t[a] > 0.05:
+            k = np.polyfit(t[a:b], cwnd[a:b], 1)[0]
+            slopes.append(k * float(np.median(srtt[a:b])))
+    acked = tr.acked[keep]
+    sent = tr.sent[keep]
+    return {
+        "goodput_mbps": float((acked[-1] - acked[0]) * 8 / span / 1e6),
+        "cwnd_mean_pkts": float(cwnd.mean() / packet),
+        "reductions_per_s": len(drop) / span,
+        "cwnd_before_pkts": float(before.mean() / packet) if len(drop) else float("nan"),
+        "cwnd_after_pkts": float(after.mean() / packet) if len(drop) else float("nan"),
+        "beta": float(np.mean(after / before)) if len(drop) else float("nan"),
+        "growth_pkts_per_srtt": float(np.median(slopes) / packet) if slopes else float("nan"),
+        "period_s": span / max(len(drop), 1),
+        "declared_lost": float(tr.losses[keep][-1] - tr.losses[keep][0]),
+        "sent_pkts": float((sent[-1] - sent[0]) / (wire or packet)),
+        "ptos": float(tr.ptos[keep][-1] - tr.ptos[keep][0]),
+        "cwnd_bound": float(np.mean(tr.inflight[keep] >= cwnd - packet)),
+        "flow_control_bound": float(np.mean(tr.rwnd[keep] < packet)),
+        "srtt_ms": float(np.median(srtt) * 1e3),
+    }
+
+
+def show(label: str, fig: dict[str, float], extra: str = "", lost_label: str = "declared lost") -> None:
+    f = fig
+    lost_rate = f["declared_lost"] / f["sent_pkts"] if f["sent_pkts"] else float("nan")
+    print(f"== {label}: {f['goodput_mbps']:.2f} Mbit/s (after 1 s), cwnd {f['cwnd_mean_pkts']:.1f} pkts mean; "
+          f"{f['reductions_per_s']:.2f} reductions/s (period {f['period_s'] * 1e3:.0f} ms), cwnd "
+          f"{f['cwnd_before_pkts']:.1f} -> {f['cwnd_after_pkts']:.1f} pkts (x{f['beta']:.3f}); growth "
+          f"{f['growth_pkts_per_srtt']:.2f} pkts/srtt; {lost_label} {f['declared_lost']:.0f} of "
+          f"{f['sent_pkts']:.0f} sent ({lost_rate:.2%}); PTOs {f['ptos']:.0f}; cwnd binds in "
+          f"{f['cwnd_bound']:.0%} of samples, flow control in {f['flow_control_bound']:.0%}; srtt "
+          f"{f['srtt_ms']:.1f} ms{extra}", flush=True)
+
+
+def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool) -> None:
+    from envs.live.mptcp import network_counters
+    from envs.live.testbed import Testbed
+    from envs.live.verification import start_verified
+    from envs.live.xquic import XquicTransfer, records_to_sim
+
+    loss, jitter = (float(x) for x in cell[len("grid:"):].split("/"))
+    scen = grid_scenario(loss, jitter, seconds)
+    # as benchmarks/record_reference.py records the grid on XQUIC: a file too large to finish
+    work = WorkloadSpec(type="file", file_mb=10 * GRID_MBPS * seconds / 8, duration_s=seconds)
+    tb = start_verified(lambda: Testbed(scen, verify=True), 2, 5.0, None)
+    print(tb.describe(), flush=True)
+    if tb.verification is not None:
+        print(tb.verification.table(), flush=True)
+    try:
+        for run in range(runs):
+            for cc in ccs:
+                c0 = network_counters(tb)
+                tr = XquicTransfer(tb, cc, work, telemetry_ms=telemetry_ms)
+                stop, lengths = threading.Event(), collections.Counter[int]()
+                sampler = threading.Thread(target=size_sampler, args=(tb, stop, lengths), daemon=True)
+                if sizes:
+                    sampler.start()
+                try:
+                    res = tr.run(seconds + 30.0)
+                finally:
+                    stop.set()
+                    if sizes:
+                        sampler.join()
+                c1 = network_counters(tb)
+                iv = tr._concat(tr._intervals, len(tb.paths))
+                obs, cobs, _ = records_to_sim(iv)
+                x = res.extra
+                dropped, offered = float(c1[1][0] - c0[1][0]), float(c1[0][0] - c0[0][0])
+                # the window counts po_used_size, a full packet's XQC_PACKET_OUT_SIZE (xqc_send_ctl.c
+                # xqc_send_ctl_increase_inflight); OBS_SENT counts po_enc_size, with the AEAD tag
+                wire = float(obs[-1, 0, OBS_SENT]) / max(offered, 1.0)
+                packet = float(XQUIC_PACKET)
+                trace = Trace(np.asarray(iv["t"], float), obs[:, 0, OBS_CWND], obs[:, 0, OBS_INFLIGHT],
+                              obs[:, 0, OBS_ACKED], obs[:, 0, OBS_SENT], obs[:, 0, OBS_SRTT], obs[:, 0, OBS_LOSSES],
+                              obs[:, 0, OBS_RTOS], cobs[:, COBS_RWND])
+                fig = sawtooth(trace, packet, wire)
+                show(f"live {cc} run {run + 1}", fig,
+                     f"; whole transfer {float(res.metrics()['goodput_mbps'][0]):.2f} Mbit/s, {x['outcome']}; "
+                     f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
+                     f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
+                     f"of the file delivered; load {load_average():.2f}",
+                     "retransmitted")
+                if sizes:
+                    n = sum(lengths.values())
+                    full = lengths.get(max(lengths), 0) if lengths else 0
+                    print(f"   client's UDP packets at the server (IP length: count) of {n}, the largest {max(lengths, default=0)} "
+                          f"bytes {full / max(n, 1):.1%}: " + ", ".join(
+                              f"{k}: {v}" for k, v in sorted(lengths.items(), key=lambda kv: -kv[1])[:12]), flush=True)
+                print("   cwnd (pkts) every 0.1 s from 2 s: " + " ".join(
+                    f"{c / packet:.0f}" for c in trace.cwnd[(trace.t >= 2) & (trace.t < 5)][::max(int(100 / telemetry_ms), 1)]),
+                    flush=True)
+    finally:
+        left = tb.close()
+        if left:
+            print("teardown left: " + ", ".join(left), flush=True)
+
+
+def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, xquic_packet: bool) -> None:
+    loss, jitter = (float(x) for x in cell[len("grid:"):].split("/"))
+    scen = grid_scenario(loss, jitter, seconds)
+    r = XQUIC_MSS_PER_PACKET
+    overrides = {"cubic": {"reno_alpha": r, "c": 0.4 * r, "min_cwnd": 4 * r, "init_cwnd_packets": 32 * r},
+                 "reno": {"init_cwnd_packets": 32 * r}} if xquic_packet else None
+    config = SimConfig(stack="xquic", mss=XQUIC_PAYLOAD) if xquic_packet else SimConfig(stack="xquic")
+    for cc in ccs:
+        sim = Simulator(scen, cc, "minrtt", batch=runs, seed=0, config=config, cc_overrides=overrides)
+        sim.reset()
+        step = max(round(telemetry_ms / sim.cfg.dt_ms), 1)
+        rows, crows, ts = [], [], []
+        for i in range(round(seconds * 1000 / sim.cfg.dt_ms) // step):
+            sim.advance(step)
+            rows.append(sim.obs[:, 0].copy())
+            crows.append(sim.cobs.copy())
+            ts.append((i + 1) * step * sim.cfg.dt_ms / 1000)
+        o, c, t = np.asarray(rows), np.asarray(crows), np.asarray(ts)
+        for b in range(runs):
+            trace = Trace(t, o[:, b, OBS_CWND], o[:, b, OBS_INFLIGHT], o[:, b, OBS_ACKED], o[:, b, OBS_SENT],
+                          o[:, b, OBS_SRTT], o[:, b, OBS_LOSSES], o[:, b, OBS_RTOS], c[:, b, COBS_RWND])
+            show(f"sim{' (XQUIC packet)' if xquic_packet else ''} {cc} run {b + 1}", sawtooth(trace, sim.mss))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cell", help="grid:<loss_pct>/<jitter_ms>, e.g. grid:0.5/0")
+    ap.add_argument("--ccs", default="cubic,reno")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--sim-runs", type=int, default=3)
+    ap.add_argument("--telemetry-ms", type=float, default=2.0)
+    ap.add_argument("--seconds", type=float, default=GRID_SECONDS)
+    ap.add_argument("--sim-only", action="store_true")
+    ap.add_argument("--live-only", action="store_true")
+    ap.add_argument("--sizes", action="store_true", help="count the sizes of the client's UDP packets (live)")
+    ap.add_argument("--xquic-packet", action="store_true",
+                    help="simulate with XQUIC's packet and byte constants (XQUIC_PAYLOAD, XQUIC_MSS_PER_PACKET)")
+    a = ap.parse_args()
+    ccs = a.ccs.split(",")
+    if not a.live_only:
+        simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.xquic_packet)
+    if not a.sim_only:
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
