@@ -149,18 +149,17 @@ def show(label: str, fig: dict[str, float], extra: str = "", lost_label: str = "
 def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool) -> None:
     from envs.live.mptcp import network_counters
     from envs.live.testbed import Testbed
-    from envs.live.verification import start_verified
+    from envs.live.verification import verified_testbed
     from envs.live.xquic import XquicTransfer, records_to_sim
 
     loss, jitter = (float(x) for x in cell[len("grid:"):].split("/"))
     scen = grid_scenario(loss, jitter, seconds)
     # as benchmarks/record_reference.py records the grid on XQUIC: a file too large to finish
     work = WorkloadSpec(type="file", file_mb=10 * GRID_MBPS * seconds / 8, duration_s=seconds)
-    tb = start_verified(lambda: Testbed(scen, verify=True), 2, 5.0, None)
-    print(tb.describe(), flush=True)
-    if tb.verification is not None:
-        print(tb.verification.table(), flush=True)
-    try:
+    with verified_testbed(lambda: Testbed(scen, verify=True)) as tb:
+        print(tb.describe(), flush=True)
+        if tb.verification is not None:
+            print(tb.verification.table(), flush=True)
         for run in range(runs):
             for cc in ccs:
                 c0 = network_counters(tb)
@@ -203,10 +202,6 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                 print("   cwnd (pkts) every 0.1 s from 2 s: " + " ".join(
                     f"{c / packet:.0f}" for c in trace.cwnd[(trace.t >= 2) & (trace.t < 5)][::max(int(100 / telemetry_ms), 1)]),
                     flush=True)
-    finally:
-        left = tb.close()
-        if left:
-            print("teardown left: " + ", ".join(left), flush=True)
 
 
 def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, xquic_packet: bool) -> None:
