@@ -32,12 +32,18 @@ it: it replaces the incumbent only if its paired gain (per episode, same seeds) 
 t statistic of at least ``accept_t``. So the incumbent starts at minRTT and changes only on
 evidence from episodes that did not select it.
 
-The budget is the run's ``train.steps``, counted as every simulated decision of every candidate:
-a generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
-decisions (25,000-460,000, depending on the scenarios and on how often the candidates wait, since a
-waiting policy is asked again a millisecond later), more than a per-decision learner's whole
-budget in the studies (60,000); the preset's 2,000,000 take one to three minutes of the batched
-simulator. A generation cut by the budget is discarded.
+The budget is ``generations`` (agent.params), counted over the whole run (a resumed run goes on to
+the same total), with the run's ``train.steps`` as an upper bound; ``generations: 0`` leaves
+``train.steps`` alone. ``train.steps`` counts every simulated decision of every candidate: a
+generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
+decisions, and that cost depends on the CC and on the candidates, since a waiting policy is asked
+again a millisecond later: ~25,000 on the ``study=headroom`` scenarios, ~130,000-170,000 on
+ispras_s1-s3 under BBRv1, and under ``cc=mix`` on ispras_s1-s3 anywhere up to several times that,
+as a candidate that waits under Reno or CUBIC (2-3 Mbit/s for some 30 s) is asked again every
+millisecond of the transfer. A decision budget therefore buys a CC-dependent number of
+generations (2,000,000 bought 12 under BBRv1 but 1-4 under ``cc=mix``); a generation budget gives
+the search the same number of updates under every CC. A generation cut by ``train.steps`` is
+discarded (and logged as a warning): the upper bound keeps a run from going on without end.
 
 Scores (``objective``): ``log_goodput`` (the mean of the episodes' log goodput: scale-free, so a
 mix of scenarios whose rates differ tenfold counts each by its relative gain), ``goodput``, or
@@ -51,6 +57,7 @@ continues the same sequence.
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
 import time
@@ -77,6 +84,8 @@ from envs.errors import ConfigError
 if TYPE_CHECKING:
     from envs.decision import DecisionProcess
     from envs.vector_env import SB3VecEnv
+
+log = logging.getLogger(__name__)
 
 ARRAYS_FILE = "policy_search.npz"
 OPTIMISER_FILE = "optimiser.pkl"
@@ -124,16 +133,17 @@ class _CrossEntropy:
 class PolicySearch(Agent):
     """See the module docstring. Params (``agent.params``): ``hidden`` (0: linear), ``activation``,
     ``optimiser`` (cma | cem), ``population``, ``runs``, ``sigma0``, ``elite`` (cem), ``objective``,
-    ``accept_t``, ``init_action``, ``init_margin``."""
+    ``accept_t``, ``init_action``, ``init_margin``, ``generations`` (the budget; 0: ``train.steps``)."""
 
     DEFAULTS: dict[str, Any] = {"hidden": 0, "activation": "tanh", "optimiser": "cma", "population": 10, "runs": 16,
                                 "sigma0": 0.5, "elite": 0.3, "objective": "log_goodput", "accept_t": 2.0,
-                                "init_action": 1, "init_margin": 0.1}
+                                "init_action": 1, "init_margin": 0.1, "generations": 0}
     RULES: dict[str, Rule] = {
         "hidden": integer(0), "activation": choice("tanh", "relu"), "optimiser": choice("cma", "cem"),
         "population": integer(2), "runs": integer(2), "sigma0": number(0.0, lo_open=True),
         "elite": number(0.0, 1.0, lo_open=True), "objective": choice("log_goodput", "goodput", "return"),
-        "accept_t": number(), "init_action": integer(0), "init_margin": number(0.0, lo_open=True)}
+        "accept_t": number(), "init_action": integer(0), "init_margin": number(0.0, lo_open=True),
+        "generations": integer(0)}
 
     def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
         super().__init__(spec, n_features, n_actions, seed)
@@ -265,17 +275,22 @@ class PolicySearch(Agent):
         rounds = max(1, math.ceil(int(self.params["runs"]) / B))
         if self.optimiser is None:
             self.optimiser = self._make_optimiser()
-        log = getattr(monitor, "log", None)  # train.py's monitor logs to the run's MLflow run
+        metrics = getattr(monitor, "log", None)  # train.py's monitor logs to the run's MLflow run
         self.sim_seconds = 0.0
         try:
-            self._search(process, B, rounds, steps, monitor, log)
+            self._search(process, B, rounds, steps, monitor, metrics)
         finally:  # the simulator's share of the run (train.py's time split), when the env counts it
             if hasattr(env, "seconds"):
                 env.seconds += self.sim_seconds
 
-    def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, log: Any) -> None:
+    def finished(self) -> bool:
+        """The generation budget is spent (never, with ``generations: 0``)."""
+        target = int(self.params["generations"])
+        return target > 0 and self.generation >= target
+
+    def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, metrics: Any) -> None:
         done_steps = 0
-        while done_steps < steps:
+        while done_steps < steps and not self.finished():
             start = time.perf_counter()
             # a checkpoint taken within the generation, or a generation cut short, goes back to the
             # optimiser as it was before this generation's samples: a resumed search continues the same
@@ -303,6 +318,10 @@ class PolicySearch(Agent):
                     break
             if not complete:  # a generation cut short by the budget is discarded
                 self._restore(self._before)
+                if int(self.params["generations"]) and done_steps >= steps:
+                    log.warning("policy search: train.steps (%d decisions) ran out after %d of %d generations; "
+                                "raise train.steps (the upper bound) to reach agent.params.generations",
+                                steps, self.generation, int(self.params["generations"]))
                 break
             self._before = None
             if same:
@@ -322,8 +341,8 @@ class PolicySearch(Agent):
                       "samples": float(scores[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
                       "accepted": float(accepted), "seconds": time.perf_counter() - start}
             self.history.append(record)
-            if callable(log):
-                log({f"search/{k}": v for k, v in record.items()})
+            if callable(metrics):
+                metrics({f"search/{k}": v for k, v in record.items()})
             if not go_on:
                 break
 

@@ -45,6 +45,9 @@ def spec(**params) -> tuple[dict, dict]:
 
 
 def trained(steps: int, seed: int = 0, scenario: str = WAIT_MATTERS, cc: str = "cubic", **params):
+    """Trained for ``steps`` decisions; with ``generations`` (default 0 here: the decision budget
+    alone, which the tests below this one measure) the search stops there too."""
+    params.setdefault("generations", 0)
     agent_spec, kw = spec(**params)
     env = SB3VecEnv(8, scenario=scenario, cc=cc, seed=seed, **kw)
     agent = make_agent(agent_spec, env.observation_space.shape[0], int(env.action_space.n), seed)
@@ -113,6 +116,58 @@ def test_same_seed_same_numbers_and_a_resumed_search_continues_the_same(optimise
     assert np.array_equal(again.theta, whole.theta) or len(scores) != len(expected)
 
 
+def test_a_generation_budget_stops_where_the_decisions_that_bought_those_generations_did():
+    """``generations: g`` with an ample train.steps ends with the policy, history and optimiser a
+    decision budget that bought exactly g generations ends with (the (g+1)th it cut is discarded),
+    having run only those g generations' decisions."""
+    by_steps, *_, seen_steps = trained(40_000)
+    g = by_steps.generation
+    assert g >= 2
+    by_gens, *_, seen_gens = trained(10**9, generations=g)
+    assert by_gens.generation == g and np.array_equal(by_gens.theta, by_steps.theta)
+    assert [{**r, "seconds": 0} for r in by_gens.history] == [{**r, "seconds": 0} for r in by_steps.history]
+    assert np.array_equal(by_gens._mean(), by_steps._mean())
+    assert 0 < seen_gens.seen < seen_steps.seen  # the cut generation's decisions are not spent
+    assert len(seen_gens.logged) == g
+
+
+@pytest.mark.parametrize("cc", ["reno", "bbr"])
+def test_the_generation_budget_is_the_same_under_every_cc(cc):
+    """The decisions a generation costs depend on the CC; the generations the budget buys do not."""
+    agent, *_, seen = trained(10**9, cc=cc, generations=3, population=4, runs=8)
+    assert agent.generation == 3 and len(agent.history) == 3 and seen.seen > 0
+
+
+def test_train_steps_stays_an_upper_bound_of_the_generation_budget(caplog):
+    """With too few decisions for its generations, the search stops where train.steps alone would
+    have stopped it, and says so."""
+    alone, *_ = trained(20_000)
+    with caplog.at_level("WARNING", logger="agents.policy_search"):
+        bounded, *_, seen = trained(20_000, generations=50)
+    assert bounded.generation == alone.generation < 50 and np.array_equal(bounded.theta, alone.theta)
+    assert seen.seen >= 20_000
+    assert f"ran out after {bounded.generation} of 50 generations" in caplog.text
+
+
+def test_a_resumed_generation_budget_counts_the_whole_run(tmp_path):
+    """Saved after 2 of 4 generations and resumed with the same budget, the search runs the other
+    2 and ends as the uninterrupted one; resumed once more, it has nothing left to run."""
+    whole, *_ = trained(10**9, seed=4, generations=4)
+    half, env, *_ = trained(10**9, seed=4, generations=2)
+    assert half.generation == 2
+    half.save(tmp_path)
+    again = make_agent(spec(generations=4)[0], 7, 2, 4)
+    assert isinstance(again, PolicySearch)
+    again.load_state(tmp_path)
+    again.learn(env, 10**9, Budget())
+    assert again.generation == 4 and np.array_equal(again.theta, whole.theta)
+    assert [(r["incumbent"], r["mean"], r["samples"]) for r in again.history] == \
+        [(r["incumbent"], r["mean"], r["samples"]) for r in whole.history]
+    idle = Budget()
+    again.learn(env, 10**9, idle)
+    assert idle.seen == 0 and again.generation == 4
+
+
 def test_a_hidden_layer_starts_at_minrtt_too_and_is_seeded():
     agent_spec, kw = spec(hidden=4, activation="relu")
     a = make_agent(agent_spec, 7, 2, 3)
@@ -129,6 +184,8 @@ def test_a_hidden_layer_starts_at_minrtt_too_and_is_seeded():
     ({"objective": "rtt"}, "agent.params.objective must be one of log_goodput, goodput, return"),
     ({"init_action": 2}, "agent.params.init_action must be an action of this environment (0..1), got 2"),
     ({"hidden": -1}, "agent.params.hidden must be an integer >= 0, got -1"),
+    ({"generations": -1}, "agent.params.generations must be an integer >= 0, got -1"),
+    ({"generations": 2.5}, "agent.params.generations must be an integer >= 0, got 2.5"),
     ({"speed": 1}, "unknown agent.params key 'speed'"),
 ])
 def test_config_errors_name_the_field(params, message):
