@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.base import Agent, Monitor
+from agents.base import Agent, Budget, Monitor
 from agents.linucb import (
     Rule,
     as_rows,
@@ -287,6 +287,14 @@ class PolicySearch(Agent):
         """The generation budget is spent (never, with ``generations: 0``)."""
         target = int(self.params["generations"])
         return target > 0 and self.generation >= target
+
+    def budget(self, steps_done: int, steps_total: int) -> Budget:
+        """Generations, when they are the budget (``train.steps`` is then only its upper bound);
+        with ``generations: 0``, the decisions of ``train.steps``."""
+        target = int(self.params["generations"])
+        if not target:
+            return super().budget(steps_done, steps_total)
+        return Budget("generation", target, self.generation)
 
     def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, metrics: Any) -> None:
         done_steps = 0

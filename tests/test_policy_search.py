@@ -9,12 +9,13 @@ import pytest
 
 from agents import checkpoint
 from agents.policy_search import PolicySearch
+from agents.training import Progress, run
 from agents.registry import make_agent, preset
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET
 from envs.multipath_env import build_process
 from envs.vector_env import SB3VecEnv
-from conftest import ROOT
+from conftest import ROOT, compose_config
 
 WAIT_MATTERS = str(ROOT / "tests" / "data" / "wait_matters.yaml")  # fast_only +59% over minRTT under CUBIC
 
@@ -212,3 +213,24 @@ def test_checkpoint_round_trip(tmp_path):
     loaded, _ = checkpoint.load(d)
     x = np.random.default_rng(1).uniform(0, 2, (1000, 7))
     assert np.array_equal(loaded.act(x), agent.act(x))
+
+
+@pytest.mark.parametrize("generations", [0, 3])
+def test_the_progress_bar_counts_the_budget(tmp_path, generations):
+    """train.py's bar counts generations when they are the budget (its total and final count the
+    generations run, with train.steps far above what they cost), and decisions without them."""
+    bars: list[tuple[str, float, float]] = []
+
+    def seen(progress: Progress, rows) -> None:
+        bars.append((progress.bar.unit, progress.bar.total, progress.bar.n))
+
+    steps = 10**7 if generations else 5000
+    cfg = compose_config("train", f"mlflow.tracking_uri=sqlite:///{tmp_path}/mlflow.db", "agent=policy_search",
+                         "cc=bbr", "file_mb=1", "train.eval_every=0", "train.eval_runs=1", "train.checkpoint_every=0",
+                         f"train.steps={steps}", f"agent.params.generations={generations}",
+                         "agent.params.population=2", "agent.params.runs=8")
+    result = run(cfg, tmp_path / "run", on_eval=seen)
+    if generations:
+        assert bars == [("generation", generations, generations)] and result["steps"] < steps
+    else:
+        assert bars == [("step", steps, result["steps"])] and result["steps"] >= steps
