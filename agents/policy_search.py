@@ -32,6 +32,18 @@ it: it replaces the incumbent only if its paired gain (per episode, same seeds) 
 t statistic of at least ``accept_t``. So the incumbent starts at minRTT and changes only on
 evidence from episodes that did not select it.
 
+A generation's episodes are stratified by cell, each (scenario, CC) the training mix can draw
+(``cc=mix`` on ispras_s1-s3: 12): every cell has the same number of its episodes (or one fewer),
+at least two (``runs`` grows to twice the cells, rounded up to whole batches of connections), and
+every candidate runs the same ones. A candidate's score is the mean of its cells' means (each cell
+counts alike), and the acceptance t is the stratified one: the mean gain's variance is the cells'
+own, ``sum_h s_h^2 / n_h / H^2``. Drawn at random, 16 episodes covered the four CCs of ``cc=mix``
+anywhere from 1 to 8 times, and a wait rule that gains only under BBRv1 (its gain exactly 0 in the
+other cells, where the candidates act alike) could not reach t = 2 however steady its gain: the
+paired t counted the difference between the cells that gain and those that cannot as noise
+(docs/cc_robustness.md, "Why policy_search_mix never accepted a mean"). With one cell (one scenario
+and CC) the episodes and the t are the unstratified ones.
+
 The budget is ``generations`` (agent.params), counted over the whole run (a resumed run goes on to
 the same total), with the run's ``train.steps`` as an upper bound; ``generations: 0`` leaves
 ``train.steps`` alone. ``train.steps`` counts every simulated decision of every candidate: a
@@ -83,6 +95,7 @@ from envs.errors import ConfigError
 
 if TYPE_CHECKING:
     from envs.decision import DecisionProcess
+    from envs.sim.simulator import Simulator
     from envs.vector_env import SB3VecEnv
 
 log = logging.getLogger(__name__)
@@ -95,6 +108,22 @@ MIN_GOODPUT = 1e-3  # Mbit/s: log_goodput of an episode that delivered nothing
 # away from 0, so that the exported header's float32 rounding is small against them (the scores of
 # a linear policy cross 0 at its boundary, where any rounding is large relative to them)
 SCORE_OFFSET = 1.0
+
+
+def stratified_mean(x: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """The mean over the last axis with every stratum weighted alike: the mean of the strata's means."""
+    return np.mean([x[..., strata == k].mean(axis=-1) for k in np.unique(strata)], axis=0)
+
+
+def stratified_t(gain: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
+    """The stratified mean of paired gains and its t statistic: the estimate's variance is the
+    strata's own, ``sum_h s_h^2 / n_h / H^2`` (the design fixes every stratum's share, so the
+    differences between the strata's gains are not sampling noise). With one stratum, the paired t."""
+    ks = np.unique(strata)
+    parts = [gain[strata == k] for k in ks]
+    mean = float(np.mean([p.mean() for p in parts]))
+    var = sum(float(p.var(ddof=1)) / p.size for p in parts) / len(ks) ** 2
+    return mean, (mean / math.sqrt(var) if var > 0 else (math.inf if mean > 0 else 0.0))
 
 
 class _Normal:
@@ -133,7 +162,8 @@ class _CrossEntropy:
 class PolicySearch(Agent):
     """See the module docstring. Params (``agent.params``): ``hidden`` (0: linear), ``activation``,
     ``optimiser`` (cma | cem), ``population``, ``runs``, ``sigma0``, ``elite`` (cem), ``objective``,
-    ``accept_t``, ``init_action``, ``init_margin``, ``generations`` (the budget; 0: ``train.steps``)."""
+    ``accept_t``, ``init_action``, ``init_margin``, ``generations`` (the budget; 0: ``train.steps``).
+    ``runs`` is at least twice the training mix's cells (see the module docstring)."""
 
     DEFAULTS: dict[str, Any] = {"hidden": 0, "activation": "tanh", "optimiser": "cma", "population": 10, "runs": 16,
                                 "sigma0": 0.5, "elite": 0.3, "objective": "log_goodput", "accept_t": 2.0,
@@ -242,10 +272,12 @@ class PolicySearch(Agent):
         opt = self.optimiser
         return np.array(opt.mean, dtype=np.float64)
 
-    def run_episodes(self, process: DecisionProcess, theta: np.ndarray, episode: int) -> tuple[np.ndarray, int, Any]:
+    def run_episodes(self, process: DecisionProcess, theta: np.ndarray,
+                     episode: int | np.ndarray) -> tuple[np.ndarray, int, Any]:
         """One episode per connection of ``process`` under the policy ``theta``, from episode index
-        ``episode`` of the process's seed (the same episodes for every candidate). Returns each
-        connection's objective, the decisions taken and the last step's infos."""
+        ``episode`` (one, or one per connection) of the process's seed (the same episodes for every
+        candidate). Returns each connection's objective, the decisions taken and the last step's
+        infos."""
         s = process.sim
         s.episode[:] = episode
         clock = time.perf_counter()
@@ -272,7 +304,8 @@ class PolicySearch(Agent):
     def learn(self, env: SB3VecEnv, steps: int, monitor: Monitor) -> None:
         process = env.process
         B = process.sim.B
-        rounds = max(1, math.ceil(int(self.params["runs"]) / B))
+        cells = len(self.cells(process.sim))
+        rounds = max(1, math.ceil(max(int(self.params["runs"]), 2 * cells) / B))
         if self.optimiser is None:
             self.optimiser = self._make_optimiser()
         metrics = getattr(monitor, "log", None)  # train.py's monitor logs to the run's MLflow run
@@ -296,6 +329,42 @@ class PolicySearch(Agent):
             return super().budget(steps_done, steps_total)
         return Budget("generation", target, self.generation)
 
+    @staticmethod
+    def cells(sim: Simulator) -> list[tuple[str, str]]:
+        """The strata of the training mix: every (scenario, CC) an episode can draw."""
+        names = list(dict.fromkeys(sc.name for sc in sim.scenarios))
+        return [(name, cc) for name in names for cc in dict.fromkeys(sim.ccs)]
+
+    def design(self, sim: Simulator, rounds: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """This generation's episodes, stratified: episode indices [rounds, B] (round r runs
+        connection b's episode ``[r, b]``), the cell (``cells``) each draws, and the first index
+        the next generation may use. Slot ``r * B + b`` asks for cell ``(g * rounds * B + r * B +
+        b) mod K`` (g the generation, K the cells), so every cell has the same number of a
+        generation's episodes, or one fewer; connection b takes its next episode index (from
+        ``episodes_used`` on) that draws that cell, found by configuring the connection for it
+        (``Simulator.reset(b)``: the draw of the simulator's own episode generator, nothing
+        simulated). With one cell this is episode ``episodes_used + r`` on every connection."""
+        cells = self.cells(sim)
+        index = {cell: k for k, cell in enumerate(cells)}
+        B, K = sim.B, len(cells)
+        episodes = np.zeros((rounds, B), dtype=np.int64)
+        strata = np.zeros((rounds, B), dtype=np.int64)
+        nxt = np.full(B, self.episodes_used, dtype=np.int64)
+        for r in range(rounds):
+            for b in range(B):
+                want = (self.generation * rounds * B + r * B + b) % K
+                while True:
+                    sim.episode[b] = nxt[b]
+                    sim.reset(b)
+                    drawn = sim.current[b]
+                    assert drawn is not None  # reset(b) configured it
+                    if index[(drawn.name, sim.current_cc[b])] == want:
+                        break
+                    nxt[b] += 1
+                episodes[r, b], strata[r, b] = nxt[b], want
+                nxt[b] += 1
+        return episodes, strata.ravel(), int(nxt.max())
+
     def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, metrics: Any) -> None:
         done_steps = 0
         while done_steps < steps and not self.finished():
@@ -303,6 +372,7 @@ class PolicySearch(Agent):
             # a checkpoint taken within the generation, or a generation cut short, goes back to the
             # optimiser as it was before this generation's samples: a resumed search continues the same
             self._before = pickle.dumps(self.optimiser)
+            episodes, strata, next_episode = self.design(process.sim, rounds)
             asked = self.optimiser.ask()
             samples = [np.asarray(x, dtype=np.float64) for x in asked]
             mean = self._mean()
@@ -312,7 +382,7 @@ class PolicySearch(Agent):
             complete = go_on = True
             for i, theta in enumerate(cands):
                 for r in range(rounds):
-                    obj, n, infos = self.run_episodes(process, theta, self.episodes_used + r)
+                    obj, n, infos = self.run_episodes(process, theta, episodes[r])
                     scores[i, r * B:(r + 1) * B] = obj
                     done_steps += n
                     # the monitor sees each batch of episodes as it ends (its progress bar, the
@@ -334,19 +404,18 @@ class PolicySearch(Agent):
             self._before = None
             if same:
                 scores = np.vstack([scores[:1], scores])
-            self.optimiser.tell(asked, [-float(v) for v in scores[2:].mean(axis=1)])  # both minimise
-            self.episodes_used += rounds
+            score = stratified_mean(scores, strata)  # per candidate, every cell weighted alike
+            self.optimiser.tell(asked, [-float(v) for v in score[2:]])  # both minimise
+            self.episodes_used = next_episode
             self.generation += 1
-            gain = scores[1] - scores[0]  # the mean against the incumbent, paired by episode
-            sd = float(gain.std(ddof=1))
-            t = float(gain.mean()) / (sd / math.sqrt(gain.size)) if sd > 0 else (math.inf if gain.mean() > 0 else 0.0)
-            accepted = bool(gain.mean() > 0 and t >= float(self.params["accept_t"]))
+            mean_gain, t = stratified_t(scores[1] - scores[0], strata)  # the mean against the incumbent
+            accepted = bool(mean_gain > 0 and t >= float(self.params["accept_t"]))
             if accepted:
                 self.theta = mean.copy()
                 self.accepted += 1
-            record = {"generation": float(self.generation), "incumbent": float(scores[0].mean()),
-                      "mean": float(scores[1].mean()), "best_sample": float(scores[2:].mean(axis=1).max()),
-                      "samples": float(scores[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
+            record = {"generation": float(self.generation), "incumbent": float(score[0]),
+                      "mean": float(score[1]), "best_sample": float(score[2:].max()),
+                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
                       "accepted": float(accepted), "seconds": time.perf_counter() - start}
             self.history.append(record)
             if callable(metrics):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents import checkpoint
-from agents.policy_search import PolicySearch
+from agents.policy_search import PolicySearch, stratified_mean, stratified_t
 from agents.training import Progress, run
 from agents.registry import make_agent, preset
 from envs.errors import ConfigError
@@ -234,3 +234,45 @@ def test_the_progress_bar_counts_the_budget(tmp_path, generations):
         assert bars == [("generation", generations, generations)] and result["steps"] < steps
     else:
         assert bars == [("step", steps, result["steps"])] and result["steps"] >= steps
+
+
+def test_a_generation_covers_every_cell_of_the_mix_alike():
+    """Under a mix of scenarios and CCs every (scenario, CC) cell has the same number of a
+    generation's episodes (at least two: ``runs`` grows to twice the cells), each episode index
+    drawing the cell it was chosen for, and the next generation takes fresh indices; with one cell
+    the episodes are the first ``runs`` indices, as without strata."""
+    agent_spec = spec(generations=1, population=2, runs=8)[0]
+    kw = spec()[1]
+    mixed = build_process(8, scenario=["ispras_s1", WAIT_MATTERS], cc=["reno", "cubic", "bbr", "bbr2"], seed=3, **kw)
+    agent = make_agent(agent_spec, 7, 2, 3)
+    assert isinstance(agent, PolicySearch)
+    cells = agent.cells(mixed.sim)
+    assert len(cells) == 8
+    episodes, strata, nxt = agent.design(mixed.sim, 2)  # the 16 episodes learn() runs for 8 cells
+    assert np.bincount(strata, minlength=8).tolist() == [2] * 8
+    s = mixed.sim
+    for r in range(2):
+        s.episode[:] = episodes[r]
+        mixed.reset()
+        assert [(sc.name, cc) for sc, cc in zip(s.current, s.current_cc)] == \
+            [cells[k] for k in strata[r * 8:(r + 1) * 8]]
+    assert nxt > episodes.max()
+    one = build_process(8, scenario=WAIT_MATTERS, cc="cubic", seed=3, **kw)
+    agent.episodes_used = 5
+    episodes, strata, nxt = agent.design(one.sim, 2)
+    assert episodes.tolist() == [[5] * 8, [6] * 8] and not strata.any() and nxt == 7
+
+
+def test_the_acceptance_t_counts_the_noise_within_cells_not_the_differences_between_them():
+    """A gain that differs between cells but is steady within each is significant, one that is
+    noise within them is not; with one cell it is the paired t."""
+    strata = np.repeat(np.arange(8), 2)  # as cc=mix on two scenarios: the wait pays in one cell of 8
+    steady = np.repeat([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0], 2) + np.tile([0.001, -0.001], 8)
+    mean, t = stratified_t(steady, strata)
+    plain = steady.mean() / (steady.std(ddof=1) / 4)
+    assert mean == pytest.approx(0.005) and plain < 2 < t
+    noisy = np.repeat([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0], 2) * np.tile([1.0, -0.5], 8)
+    assert stratified_t(noisy, strata)[1] < 2
+    gain = np.array([0.02, -0.01, 0.03, 0.01, 0.0])
+    assert stratified_t(gain, np.zeros(5, dtype=np.int64))[1] == pytest.approx(gain.mean() / (gain.std(ddof=1) / 5**0.5))
+    assert stratified_mean(np.array([[1.0, 1.0, 1.0, 4.0]]), np.array([0, 0, 0, 1])).tolist() == [2.5]
