@@ -37,7 +37,10 @@ A generation's episodes are stratified by cell, each (scenario, CC) the training
 at least two (``runs`` grows to twice the cells, rounded up to whole batches of connections), and
 every candidate runs the same ones. A candidate's score is the mean of its cells' means (each cell
 counts alike), and the acceptance t is the stratified one: the mean gain's variance is the cells'
-own, ``sum_h s_h^2 / n_h / H^2``. Drawn at random, 16 episodes covered the four CCs of ``cc=mix``
+own, ``sum_h s_h^2 / n_h / H^2``, with Welch-Satterthwaite's degrees of freedom, and it must reach
+the t of the same one-sided level as ``accept_t`` has for the paired t on as many episodes (where
+one cell of two episodes carries all the variance, one degree: t >= 11 for ``accept_t: 2`` on 24
+episodes), so the test is never looser than the unstratified one. Drawn at random, 16 episodes covered the four CCs of ``cc=mix``
 anywhere from 1 to 8 times, and a wait rule that gains only under BBRv1 (its gain exactly 0 in the
 other cells, where the candidates act alike) could not reach t = 2 however steady its gain: the
 paired t counted the difference between the cells that gain and those that cannot as noise
@@ -77,6 +80,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy.special import stdtr, stdtrit
 
 from agents.base import Agent, Budget, Monitor
 from agents.linucb import (
@@ -115,15 +119,30 @@ def stratified_mean(x: np.ndarray, strata: np.ndarray) -> np.ndarray:
     return np.mean([x[..., strata == k].mean(axis=-1) for k in np.unique(strata)], axis=0)
 
 
-def stratified_t(gain: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
-    """The stratified mean of paired gains and its t statistic: the estimate's variance is the
-    strata's own, ``sum_h s_h^2 / n_h / H^2`` (the design fixes every stratum's share, so the
-    differences between the strata's gains are not sampling noise). With one stratum, the paired t."""
-    ks = np.unique(strata)
-    parts = [gain[strata == k] for k in ks]
+def stratified_t(gain: np.ndarray, strata: np.ndarray) -> tuple[float, float, float]:
+    """The stratified mean of paired gains, its t statistic and the t's degrees of freedom. The
+    estimate's variance is the strata's own, ``V = sum_h v_h`` with ``v_h = s_h^2 / n_h / H^2`` (the
+    design fixes every stratum's share, so the differences between the strata's gains are not
+    sampling noise); its degrees of freedom Welch-Satterthwaite's, ``V^2 / sum_h v_h^2 / (n_h - 1)``
+    (few where one or two strata carry the variance). With one stratum, the paired t and ``n - 1``."""
+    parts = [gain[strata == k] for k in np.unique(strata)]
     mean = float(np.mean([p.mean() for p in parts]))
-    var = sum(float(p.var(ddof=1)) / p.size for p in parts) / len(ks) ** 2
-    return mean, (mean / math.sqrt(var) if var > 0 else (math.inf if mean > 0 else 0.0))
+    v = [float(p.var(ddof=1)) / p.size / len(parts) ** 2 for p in parts]
+    var = sum(v)
+    if len(parts) == 1:
+        df = float(gain.size - 1)
+    else:
+        df = var ** 2 / sum(x ** 2 / (p.size - 1) for x, p in zip(v, parts)) if var > 0 else math.inf
+    return mean, (mean / math.sqrt(var) if var > 0 else (math.inf if mean > 0 else 0.0)), df
+
+
+def required_t(accept_t: float, n: int, df: float) -> float:
+    """The t a stratified gain on ``n`` episodes with ``df`` degrees of freedom needs: the one of the
+    same one-sided level as ``accept_t`` has for the paired t on ``n`` episodes (``n - 1``
+    degrees), so that fewer degrees ask for more, never less (``accept_t`` itself at ``n - 1``)."""
+    if df >= n - 1:
+        return accept_t
+    return float(stdtrit(df, stdtr(n - 1, accept_t)))  # Student t's quantile of its CDF at accept_t
 
 
 class _Normal:
@@ -408,14 +427,16 @@ class PolicySearch(Agent):
             self.optimiser.tell(asked, [-float(v) for v in score[2:]])  # both minimise
             self.episodes_used = next_episode
             self.generation += 1
-            mean_gain, t = stratified_t(scores[1] - scores[0], strata)  # the mean against the incumbent
-            accepted = bool(mean_gain > 0 and t >= float(self.params["accept_t"]))
+            mean_gain, t, df = stratified_t(scores[1] - scores[0], strata)  # the mean against the incumbent
+            need = required_t(float(self.params["accept_t"]), strata.size, df)
+            accepted = bool(mean_gain > 0 and t >= need)
             if accepted:
                 self.theta = mean.copy()
                 self.accepted += 1
             record = {"generation": float(self.generation), "incumbent": float(score[0]),
                       "mean": float(score[1]), "best_sample": float(score[2:].max()),
-                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
+                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0, "gain_df": df if math.isfinite(df) else 0.0,
+                      "needed_t": need,
                       "accepted": float(accepted), "seconds": time.perf_counter() - start}
             self.history.append(record)
             if callable(metrics):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents import checkpoint
-from agents.policy_search import PolicySearch, stratified_mean, stratified_t
+from agents.policy_search import PolicySearch, required_t, stratified_mean, stratified_t
 from agents.training import Progress, run
 from agents.registry import make_agent, preset
 from envs.errors import ConfigError
@@ -267,12 +267,20 @@ def test_the_acceptance_t_counts_the_noise_within_cells_not_the_differences_betw
     """A gain that differs between cells but is steady within each is significant, one that is
     noise within them is not; with one cell it is the paired t."""
     strata = np.repeat(np.arange(8), 2)  # as cc=mix on two scenarios: the wait pays in one cell of 8
-    steady = np.repeat([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0], 2) + np.tile([0.001, -0.001], 8)
-    mean, t = stratified_t(steady, strata)
+    steady = np.repeat([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0], 2)
+    steady[4:6] += [0.001, -0.001]
+    mean, t, df = stratified_t(steady, strata)
     plain = steady.mean() / (steady.std(ddof=1) / 4)
-    assert mean == pytest.approx(0.005) and plain < 2 < t
+    assert mean == pytest.approx(0.005) and plain < 2 < required_t(2.0, 16, df) < t
+    # all the variance in one cell of two episodes: one degree of freedom, and the t of the paired
+    # test's level at one degree (9.9 for t = 2 at 15)
+    assert df == pytest.approx(1.0) and required_t(2.0, 16, df) == pytest.approx(9.92, abs=0.01)
     noisy = np.repeat([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0], 2) * np.tile([1.0, -0.5], 8)
     assert stratified_t(noisy, strata)[1] < 2
+    spread = np.tile([0.01, 0.02, 0.0, 0.01], 4)  # every cell alike: the degrees of the unstratified test, less 3
+    assert stratified_t(spread, np.repeat(np.arange(4), 4))[2] == pytest.approx(12.0)
     gain = np.array([0.02, -0.01, 0.03, 0.01, 0.0])
-    assert stratified_t(gain, np.zeros(5, dtype=np.int64))[1] == pytest.approx(gain.mean() / (gain.std(ddof=1) / 5**0.5))
+    assert stratified_t(gain, np.zeros(5, dtype=np.int64))[1:] == \
+        pytest.approx((gain.mean() / (gain.std(ddof=1) / 5**0.5), 4.0))
+    assert required_t(2.0, 5, 4.0) == 2.0 and required_t(2.0, 24, 3.0) > 2.0
     assert stratified_mean(np.array([[1.0, 1.0, 1.0, 4.0]]), np.array([0, 0, 0, 1])).tolist() == [2.5]
