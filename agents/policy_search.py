@@ -41,10 +41,10 @@ own, ``sum_h s_h^2 / n_h / H^2``, with Welch-Satterthwaite's degrees of freedom,
 the t of the same one-sided level as ``accept_t`` has for the paired t on as many episodes (where
 one cell of two episodes carries all the variance, one degree: t >= 11 for ``accept_t: 2`` on 24
 episodes), so the test is never looser than the unstratified one. Drawn at random, 16 episodes covered the four CCs of ``cc=mix``
-anywhere from 1 to 8 times, and a wait rule that gains only under BBRv1 (its gain exactly 0 in the
-other cells, where the candidates act alike) could not reach t = 2 however steady its gain: the
-paired t counted the difference between the cells that gain and those that cannot as noise
-(docs/cc_robustness.md, "Why policy_search_mix never accepted a mean"). With one cell (one scenario
+anywhere from 1 to 8 times and ispras_s1 under BBRv1, the one cell where the candidates answered
+other than minRTT, 0 to 3 times; with its gain exactly 0 in the other cells the paired t could not
+reach 2 however steady that gain: it counted the difference between the cell that gains and those
+that cannot as noise (docs/cc_robustness.md, "Stratified generations"). With one cell (one scenario
 and CC) the episodes and the t are the unstratified ones.
 
 The budget is ``generations`` (agent.params), counted over the whole run (a resumed run goes on to
