@@ -40,12 +40,12 @@ counts alike), and the acceptance t is the stratified one: the mean gain's varia
 own, ``sum_h s_h^2 / n_h / H^2``, with Welch-Satterthwaite's degrees of freedom, and it must reach
 the t of the same one-sided level as ``accept_t`` has for the paired t on as many episodes (where
 one cell of two episodes carries all the variance, one degree: t >= 11 for ``accept_t: 2`` on 24
-episodes), so the test is never looser than the unstratified one. Drawn at random, 16 episodes covered the four CCs of ``cc=mix``
-anywhere from 1 to 8 times and ispras_s1 under BBRv1, the one cell where the candidates answered
-other than minRTT, 0 to 3 times; with its gain exactly 0 in the other cells the paired t could not
-reach 2 however steady that gain: it counted the difference between the cell that gains and those
-that cannot as noise (docs/cc_robustness.md, "Stratified generations"). With one cell (one scenario
-and CC) the episodes and the t are the unstratified ones.
+episodes), so the test is never looser than the unstratified one. Drawn at random, 16 episodes
+covered the four CCs of ``cc=mix`` anywhere from 1 to 8 times and ispras_s1 under BBRv1, the one
+cell where the candidates answered other than minRTT, 0 to 3 times; with its gain exactly 0 in the
+other cells the paired t could not reach 2 however steady that gain: it counted the difference
+between the cell that gains and those that cannot as noise (docs/cc_robustness.md, "Stratified
+generations"). With one cell (one scenario and CC) the episodes and the t are the unstratified ones.
 
 The budget is ``generations`` (agent.params), counted over the whole run (a resumed run goes on to
 the same total), with the run's ``train.steps`` as an upper bound; ``generations: 0`` leaves
@@ -435,8 +435,8 @@ class PolicySearch(Agent):
                 self.accepted += 1
             record = {"generation": float(self.generation), "incumbent": float(score[0]),
                       "mean": float(score[1]), "best_sample": float(score[2:].max()),
-                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0, "gain_df": df if math.isfinite(df) else 0.0,
-                      "needed_t": need,
+                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
+                      "gain_df": df if math.isfinite(df) else 0.0, "needed_t": need,
                       "accepted": float(accepted), "seconds": time.perf_counter() - start}
             self.history.append(record)
             if callable(metrics):
