@@ -9,6 +9,7 @@ tabular learners subclass ``OnlineAgent``.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +25,17 @@ class Monitor(Protocol):
     """Receives every batch of transitions; returns False to stop training."""
 
     def on_step(self, n_transitions: int, rewards: np.ndarray, infos: list[dict]) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a training run's budget counts, as its progress bar shows it: ``unit`` (singular, the
+    bar's label), ``total`` over the whole run and ``done`` so far (a resumed run's earlier part
+    included)."""
+
+    unit: str
+    total: int
+    done: int
 
 
 class Agent(abc.ABC):
@@ -42,6 +54,12 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def learn(self, env: SB3VecEnv, steps: int, monitor: Monitor) -> None:
         """Train for ``steps`` more transitions (summed over the env's connections)."""
+
+    def budget(self, steps_done: int, steps_total: int) -> Budget:
+        """The run's budget and how much of it is spent, given the transitions done of
+        ``train.steps``. By default the budget is those transitions; an agent whose budget is
+        another unit (a policy search's generations) declares it here."""
+        return Budget("step", steps_total, steps_done)
 
     @abc.abstractmethod
     def save(self, directory: Path) -> None:

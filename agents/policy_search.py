@@ -32,12 +32,33 @@ it: it replaces the incumbent only if its paired gain (per episode, same seeds) 
 t statistic of at least ``accept_t``. So the incumbent starts at minRTT and changes only on
 evidence from episodes that did not select it.
 
-The budget is the run's ``train.steps``, counted as every simulated decision of every candidate:
-a generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
-decisions (25,000-460,000, depending on the scenarios and on how often the candidates wait, since a
-waiting policy is asked again a millisecond later), more than a per-decision learner's whole
-budget in the studies (60,000); the preset's 2,000,000 take one to three minutes of the batched
-simulator. A generation cut by the budget is discarded.
+A generation's episodes are stratified by cell, each (scenario, CC) the training mix can draw
+(``cc=mix`` on ispras_s1-s3: 12): every cell has the same number of its episodes (or one fewer),
+at least two (``runs`` grows to twice the cells, rounded up to whole batches of connections), and
+every candidate runs the same ones. A candidate's score is the mean of its cells' means (each cell
+counts alike), and the acceptance t is the stratified one: the mean gain's variance is the cells'
+own, ``sum_h s_h^2 / n_h / H^2``, with Welch-Satterthwaite's degrees of freedom, and it must reach
+the t of the same one-sided level as ``accept_t`` has for the paired t on as many episodes (where
+one cell of two episodes carries all the variance, one degree: t >= 11 for ``accept_t: 2`` on 24
+episodes), so the test is never looser than the unstratified one. Drawn at random, 16 episodes
+covered the four CCs of ``cc=mix`` anywhere from 1 to 8 times and ispras_s1 under BBRv1, the one
+cell where the candidates answered other than minRTT, 0 to 3 times; with its gain exactly 0 in the
+other cells the paired t could not reach 2 however steady that gain: it counted the difference
+between the cell that gains and those that cannot as noise (docs/cc_robustness.md, "Stratified
+generations"). With one cell (one scenario and CC) the episodes and the t are the unstratified ones.
+
+The budget is ``generations`` (agent.params), counted over the whole run (a resumed run goes on to
+the same total), with the run's ``train.steps`` as an upper bound; ``generations: 0`` leaves
+``train.steps`` alone. ``train.steps`` counts every simulated decision of every candidate: a
+generation of ``population + 2`` candidates x ``runs`` episodes costs that many episodes'
+decisions, and that cost depends on the CC and on the candidates, since a waiting policy is asked
+again a millisecond later: ~25,000 on the ``study=headroom`` scenarios, ~130,000-170,000 on
+ispras_s1-s3 under BBRv1, and under ``cc=mix`` on ispras_s1-s3 anywhere up to several times that,
+as a candidate that waits under Reno or CUBIC (2-3 Mbit/s for some 30 s) is asked again every
+millisecond of the transfer. A decision budget therefore buys a CC-dependent number of
+generations (2,000,000 bought 12 under BBRv1 but 1-4 under ``cc=mix``); a generation budget gives
+the search the same number of updates under every CC. A generation cut by ``train.steps`` is
+discarded (and logged as a warning): the upper bound keeps a run from going on without end.
 
 Scores (``objective``): ``log_goodput`` (the mean of the episodes' log goodput: scale-free, so a
 mix of scenarios whose rates differ tenfold counts each by its relative gain), ``goodput``, or
@@ -51,6 +72,7 @@ continues the same sequence.
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
 import time
@@ -58,15 +80,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy.special import stdtr, stdtrit
 
-from agents.base import Agent, Monitor, as_rows
+from agents.base import Agent, Budget, Monitor, as_rows
 from agents.params import Rule, choice, integer, number, read_params
 from agents.state import load_json, rng_state, save_json, set_rng_state
 from envs.errors import ConfigError
 
 if TYPE_CHECKING:
     from envs.decision import DecisionProcess
+    from envs.sim.simulator import Simulator
     from envs.vector_env import SB3VecEnv
+
+log = logging.getLogger(__name__)
 
 ARRAYS_FILE = "policy_search.npz"
 OPTIMISER_FILE = "optimiser.pkl"
@@ -76,6 +102,37 @@ MIN_GOODPUT = 1e-3  # Mbit/s: log_goodput of an episode that delivered nothing
 # away from 0, so that the exported header's float32 rounding is small against them (the scores of
 # a linear policy cross 0 at its boundary, where any rounding is large relative to them)
 SCORE_OFFSET = 1.0
+
+
+def stratified_mean(x: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """The mean over the last axis with every stratum weighted alike: the mean of the strata's means."""
+    return np.mean([x[..., strata == k].mean(axis=-1) for k in np.unique(strata)], axis=0)
+
+
+def stratified_t(gain: np.ndarray, strata: np.ndarray) -> tuple[float, float, float]:
+    """The stratified mean of paired gains, its t statistic and the t's degrees of freedom. The
+    estimate's variance is the strata's own, ``V = sum_h v_h`` with ``v_h = s_h^2 / n_h / H^2`` (the
+    design fixes every stratum's share, so the differences between the strata's gains are not
+    sampling noise); its degrees of freedom Welch-Satterthwaite's, ``V^2 / sum_h v_h^2 / (n_h - 1)``
+    (few where one or two strata carry the variance). With one stratum, the paired t and ``n - 1``."""
+    parts = [gain[strata == k] for k in np.unique(strata)]
+    mean = float(np.mean([p.mean() for p in parts]))
+    v = [float(p.var(ddof=1)) / p.size / len(parts) ** 2 for p in parts]
+    var = sum(v)
+    if len(parts) == 1:
+        df = float(gain.size - 1)
+    else:
+        df = var ** 2 / sum(x ** 2 / (p.size - 1) for x, p in zip(v, parts)) if var > 0 else math.inf
+    return mean, (mean / math.sqrt(var) if var > 0 else (math.inf if mean > 0 else 0.0)), df
+
+
+def required_t(accept_t: float, n: int, df: float) -> float:
+    """The t a stratified gain on ``n`` episodes with ``df`` degrees of freedom needs: the one of the
+    same one-sided level as ``accept_t`` has for the paired t on ``n`` episodes (``n - 1``
+    degrees), so that fewer degrees ask for more, never less (``accept_t`` itself at ``n - 1``)."""
+    if df >= n - 1:
+        return accept_t
+    return float(stdtrit(df, stdtr(n - 1, accept_t)))  # Student t's quantile of its CDF at accept_t
 
 
 class _Normal:
@@ -114,16 +171,18 @@ class _CrossEntropy:
 class PolicySearch(Agent):
     """See the module docstring. Params (``agent.params``): ``hidden`` (0: linear), ``activation``,
     ``optimiser`` (cma | cem), ``population``, ``runs``, ``sigma0``, ``elite`` (cem), ``objective``,
-    ``accept_t``, ``init_action``, ``init_margin``."""
+    ``accept_t``, ``init_action``, ``init_margin``, ``generations`` (the budget; 0: ``train.steps``).
+    ``runs`` is at least twice the training mix's cells (see the module docstring)."""
 
     DEFAULTS: dict[str, Any] = {"hidden": 0, "activation": "tanh", "optimiser": "cma", "population": 10, "runs": 16,
                                 "sigma0": 0.5, "elite": 0.3, "objective": "log_goodput", "accept_t": 2.0,
-                                "init_action": 1, "init_margin": 0.1}
+                                "init_action": 1, "init_margin": 0.1, "generations": 0}
     RULES: dict[str, Rule] = {
         "hidden": integer(0), "activation": choice("tanh", "relu"), "optimiser": choice("cma", "cem"),
         "population": integer(2), "runs": integer(2), "sigma0": number(0.0, lo_open=True),
         "elite": number(0.0, 1.0, lo_open=True), "objective": choice("log_goodput", "goodput", "return"),
-        "accept_t": number(), "init_action": integer(0), "init_margin": number(0.0, lo_open=True)}
+        "accept_t": number(), "init_action": integer(0), "init_margin": number(0.0, lo_open=True),
+        "generations": integer(0)}
 
     def __init__(self, spec: dict[str, Any], n_features: int, n_actions: int, seed: int) -> None:
         super().__init__(spec, n_features, n_actions, seed)
@@ -222,10 +281,12 @@ class PolicySearch(Agent):
         opt = self.optimiser
         return np.array(opt.mean, dtype=np.float64)
 
-    def run_episodes(self, process: DecisionProcess, theta: np.ndarray, episode: int) -> tuple[np.ndarray, int, Any]:
+    def run_episodes(self, process: DecisionProcess, theta: np.ndarray,
+                     episode: int | np.ndarray) -> tuple[np.ndarray, int, Any]:
         """One episode per connection of ``process`` under the policy ``theta``, from episode index
-        ``episode`` of the process's seed (the same episodes for every candidate). Returns each
-        connection's objective, the decisions taken and the last step's infos."""
+        ``episode`` (one, or one per connection) of the process's seed (the same episodes for every
+        candidate). Returns each connection's objective, the decisions taken and the last step's
+        infos."""
         s = process.sim
         s.episode[:] = episode
         clock = time.perf_counter()
@@ -252,24 +313,75 @@ class PolicySearch(Agent):
     def learn(self, env: SB3VecEnv, steps: int, monitor: Monitor) -> None:
         process = env.process
         B = process.sim.B
-        rounds = max(1, math.ceil(int(self.params["runs"]) / B))
+        cells = len(self.cells(process.sim))
+        rounds = max(1, math.ceil(max(int(self.params["runs"]), 2 * cells) / B))
         if self.optimiser is None:
             self.optimiser = self._make_optimiser()
-        log = getattr(monitor, "log", None)  # train.py's monitor logs to the run's MLflow run
+        metrics = getattr(monitor, "log", None)  # train.py's monitor logs to the run's MLflow run
         self.sim_seconds = 0.0
         try:
-            self._search(process, B, rounds, steps, monitor, log)
+            self._search(process, B, rounds, steps, monitor, metrics)
         finally:  # the simulator's share of the run (train.py's time split), when the env counts it
             if hasattr(env, "seconds"):
                 env.seconds += self.sim_seconds
 
-    def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, log: Any) -> None:
+    def finished(self) -> bool:
+        """The generation budget is spent (never, with ``generations: 0``)."""
+        target = int(self.params["generations"])
+        return target > 0 and self.generation >= target
+
+    def budget(self, steps_done: int, steps_total: int) -> Budget:
+        """Generations, when they are the budget (``train.steps`` is then only its upper bound);
+        with ``generations: 0``, the decisions of ``train.steps``."""
+        target = int(self.params["generations"])
+        if not target:
+            return super().budget(steps_done, steps_total)
+        return Budget("generation", target, self.generation)
+
+    @staticmethod
+    def cells(sim: Simulator) -> list[tuple[str, str]]:
+        """The strata of the training mix: every (scenario, CC) an episode can draw."""
+        names = list(dict.fromkeys(sc.name for sc in sim.scenarios))
+        return [(name, cc) for name in names for cc in dict.fromkeys(sim.ccs)]
+
+    def design(self, sim: Simulator, rounds: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """This generation's episodes, stratified: episode indices [rounds, B] (round r runs
+        connection b's episode ``[r, b]``), the cell (``cells``) each draws, and the first index
+        the next generation may use. Slot ``r * B + b`` asks for cell ``(g * rounds * B + r * B +
+        b) mod K`` (g the generation, K the cells), so every cell has the same number of a
+        generation's episodes, or one fewer; connection b takes its next episode index (from
+        ``episodes_used`` on) that draws that cell, found by configuring the connection for it
+        (``Simulator.reset(b)``: the draw of the simulator's own episode generator, nothing
+        simulated). With one cell this is episode ``episodes_used + r`` on every connection."""
+        cells = self.cells(sim)
+        index = {cell: k for k, cell in enumerate(cells)}
+        B, K = sim.B, len(cells)
+        episodes = np.zeros((rounds, B), dtype=np.int64)
+        strata = np.zeros((rounds, B), dtype=np.int64)
+        nxt = np.full(B, self.episodes_used, dtype=np.int64)
+        for r in range(rounds):
+            for b in range(B):
+                want = (self.generation * rounds * B + r * B + b) % K
+                while True:
+                    sim.episode[b] = nxt[b]
+                    sim.reset(b)
+                    drawn = sim.current[b]
+                    assert drawn is not None  # reset(b) configured it
+                    if index[(drawn.name, sim.current_cc[b])] == want:
+                        break
+                    nxt[b] += 1
+                episodes[r, b], strata[r, b] = nxt[b], want
+                nxt[b] += 1
+        return episodes, strata.ravel(), int(nxt.max())
+
+    def _search(self, process: DecisionProcess, B: int, rounds: int, steps: int, monitor: Monitor, metrics: Any) -> None:
         done_steps = 0
-        while done_steps < steps:
+        while done_steps < steps and not self.finished():
             start = time.perf_counter()
             # a checkpoint taken within the generation, or a generation cut short, goes back to the
             # optimiser as it was before this generation's samples: a resumed search continues the same
             self._before = pickle.dumps(self.optimiser)
+            episodes, strata, next_episode = self.design(process.sim, rounds)
             asked = self.optimiser.ask()
             samples = [np.asarray(x, dtype=np.float64) for x in asked]
             mean = self._mean()
@@ -279,7 +391,7 @@ class PolicySearch(Agent):
             complete = go_on = True
             for i, theta in enumerate(cands):
                 for r in range(rounds):
-                    obj, n, infos = self.run_episodes(process, theta, self.episodes_used + r)
+                    obj, n, infos = self.run_episodes(process, theta, episodes[r])
                     scores[i, r * B:(r + 1) * B] = obj
                     done_steps += n
                     # the monitor sees each batch of episodes as it ends (its progress bar, the
@@ -293,27 +405,32 @@ class PolicySearch(Agent):
                     break
             if not complete:  # a generation cut short by the budget is discarded
                 self._restore(self._before)
+                if int(self.params["generations"]) and done_steps >= steps:
+                    log.warning("policy search: train.steps (%d decisions) ran out after %d of %d generations; "
+                                "raise train.steps (the upper bound) to reach agent.params.generations",
+                                steps, self.generation, int(self.params["generations"]))
                 break
             self._before = None
             if same:
                 scores = np.vstack([scores[:1], scores])
-            self.optimiser.tell(asked, [-float(v) for v in scores[2:].mean(axis=1)])  # both minimise
-            self.episodes_used += rounds
+            score = stratified_mean(scores, strata)  # per candidate, every cell weighted alike
+            self.optimiser.tell(asked, [-float(v) for v in score[2:]])  # both minimise
+            self.episodes_used = next_episode
             self.generation += 1
-            gain = scores[1] - scores[0]  # the mean against the incumbent, paired by episode
-            sd = float(gain.std(ddof=1))
-            t = float(gain.mean()) / (sd / math.sqrt(gain.size)) if sd > 0 else (math.inf if gain.mean() > 0 else 0.0)
-            accepted = bool(gain.mean() > 0 and t >= float(self.params["accept_t"]))
+            mean_gain, t, df = stratified_t(scores[1] - scores[0], strata)  # the mean against the incumbent
+            need = required_t(float(self.params["accept_t"]), strata.size, df)
+            accepted = bool(mean_gain > 0 and t >= need)
             if accepted:
                 self.theta = mean.copy()
                 self.accepted += 1
-            record = {"generation": float(self.generation), "incumbent": float(scores[0].mean()),
-                      "mean": float(scores[1].mean()), "best_sample": float(scores[2:].mean(axis=1).max()),
-                      "samples": float(scores[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
+            record = {"generation": float(self.generation), "incumbent": float(score[0]),
+                      "mean": float(score[1]), "best_sample": float(score[2:].max()),
+                      "samples": float(score[2:].mean()), "gain_t": t if math.isfinite(t) else 0.0,
+                      "gain_df": df if math.isfinite(df) else 0.0, "needed_t": need,
                       "accepted": float(accepted), "seconds": time.perf_counter() - start}
             self.history.append(record)
-            if callable(log):
-                log({f"search/{k}": v for k, v in record.items()})
+            if callable(metrics):
+                metrics({f"search/{k}": v for k, v in record.items()})
             if not go_on:
                 break
 

@@ -285,7 +285,8 @@ class Progress:
         self.next_eval = start_step + s.eval_every if s.eval_every else math.inf
         self.next_ckpt = start_step + s.checkpoint_every if s.checkpoint_every else math.inf
         self.eval_seconds = 0.0  # periodic evaluations
-        self.bar = tqdm(total=s.steps, initial=start_step, unit="step", dynamic_ncols=True, mininterval=0.5)
+        budget = agent.budget(start_step, s.steps)  # the bar counts what the agent's budget is
+        self.bar = tqdm(total=budget.total, initial=budget.done, unit=budget.unit, dynamic_ncols=True, mininterval=0.5)
         self.last_infos: list[dict] = []
 
     def on_step(self, n: int, rewards: np.ndarray, infos: list[dict]) -> bool:
@@ -304,7 +305,7 @@ class Progress:
         self.last_infos = infos
         if time.time() - self.bar.last_print_t >= self.bar.mininterval:  # the bar is due to print (tqdm's clock)
             self.postfix(infos)
-        self.bar.update(n)
+        self.advance()
         final = self.steps >= self.s.steps  # run() evaluates and checkpoints the finished agent itself
         saved = False
         if self.steps >= self.next_eval and not final:
@@ -329,8 +330,14 @@ class Progress:
         return self.steps < self.s.steps
 
     def log(self, metrics: dict[str, float]) -> None:
-        """An agent's own metrics (a policy search's per-generation scores) into the run, at this step."""
+        """An agent's own metrics (a policy search's per-generation scores) into the run, at this
+        step; the agent logs them where its budget moved (a generation ended), so the bar follows."""
         self.tracker.log(metrics, self.steps)
+        self.advance()
+
+    def advance(self) -> None:
+        """The bar to the agent's budget as spent now (``Agent.budget``)."""
+        self.bar.update(self.agent.budget(self.steps, self.s.steps).done - self.bar.n)
 
     def postfix(self, infos: list[dict]) -> None:
         """The bar's episodes and recent goodput (of finished episodes, or of the running ones
@@ -351,6 +358,7 @@ class Progress:
                 self.save_best(score)
 
     def close(self) -> None:
+        self.advance()
         if self.last_infos:
             self.postfix(self.last_infos)  # the final figures on the bar's last line
         self.bar.close()

@@ -362,6 +362,9 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
         trained_cc = e.label.rsplit("_", 1)[1]
         assert list(train_cfg["cc"]) == (["reno", "cubic", "bbr", "bbr2"] if trained_cc == "mix" else [trained_cc])
         assert train_cfg["agent"]["name"] == e.label.rsplit("_", 1)[0]
-        # the policy search's budget counts every candidate's decisions: its own steps, after the shared ones
-        steps = {"policy_search_bbr": 2_000_000, "policy_search_mix": 8_000_000}.get(e.label, 60_000)
-        assert train_cfg["train"]["steps"] == steps
+        # the policy search's budget is generations, the same under every CC (its decisions per generation
+        # are not); train.steps, which counts every candidate's decision, its own upper bound after the shared one
+        if e.label.startswith("policy_search"):
+            assert train_cfg["agent"]["params"]["generations"] == 20 and train_cfg["train"]["steps"] == 20_000_000
+        else:
+            assert train_cfg["train"]["steps"] == 60_000
