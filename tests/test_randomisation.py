@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from agents import checkpoint
+from agents.base import Agent
 from agents.training import Progress, make_env, run, setup, validation_score
 from envs.errors import ConfigError
 from envs.plugins import cc_params
@@ -186,6 +187,8 @@ class Constant:
 
     def act(self, obs, deterministic=True):
         return np.full(len(obs), self.action)
+
+    budget = Agent.budget  # what the training loop's progress bar counts: decisions, as every agent's default
 
 
 def test_validation_scores_against_minrtt_on_held_out_randomised_episodes(tmp_path):
