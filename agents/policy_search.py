@@ -278,8 +278,8 @@ class PolicySearch(Agent):
         return cma.CMAEvolutionStrategy(self.theta.tolist(), float(p["sigma0"]), opts)
 
     def _mean(self) -> np.ndarray:
-        opt = self.optimiser
-        return np.array(opt.mean, dtype=np.float64)
+        """The optimiser's mean (CMA-ES's or the cross-entropy method's)."""
+        return np.array(self.optimiser.mean, dtype=np.float64)
 
     def run_episodes(self, process: DecisionProcess, theta: np.ndarray,
                      episode: int | np.ndarray) -> tuple[np.ndarray, int, Any]:
@@ -350,9 +350,8 @@ class PolicySearch(Agent):
         the next generation may use. Slot ``r * B + b`` asks for cell ``(g * rounds * B + r * B +
         b) mod K`` (g the generation, K the cells), so every cell has the same number of a
         generation's episodes, or one fewer; connection b takes its next episode index (from
-        ``episodes_used`` on) that draws that cell, found by configuring the connection for it
-        (``Simulator.reset(b)``: the draw of the simulator's own episode generator, nothing
-        simulated). With one cell this is episode ``episodes_used + r`` on every connection."""
+        ``episodes_used`` on) that draws that cell (``Simulator.episode_draw``: the draw of the
+        simulator's own episode generator, nothing configured). With one cell this is episode ``episodes_used + r`` on every connection."""
         cells = self.cells(sim)
         index = {cell: k for k, cell in enumerate(cells)}
         B, K = sim.B, len(cells)
@@ -363,11 +362,8 @@ class PolicySearch(Agent):
             for b in range(B):
                 want = (self.generation * rounds * B + r * B + b) % K
                 while True:
-                    sim.episode[b] = nxt[b]
-                    sim.reset(b)
-                    drawn = sim.current[b]
-                    assert drawn is not None  # reset(b) configured it
-                    if index[(drawn.name, sim.current_cc[b])] == want:
+                    drawn, cc, _ = sim.episode_draw(b, int(nxt[b]))
+                    if index[(drawn.name, cc)] == want:
                         break
                     nxt[b] += 1
                 episodes[r, b], strata[r, b] = nxt[b], want

@@ -7,7 +7,7 @@ exact setting; so is the transport stack the simulator imitates (``StackDraw``: 
 
 ``randomise(scenario, settings)`` turns every concrete number it randomises into a uniform
 distribution of the scenario schema (``envs.scenario.Uniform``); the simulator then draws each
-episode's concrete scenario from the episode's own seeded generator (``Simulator.episode_rng``),
+episode's concrete scenario from the episode's own seeded generator (``Simulator.episode_draw``),
 so a run is reproducible per seed and the draws never leave the declared ranges.
 ``stack_draw(settings, stack, ccs)`` gives the simulator (``SimConfig.stack_draw``) what it draws a
 profile from at each episode's reset, from a stream of its own. Settings:

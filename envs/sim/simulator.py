@@ -211,20 +211,21 @@ class Simulator:
         return max(worst, 2 + sum(len(link.outages) for link in _links(s)))  # a route's failures
 
     # ------------------------------------------------------------------ episodes
-    def episode_rng(self, b: int) -> np.random.Generator:
-        """The generator of connection b's current episode (scenario sampling, CC choice)."""
-        return np.random.default_rng([self.seed, b, int(self.episode[b])])
-
     def reset(self, b: int | None = None) -> None:
         """Start a new episode on connection b (all when None)."""
         for i in range(self.B) if b is None else [b]:
             self._configure(i)
 
-    def _configure(self, b: int) -> None:
-        rng = self.episode_rng(b)
+    def episode_draw(self, b: int, episode: int) -> tuple[Scenario, str, np.random.Generator]:
+        """What connection b's episode ``episode`` draws: its scenario (sampled where the template
+        is a distribution), its CC, and the generator with those draws taken (nothing configured)."""
+        rng = np.random.default_rng([self.seed, b, int(episode)])
         template = self.scenarios[int(rng.integers(len(self.scenarios)))]
         scen = template.sample(rng) if template.is_distribution else template
-        cc = self.ccs[int(rng.integers(len(self.ccs)))]
+        return scen, self.ccs[int(rng.integers(len(self.ccs)))], rng
+
+    def _configure(self, b: int) -> None:
+        scen, cc, rng = self.episode_draw(b, int(self.episode[b]))
         self.rng[b] = rng.integers(0, 2**63, dtype=np.uint64)
         self.rng[self.B + b] = rng.integers(0, 2**63, dtype=np.uint64)
         self.current[b] = scen
