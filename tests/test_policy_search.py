@@ -20,7 +20,7 @@ from conftest import ROOT, compose_config
 WAIT_MATTERS = str(ROOT / "tests" / "data" / "wait_matters.yaml")  # fast_only +59% over minRTT under CUBIC
 
 
-class Budget:
+class CountingMonitor:
     """A monitor counting the decisions it is shown."""
 
     def __init__(self) -> None:
@@ -52,7 +52,7 @@ def trained(steps: int, seed: int = 0, scenario: str = WAIT_MATTERS, cc: str = "
     agent_spec, kw = spec(**params)
     env = SB3VecEnv(8, scenario=scenario, cc=cc, seed=seed, **kw)
     agent = make_agent(agent_spec, env.observation_space.shape[0], int(env.action_space.n), seed)
-    monitor = Budget()
+    monitor = CountingMonitor()
     agent.learn(env, steps, monitor)
     return agent, env, kw, monitor
 
@@ -109,7 +109,7 @@ def test_same_seed_same_numbers_and_a_resumed_search_continues_the_same(optimise
     assert isinstance(again, PolicySearch)
     again.load_state(tmp_path)
     assert np.array_equal(again.theta, half.theta) and again.generation == half.generation
-    again.learn(env, 40_000 - seen.seen, Budget())  # the rest of the budget
+    again.learn(env, 40_000 - seen.seen, CountingMonitor())  # the rest of the budget
     scores = [(r["incumbent"], r["mean"], r["samples"]) for r in again.history]
     expected = [(r["incumbent"], r["mean"], r["samples"]) for r in whole.history]
     n = min(len(scores), len(expected))
@@ -160,11 +160,11 @@ def test_a_resumed_generation_budget_counts_the_whole_run(tmp_path):
     again = make_agent(spec(generations=4)[0], 7, 2, 4)
     assert isinstance(again, PolicySearch)
     again.load_state(tmp_path)
-    again.learn(env, 10**9, Budget())
+    again.learn(env, 10**9, CountingMonitor())
     assert again.generation == 4 and np.array_equal(again.theta, whole.theta)
     assert [(r["incumbent"], r["mean"], r["samples"]) for r in again.history] == \
         [(r["incumbent"], r["mean"], r["samples"]) for r in whole.history]
-    idle = Budget()
+    idle = CountingMonitor()
     again.learn(env, 10**9, idle)
     assert idle.seen == 0 and again.generation == 4
 
