@@ -257,6 +257,7 @@ class LiveOptions:
     telemetry_ms: float = setting(10.0, gt=0)  # sender telemetry (per-subflow tcp_info) sampling interval
     verify: bool = True  # measure RTT, jitter, rate and loss of every path before running; refuse on a miss
     verify_every_run: bool = False  # verify again before each further run on the same testbed
+    verify_attempts: int = setting(3, ge=1, integer=True)  # testbeds built before a failed verification refuses the run
     retries: int = setting(2, ge=0, integer=True)  # re-runs of a transfer whose MPTCP connection fell back to TCP
     mss: int = setting(1448, ge=500, integer=True)  # payload bytes per packet (queue_bdp to packets, as the simulator)
 

@@ -9,8 +9,11 @@ not depend on which examples a run happened to draw (Hypothesis docs, "Settings:
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+import pytest
 from hydra import compose, initialize_config_dir
 from hypothesis import settings
 from omegaconf import DictConfig
@@ -19,6 +22,7 @@ from envs.schema import register
 
 register()  # the config schemas configs/*.yaml build on, for the tests that compose configs
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]  # the repository (configs/, train.py, evaluate.py)
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -36,3 +40,23 @@ def run_script(script: str, *args: str, timeout: float = 600) -> subprocess.Comp
     """``python <script> <args>`` from the repository's root, its output captured as text."""
     return subprocess.run([sys.executable, script, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def verified_or_skip(make: Callable[[], T], attempts: int = 3) -> T:
+    """``make()``'s testbed, started and verified with ``envs.live.verification.start_verified``'s
+    retries. When every attempt was inconclusive (the machine, not the emulation's settings: the
+    delay lines ran late, the probes could not be offered) the test cannot have a faithful network
+    and skips with the last verification; a plain miss still fails."""
+    from envs.live.verification import VerificationInconclusive, start_verified
+    try:
+        return start_verified(make, attempts, on_failure=lambda attempt, err: print(
+            f"verification attempt {attempt}: {str(err).splitlines()[0]}"))
+    except VerificationInconclusive as err:
+        pytest.skip(f"this machine could not run the emulation on time ({attempts} attempts): {err}")
+
+
+def skip_if_inconclusive(out: subprocess.CompletedProcess) -> None:
+    """A live command (``evaluate.py backend=live ...``) that refused because every verification
+    attempt was inconclusive (``verified_or_skip``'s case, in a child process): skip with its words."""
+    if out.returncode != 0 and "verification inconclusive" in out.stderr:
+        pytest.skip(f"this machine could not run the emulation on time: {out.stderr[-2000:]}")

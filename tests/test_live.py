@@ -19,7 +19,7 @@ import yaml
 
 from envs.live.setup import unavailable_reason
 from envs.sim.simulator import SimConfig
-from conftest import ROOT
+from conftest import ROOT, skip_if_inconclusive, verified_or_skip
 
 REASON = unavailable_reason()
 pytestmark = [pytest.mark.live, pytest.mark.skipif(REASON is not None, reason=f"live tests: {REASON}")]
@@ -70,9 +70,8 @@ def leftover_rules(tb) -> list[str]:
 
 @pytest.fixture(scope="module")
 def testbed():
-    tb = new_testbed(verify=True)
+    tb = verified_or_skip(lambda: new_testbed(verify=True))
     try:
-        tb.start()
         yield tb
     finally:
         problems = tb.close()
@@ -86,6 +85,9 @@ def test_testbed_is_verified_within_tolerance(testbed):
     for path in (0, 1):
         assert {(path, "rtt"), (path, "loss"), (path, "rate")} <= kinds
     assert report.seconds < 5.0
+    if testbed.emulation_mode == "delayline":  # each delay line's lateness over the verification
+        assert len(report.delay_lines) == 4 and all(d["window_packets"] > 100 for d in report.delay_lines)
+        assert "delay lines: released late by" in report.table()
     print(report.table())
 
 
@@ -304,6 +306,7 @@ def test_evaluate_live_and_compare_from_the_command_line(tmp_path):
     path.write_text(yaml.safe_dump(dict(SPEC, workload={"type": "file", "file_mb": 2})))
     out = subprocess.run([sys.executable, "evaluate.py", "compare=[sim,live]", f"scenario_file={path}", "cc=cubic",
                           "runs=1", "format=json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    skip_if_inconclusive(out)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     rows = {r["quantity"]: r for r in data["comparison"]}
@@ -311,6 +314,7 @@ def test_evaluate_live_and_compare_from_the_command_line(tmp_path):
     assert "path 2 share %" in rows and data["live"]["per_path_goodput_mbps"]["mean"][1] > 0
     out = subprocess.run([sys.executable, "evaluate.py", "backend=live", f"scenario_file={path}", "cc=reno",
                           "runs=1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    skip_if_inconclusive(out)
     assert out.returncode == 0, out.stderr
     assert "backend=live/mptcp" in out.stdout and "mean ± 95% CI" in out.stdout
     assert "verification" in out.stderr and "passed" in out.stderr

@@ -426,6 +426,36 @@ def test_a_testbed_failing_verification_is_retried_then_the_last_failure_raised(
         start_verified(lambda: Bed(True), 0)
 
 
+def test_a_miss_while_the_delay_lines_ran_late_is_inconclusive_and_any_other_miss_refuses():
+    """envs.live.verification.refusal: a failed check is put on the machine (inconclusive, retried,
+    a test skips) only when the delay lines' own lateness over the verification could explain it:
+    the 99th percentile beyond the spread's absolute tolerance, or one stall beyond half the rate
+    probe's tolerance (15 ms of 0.3 s at 10 %), and only for misses lateness makes (RTT or spread
+    too large, rate too small); on time, or for any other miss, the run is refused."""
+    from envs.live.verification import Check, Report, VerificationError, VerificationInconclusive, refusal
+
+    def report(p99_us: float, max_us: float, realtime: int = 1) -> Report:
+        late = {"window_packets": 3000, "window_late_us_p99": p99_us, "window_late_us_max": max_us,
+                "realtime": realtime}
+        return Report([Check(0, "rate Mbit/s for", 70.0, 60.85, 63.0, 77.0)], 2.4, [late, dict(late, realtime=1)])
+
+    on_time = refusal(report(190.0, 700.0), "s3")
+    assert type(on_time) is VerificationError and "does not match scenario 's3', refusing to run" in str(on_time)
+    assert "released late by 0.19 ms (99th percentile), 0.70 ms at most; real-time class: yes" in str(on_time)
+    stalled = refusal(report(300.0, 44_000.0, realtime=0), "s3")
+    assert isinstance(stalled, VerificationInconclusive)
+    assert "up to 44.0 ms late" in str(stalled) and "could not enter the real-time class" in str(stalled)
+    assert "path 1 rate Mbit/s for: expected 70.000, measured 60.850" in str(stalled)
+    assert isinstance(refusal(report(900.0, 5_000.0), "s3"), VerificationInconclusive)  # late at the 99th percentile
+    assert type(refusal(Report([Check(0, "rtt ms", 40.0, 20.0, 35.0, 45.0)]), "s3")) is VerificationError  # netem
+    late = report(900.0, 44_000.0).delay_lines
+    for miss in (Check(0, "rtt ms", 40.0, 20.0, 35.0, 45.0), Check(0, "loss % for", 0.0, 2.0, 0.0, 0.0),
+                 Check(0, "rate Mbit/s rev", 70.0, 80.0, 63.0, 77.0)):  # what lateness cannot make
+        assert type(refusal(Report([miss], 2.4, late), "s3")) is VerificationError, miss
+    assert isinstance(refusal(Report([Check(0, "rtt spread ms", 0.0, 3.1, 0.0, 0.6)], 2.4, late), "s3"),
+                      VerificationInconclusive)
+
+
 def test_a_verified_testbed_is_closed_when_its_block_fails_and_says_what_it_left(capsys):
     """envs.live.verification.verified_testbed: the live diagnostics' testbed is torn down at the
     end of its ``with`` block, an error inside it included, and what could not be removed is

@@ -8,7 +8,9 @@ committed. ``python -m envs.live.setup`` builds it ahead of time.
 One process serves one queue (one direction of one path): it holds every packet the kernel
 queues for ``delay + N(0, jitter)`` ms and then accepts it (``reorder=False``: never before the
 packet ahead of it). ``DelayLine`` starts it inside a host's namespace, waits until the queue is
-bound, and on ``stop()`` collects its statistics (packets, verdict lateness).
+bound; ``report()`` asks the running process for its statistics (packets, how late it released
+them, over its life and since the previous report, and whether it runs in the real-time class) and
+``stop()`` collects them at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -106,6 +109,28 @@ class DelayLine:
             self.stop()
             raise LiveError(f"delay line on queue {self.queue} did not start: {err or 'no answer within timeout'}")
         return self
+
+    def report(self, timeout: float = 2.0) -> dict | None:
+        """The running process's statistics (SIGUSR1: one JSON line, after which its ``window_*``
+        figures start again); None when it is not running or does not answer within ``timeout``."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None or proc.stdout is None:
+            return None
+        proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    return None
+        return None
 
     def stop(self, timeout: float = 3.0) -> dict | None:
         """End the process (SIGTERM: it releases held packets and reports), by its pid only."""

@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from envs.live.mptcp import MptcpFallback
 from envs.live.system import LiveError
 from envs.live.network_testbed import make_testbed
 from envs.live.testbed import Testbed
+from envs.live.verification import start_verified
 from envs.scenario import Scenario
 from envs.schema import LiveOptions  # configs/live: fields, defaults, ranges
 from envs.sim.simulator import SimConfig
@@ -112,6 +114,11 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
     t_start = time.monotonic()
     per_run: list[dict[str, np.ndarray]] = []
     testbed: Testbed | None = None
+
+    def report_attempt(attempt: int, err: Exception) -> None:
+        if progress:
+            progress(f"verification attempt {attempt} of {opts.verify_attempts} failed: {str(err).splitlines()[0]}")
+
     try:
         for run in range(runs):
             concrete = scenario
@@ -121,9 +128,10 @@ def evaluate_live(scenario: Scenario, cc: str, runs: int, seed: int = 0, options
                 if testbed is not None:
                     testbed.close()
                     info.timings.append(dict(testbed.timings))
-                testbed = make_testbed(concrete, emulation=opts.emulation, seed=seed + run, mss=opts.mss,
-                                       verify=opts.verify)
-                testbed.start()
+                testbed = start_verified(
+                    partial(make_testbed, concrete, emulation=opts.emulation, seed=seed + run, mss=opts.mss,
+                            verify=opts.verify),
+                    opts.verify_attempts if opts.verify else 1, on_failure=report_attempt)
                 info.emulation = testbed.emulation_mode
                 info.testbeds.append(testbed.describe())
                 if testbed.verification is not None:

@@ -219,6 +219,7 @@ class _PathView:
         self.paths = [_ViewPath(0, tb.paths[path].client_ip, tb.paths[path].server_ip)]
         self.directions = [replace(d, path=0) for d in tb.path_directions(path)]
         self.client_pid, self.server_pid = tb.client_pid, tb.server_pid
+        self.emulation = tb.emulation  # its delay lines report their lateness over each path's verification
 
     def socket(self, host: str, proto: int = 0, type_: int = socket.SOCK_STREAM) -> socket.socket:
         return self.tb.socket(host, proto, type_)
@@ -426,7 +427,7 @@ class NetworkTestbed(Testbed):
     def verify(self, **kwargs):
         """Measure every path alone, one after another (before any competing traffic), and refuse
         (VerificationError) when one misses its route."""
-        from envs.live.verification import Report, VerificationError, verify
+        from envs.live.verification import Report, refusal, verify
         if self.competition is not None:
             raise LiveError("a network is verified before its competing traffic starts, which would take the "
                             "paths' rate: live.verify_every_run does not combine with competing traffic")
@@ -438,12 +439,11 @@ class NetworkTestbed(Testbed):
                 c.path = i
             report.checks += part.checks
             report.seconds += part.seconds
+            report.delay_lines += part.delay_lines
         self.verification = report
         if kwargs.get("raise_on_failure", True) and not report.ok:
-            misses = "; ".join(f"path {c.path + 1} {c.what}: expected {c.expected:.3f}, measured {c.measured:.3f} "
-                               f"(accepted {c.low:.3f}..{c.high:.3f})" for c in report.failures())
-            raise VerificationError(f"the emulated network does not match scenario {self.scenario.name!r}, refusing "
-                                    f"to run: {misses}\n{report.table()}")
+            raise refusal(report, self.scenario.name,
+                          **{k: kwargs[k] for k in ("jitter_abs_ms", "rate_rel") if k in kwargs})
         return report
 
     def start(self) -> NetworkTestbed:

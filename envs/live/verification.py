@@ -15,6 +15,13 @@ a live run must never do so. Per path, all paths at once (about 2 s in all):
   scenario's loss probability at level ``loss_alpha`` (a loss-free path must lose none).
 - Rate, each direction: UDP at 1.3 x the rate for 0.3 s; the arrival rate of wire bytes (kernel
   receive timestamps), corrected for the measured random loss, must lie within 10 % of the rate.
+
+A miss the machine caused rather than the emulation's settings is ``VerificationInconclusive``:
+the probes could not be offered or overflowed our own sockets, or the delay lines (which sleep
+between packets) released packets late: at the 99th percentile by more than the spread's absolute
+tolerance, or once by more than half the rate tolerance of the rate probe (a stall that alone
+moves the measured rate that far). Their lateness over the verification is in ``Report.delay_lines``
+and the table.
 """
 
 from __future__ import annotations
@@ -47,11 +54,19 @@ SO_RCVBUFFORCE = 33
 UDP_SEGMENT = 103
 MAX_BURST = 32  # datagrams per GSO send
 PHASE_LOSS, PHASE_RATE = 1, 2
+RATE_PROBE_S = 0.3  # each direction overloaded this long
+RATE_REL = 0.10  # the measured rate's tolerance, relative
+JITTER_ABS_MS = 0.5  # the RTT spread's tolerance, its absolute part
 HEADER = struct.Struct("!BBII")  # phase, stream, sequence, run tag
 
 
 class VerificationError(LiveError):
     """The emulated network does not match the scenario; the run is refused."""
+
+
+class VerificationInconclusive(VerificationError):
+    """The verification missed because of the machine (too busy to offer the probes or to run the
+    delay lines on time), not because of the emulation's settings; trying again may pass."""
 
 
 @dataclass
@@ -78,6 +93,7 @@ class Check:
 class Report:
     checks: list[Check] = field(default_factory=list)
     seconds: float = 0.0
+    delay_lines: list[dict] = field(default_factory=list)  # each one's statistics over the verification
 
     @property
     def ok(self) -> bool:
@@ -86,9 +102,22 @@ class Report:
     def failures(self) -> list[Check]:
         return [c for c in self.checks if not c.ok]
 
+    def late_ms(self) -> tuple[float, float]:
+        """The delay lines' worst release lateness over the verification: (99th percentile, max), ms."""
+        if not self.delay_lines:
+            return 0.0, 0.0
+        return (max(d["window_late_us_p99"] for d in self.delay_lines) / 1e3,
+                max(d["window_late_us_max"] for d in self.delay_lines) / 1e3)
+
     def table(self) -> str:
-        return "\n".join([f"verification ({self.seconds:.1f} s): {'passed' if self.ok else 'FAILED'}"]
-                         + ["  " + c.line() for c in self.checks])
+        lines = [f"verification ({self.seconds:.1f} s): {'passed' if self.ok else 'FAILED'}"]
+        lines += ["  " + c.line() for c in self.checks]
+        if self.delay_lines:
+            p99, worst = self.late_ms()
+            realtime = "yes" if all(d["realtime"] for d in self.delay_lines) else "NO"
+            lines.append(f"  delay lines: released late by {p99:.2f} ms (99th percentile), {worst:.2f} ms at most; "
+                         f"real-time class: {realtime}")
+        return "\n".join(lines)
 
 
 def clipped_normal_mean(mu: float, sigma: float) -> float:
@@ -219,8 +248,8 @@ def _receive(streams: list[_Stream], stop: threading.Event) -> None:
             break
 
 
-def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: float = 0.10,
-           jitter_rel: float = 0.30, jitter_abs_ms: float = 0.5, loss_alpha: float = 1e-4, pings: int = 50,
+def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: float = RATE_REL,
+           jitter_rel: float = 0.30, jitter_abs_ms: float = JITTER_ABS_MS, loss_alpha: float = 1e-4, pings: int = 50,
            raise_on_failure: bool = True) -> Report:
     """Measure the testbed ``tb`` (started) against its plan; raise VerificationError listing every
     miss (or return the report with ``raise_on_failure=False``)."""
@@ -228,6 +257,9 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
     report = Report()
     directions = tb.directions
     by_key = {(d.path, d.direction): d for d in directions}
+    delay_lines = list(tb.emulation.delay_lines.values()) if tb.emulation is not None else []
+    for line in delay_lines:  # their lateness counts from here
+        line.report()
     tag = (os.getpid() * 7919 + int(t_start * 1000)) & 0xFFFFFFFF
     streams = [_Stream(tb, d, i, tag) for i, d in enumerate(directions)]
     stop = threading.Event()
@@ -290,12 +322,11 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
         # --- rate: overload each direction for a moment
         inconclusive: list[str] = []
         payload = 1400
-        duration = 0.3
         threads = []
         for s in streams:
             d = s.d
             pps = 1.3 * d.rate_mbps * 1e6 / 8 / (payload + ETH_IP_UDP)
-            n = max(100, int(pps * duration))
+            n = max(100, int(pps * RATE_PROBE_S))
             burst = max(1, min(MAX_BURST, d.queue_packets // 4))
             th = threading.Thread(target=s.send_paced, args=(PHASE_RATE, n, payload, pps, burst), daemon=True)
             threads.append(th)
@@ -330,19 +361,40 @@ def verify(tb, *, rtt_rel: float = 0.10, rtt_abs_ms: float = 1.0, rate_rel: floa
             proc.wait()
     overflow = {pid: _udp_snmp(pid).get("RcvbufErrors", 0) - before.get("RcvbufErrors", 0)
                 for pid, before in snmp0.items()}
+    report.delay_lines = [r for r in (line.report() for line in delay_lines) if r is not None]
     report.seconds = time.monotonic() - t_start
     if inconclusive:
-        raise VerificationError("verification inconclusive (the machine is too busy to overload the paths): "
-                                + "; ".join(inconclusive) + "; try again")
+        raise VerificationInconclusive("verification inconclusive (the machine is too busy to overload the paths): "
+                                       + "; ".join(inconclusive) + "; try again")
     if any(overflow.values()):
-        raise VerificationError(f"verification inconclusive: {sum(overflow.values())} probe packets overflowed our "
-                                "own socket buffers (the machine is too busy); try again")
+        raise VerificationInconclusive(f"verification inconclusive: {sum(overflow.values())} probe packets overflowed "
+                                       "our own socket buffers (the machine is too busy); try again")
     if raise_on_failure and not report.ok:
-        misses = "; ".join(f"path {c.path + 1} {c.what}: expected {c.expected:.3f}, measured {c.measured:.3f} "
-                           f"(accepted {c.low:.3f}..{c.high:.3f})" for c in report.failures())
-        raise VerificationError(f"the emulated network does not match scenario {tb.scenario.name!r}, refusing to "
-                                f"run: {misses}\n{report.table()}")
+        raise refusal(report, tb.scenario.name, jitter_abs_ms=jitter_abs_ms, rate_rel=rate_rel)
     return report
+
+
+def refusal(report: Report, scenario: str, *, jitter_abs_ms: float = JITTER_ABS_MS,
+            rate_rel: float = RATE_REL) -> VerificationError:
+    """What a failed ``report`` raises: ``VerificationInconclusive`` when the delay lines released
+    packets later than the verification can tolerate (at the 99th percentile more than the spread's
+    absolute tolerance ``jitter_abs_ms``, or once more than half the rate tolerance of the rate
+    probe) and every miss is one that lateness makes (an RTT or a spread too large, a rate too
+    small), else ``VerificationError``; either lists every miss and the table."""
+    failures = report.failures()
+    misses = "; ".join(f"path {c.path + 1} {c.what}: expected {c.expected:.3f}, measured {c.measured:.3f} "
+                       f"(accepted {c.low:.3f}..{c.high:.3f})" for c in failures)
+    p99, worst = report.late_ms()
+    late = p99 > jitter_abs_ms or worst > rate_rel * RATE_PROBE_S * 1e3 / 2
+    if late and all(c.what.startswith("rtt") and c.measured > c.high or c.what.startswith("rate") and c.measured < c.low
+                    for c in failures):
+        realtime = all(d["realtime"] for d in report.delay_lines)
+        return VerificationInconclusive(
+            f"verification inconclusive: {misses}, while the delay lines released packets up to {worst:.1f} ms late "
+            f"({p99:.2f} ms at the 99th percentile): the machine did not run them on time"
+            + ("" if realtime else " (they could not enter the real-time class)") + f"; try again\n{report.table()}")
+    return VerificationError(f"the emulated network does not match scenario {scenario!r}, refusing to run: {misses}\n"
+                             f"{report.table()}")
 
 
 class _Startable(Protocol):

@@ -10,8 +10,9 @@
  * per packet whatever the packet size.
  *
  * Protocol with the parent: one line "ready <queue>" on stdout once the queue is bound (the
- * caller installs its iptables rule only then); on SIGTERM or SIGINT it releases the packets it
- * still holds, prints one JSON line of statistics and exits 0. It dies with its parent
+ * caller installs its iptables rule only then); on SIGUSR1 it prints one JSON line of its
+ * statistics so far and goes on; on SIGTERM or SIGINT it releases the packets it still holds,
+ * prints the same JSON line and exits 0. "realtime" in it says whether --rt-priority took effect. It dies with its parent
  * (PR_SET_PDEATHSIG), so a killed run leaves no delay line behind.
  *
  * --rt-priority P (1-99) runs it in the SCHED_FIFO class, so that other load on the machine
@@ -114,11 +115,13 @@ static int reorder = 1;
 static uint64_t seq, last_release;
 static uint64_t n_packets, n_clipped, n_verdict_err, n_enobufs, max_pending;
 #define LATE_BUCKETS 100001 /* lateness histogram, 1 us buckets, last one = overflow */
-static uint32_t *late_hist;
-static uint64_t late_max_ns;
-static volatile sig_atomic_t stop_flag;
+static uint32_t *late_hist, *window_hist; /* since the start; since the last report */
+static uint64_t late_max_ns, window_max_ns;
+static volatile sig_atomic_t stop_flag, report_flag;
+static int realtime;
 
 static void on_signal(int sig) { (void)sig; stop_flag = 1; }
+static void on_report(int sig) { (void)sig; report_flag = 1; }
 
 static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_data *nfa, void *data) {
     (void)qh; (void)msg; (void)data;
@@ -141,21 +144,43 @@ static void release(struct nfq_q_handle *qh, item_t it, uint64_t now) {
     if (nfq_set_verdict(qh, it.id, NF_ACCEPT, 0, NULL) < 0) n_verdict_err++;
     uint64_t late = now > it.t ? now - it.t : 0;
     if (late > late_max_ns) late_max_ns = late;
+    if (late > window_max_ns) window_max_ns = late;
     uint64_t b = late / 1000;
     late_hist[b < LATE_BUCKETS - 1 ? b : LATE_BUCKETS - 1]++;
+    window_hist[b < LATE_BUCKETS - 1 ? b : LATE_BUCKETS - 1]++;
 }
 
-static double late_quantile_us(double q) {
-    uint64_t total = 0, acc = 0;
-    for (size_t i = 0; i < LATE_BUCKETS; i++) total += late_hist[i];
+static uint64_t hist_total(const uint32_t *hist) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < LATE_BUCKETS; i++) total += hist[i];
+    return total;
+}
+
+static double late_quantile_us(const uint32_t *hist, double q) {
+    uint64_t total = hist_total(hist), acc = 0;
     if (!total) return 0.0;
     uint64_t want = (uint64_t)ceil(q * (double)total);
     if (want < 1) want = 1;
     for (size_t i = 0; i < LATE_BUCKETS; i++) {
-        acc += late_hist[i];
+        acc += hist[i];
         if (acc >= want) return (double)i + 0.5;
     }
     return (double)(LATE_BUCKETS - 1);
+}
+
+/* one JSON line: everything since the start, and the release lateness since the last report
+   ("window_*"), whose window then starts again */
+static void report(long queue, uint64_t flushed) {
+    printf("{\"queue\": %ld, \"packets\": %" PRIu64 ", \"clipped\": %" PRIu64 ", \"max_pending\": %" PRIu64
+           ", \"flushed_at_exit\": %" PRIu64 ", \"verdict_errors\": %" PRIu64 ", \"enobufs\": %" PRIu64
+           ", \"late_us_p50\": %.1f, \"late_us_p99\": %.1f, \"late_us_max\": %.1f, \"window_packets\": %" PRIu64
+           ", \"window_late_us_p99\": %.1f, \"window_late_us_max\": %.1f, \"realtime\": %d}\n",
+           queue, n_packets, n_clipped, max_pending, flushed, n_verdict_err, n_enobufs,
+           late_quantile_us(late_hist, 0.5), late_quantile_us(late_hist, 0.99), (double)late_max_ns / 1000.0,
+           hist_total(window_hist), late_quantile_us(window_hist, 0.99), (double)window_max_ns / 1000.0, realtime);
+    fflush(stdout);
+    memset(window_hist, 0, LATE_BUCKETS * sizeof(uint32_t));
+    window_max_ns = 0;
 }
 
 static void usage(void) {
@@ -199,6 +224,7 @@ int main(int argc, char **argv) {
            program sleeps between packets, and the kernel's RT throttling bounds it anyway */
         struct sched_param sp = {.sched_priority = (int)rt_priority};
         if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) perror("delayline: SCHED_FIFO (continuing without)");
+        else realtime = 1;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -206,9 +232,15 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    struct sigaction sr;
+    memset(&sr, 0, sizeof sr);
+    sr.sa_handler = on_report;
+    sigaction(SIGUSR1, &sr, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     late_hist = calloc(LATE_BUCKETS, sizeof(uint32_t));
+    window_hist = calloc(LATE_BUCKETS, sizeof(uint32_t));
+    if (!late_hist || !window_hist) { perror("delayline: calloc"); return 1; }
     struct nfq_handle *h = nfq_open();
     if (!h) { perror("delayline: nfq_open"); return 1; }
     struct nfq_q_handle *qh = nfq_create_queue(h, (uint16_t)queue, &on_packet, NULL);
@@ -222,6 +254,10 @@ int main(int argc, char **argv) {
 
     static char buf[65536] __attribute__((aligned));
     while (!stop_flag) {
+        if (report_flag) {
+            report_flag = 0;
+            report(queue, 0);
+        }
         uint64_t now = now_ns();
         while (heap_n && heap[0].t <= now) release(qh, heap_pop(), now);
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -250,19 +286,12 @@ int main(int argc, char **argv) {
             if (heap_n && heap[0].t <= now_ns()) break;
         }
     }
-    uint64_t now = now_ns();
     uint64_t flushed = heap_n;
     while (heap_n) {
         item_t it = heap_pop();
         nfq_set_verdict(qh, it.id, NF_ACCEPT, 0, NULL);
     }
-    printf("{\"queue\": %ld, \"packets\": %" PRIu64 ", \"clipped\": %" PRIu64 ", \"max_pending\": %" PRIu64
-           ", \"flushed_at_exit\": %" PRIu64 ", \"verdict_errors\": %" PRIu64 ", \"enobufs\": %" PRIu64
-           ", \"late_us_p50\": %.1f, \"late_us_p99\": %.1f, \"late_us_max\": %.1f}\n",
-           queue, n_packets, n_clipped, max_pending, flushed, n_verdict_err, n_enobufs,
-           late_quantile_us(0.5), late_quantile_us(0.99), (double)late_max_ns / 1000.0);
-    fflush(stdout);
-    (void)now;
+    report(queue, flushed);
     nfq_destroy_queue(qh);
     nfq_close(h);
     return 0;
