@@ -9,7 +9,8 @@ not depend on which examples a run happened to draw (Hypothesis docs, "Settings:
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -42,17 +43,27 @@ def run_script(script: str, *args: str, timeout: float = 600) -> subprocess.Comp
                           timeout=timeout)
 
 
+@contextmanager
+def inconclusive_skips(attempts: int = 1) -> Iterator[None]:
+    """A live step that raised ``VerificationInconclusive`` (the machine, not the emulation's
+    settings: the delay lines ran late, the probes could not be offered) after ``attempts``
+    verifications: the test cannot have a faithful network and skips with the last verification;
+    a plain miss (``VerificationError``) still fails."""
+    from envs.live.verification import VerificationInconclusive
+    try:
+        yield
+    except VerificationInconclusive as err:
+        pytest.skip(f"this machine could not run the emulation on time ({attempts} attempt(s)): {err}")
+
+
 def verified_or_skip(make: Callable[[], T], attempts: int = 3) -> T:
     """``make()``'s testbed, started and verified with ``envs.live.verification.start_verified``'s
-    retries. When every attempt was inconclusive (the machine, not the emulation's settings: the
-    delay lines ran late, the probes could not be offered) the test cannot have a faithful network
-    and skips with the last verification; a plain miss still fails."""
-    from envs.live.verification import VerificationInconclusive, start_verified
-    try:
+    retries; skipped (``inconclusive_skips``) when every attempt was inconclusive."""
+    from envs.live.verification import start_verified
+    with inconclusive_skips(attempts):
         return start_verified(make, attempts, on_failure=lambda attempt, err: print(
             f"verification attempt {attempt}: {str(err).splitlines()[0]}"))
-    except VerificationInconclusive as err:
-        pytest.skip(f"this machine could not run the emulation on time ({attempts} attempts): {err}")
+    raise AssertionError("unreachable: inconclusive_skips skipped")
 
 
 def skip_if_inconclusive(out: subprocess.CompletedProcess) -> None:
