@@ -265,6 +265,20 @@ def test_an_interrupted_live_evaluate_leaves_nothing_and_ends_in_one_line(tmp_pa
             proc.wait()
 
 
+def test_host_shells_that_outlive_mininets_stop_are_ended_by_their_pids():
+    """Testbed.close: when Mininet's stop fails (here made to raise) the host shells would keep
+    their namespaces alive; close says what failed and ends them by their recorded pids, each
+    only while it is still in the namespace recorded for it."""
+    tb = new_testbed(verify=False).start()
+
+    def broken_stop() -> None:
+        raise RuntimeError("stop failed")
+
+    tb.net.stop = broken_stop
+    assert tb.close() == ["stopping Mininet: stop failed"]
+    assert not tb.leftovers()
+
+
 def test_a_name_in_use_is_refused_before_anything_is_created():
     tb = new_testbed(verify=False)
     name = tb.paths[0].client_if

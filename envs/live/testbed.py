@@ -30,6 +30,7 @@ import atexit
 import itertools
 import json
 import os
+import signal
 import socket
 import time
 import weakref
@@ -182,8 +183,10 @@ class Testbed:
                 t1 = time.monotonic()
                 self.verify()
                 self.timings["verify_s"] = time.monotonic() - t1
-        except BaseException:
-            self.close()
+        except BaseException as err:
+            left = self.close()
+            if left:
+                err.add_note(f"tearing the testbed down left: {', '.join(left)}")
             raise
         return self
 
@@ -343,9 +346,16 @@ class Testbed:
                 problems.append(f"removing link emulation: {err}")
         if self.net is not None:
             try:
-                self.net.stop()  # deletes our veth pairs and ends the two host shells (by pid)
+                self.net.stop()  # deletes our veth pairs and ends the host shells (SIGHUP to each one's group)
             except BaseException as err:
                 problems.append(f"stopping Mininet: {err}")
+        for name, pid in self.record.host_pids.items():  # a shell Mininet did not end (it raised, or it lived on)
+            ino = self.record.namespaces.get(name)
+            if ino is not None and ns_inode(pid) == ino:  # still our shell in our namespace, not a reused pid
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         _active.discard(self)
         problems += self.leftovers(wait_s=2.0)
         self.timings["teardown_s"] = time.monotonic() - t0
