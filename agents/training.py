@@ -235,8 +235,28 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
                   format_table([(r["scheduler"], r["scenario"], r["cc"]) for r in diag],
                                [r["diagnostics"] for r in diag])]
         warned = [f"WARNING {r['scenario']}/{r['cc']}: {w}" for r in diag for w in r["diagnostics"].warnings]
+        warned += [note for r in diag if (note := clone_apart(r, rows))]
         lines += [""] + warned if warned else []
     return "\n".join(lines)
+
+
+def clone_apart(row: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
+    """For an agent row flagged a clone of minRTT whose goodput differs from minRTT's (same
+    episodes, ``rows``) by more than the two 95% CIs together: one sentence saying so. Agreement
+    counts decisions, not what they move; a few different ones can be the whole difference."""
+    if "minrtt" not in row["diagnostics"].clone_of:
+        return None
+    base = next((r for r in rows if r["scheduler"] == "minrtt" and (r["scenario"], r["cc"]) == (row["scenario"], row["cc"])),
+                None)
+    if base is None:
+        return None
+    diff = row["goodput_mbps"] - base["goodput_mbps"]
+    if not abs(diff) > row["goodput_ci95"] + base["goodput_ci95"]:
+        return None
+    return (f"NOTE {row['scenario']}/{row['cc']}: flagged a clone of minrtt, yet its goodput is "
+            f"{row['goodput_mbps']:.3f} against minrtt's {base['goodput_mbps']:.3f} ({100 * diff / base['goodput_mbps']:+.1f}%, "
+            f"beyond both CIs): the {100 * (1 - row['diagnostics'].agreement['minrtt']):.1f}% of decisions where it "
+            "differs carry that")
 
 
 def capped_notes(rows: list[dict[str, Any]]) -> list[str]:

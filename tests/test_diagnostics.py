@@ -95,6 +95,26 @@ def test_eval_table_prints_the_warning():
     assert summarise(("wait", "send_second"), np.zeros(2), {"minrtt": 0}).warnings[0].startswith("never asked")
 
 
+def test_a_clone_whose_goodput_differs_beyond_the_cis_is_noted():
+    """A policy making minRTT's decision at 98.1% of them and 6.1% faster (the policy search on
+    ispras_s3 under BBRv2, docs/cc_robustness.md): the table says so beside the clone warning;
+    within the CIs, or for a clone of another heuristic, it says nothing more."""
+    d = summarise(("wait", "send_second"), np.array([81, 4239]), {"minrtt": 4239, "fast_only": 81})
+    rows = [{"scenario": "ispras_s3", "cc": "bbr2", "scheduler": "policy_search", "runs": 10, "goodput_mbps": 114.286,
+             "goodput_ci95": 0.0, "diagnostics": d},
+            {"scenario": "ispras_s3", "cc": "bbr2", "scheduler": "minrtt", "runs": 10, "goodput_mbps": 107.672,
+             "goodput_ci95": 0.0}]
+    text = format_rows(rows)
+    assert "WARNING ispras_s3/bbr2: clone of minrtt (98.1% same decisions)" in text
+    assert ("NOTE ispras_s3/bbr2: flagged a clone of minrtt, yet its goodput is 114.286 against minrtt's 107.672 "
+            "(+6.1%, beyond both CIs): the 1.9% of decisions where it differs carry that") in text
+    rows[0] = dict(rows[0], goodput_ci95=4.0, goodput_mbps=110.0)
+    rows[1] = dict(rows[1], goodput_ci95=3.0)
+    assert "NOTE" not in format_rows(rows)
+    waits = summarise(("wait", "send_second"), np.array([500, 0]), {"minrtt": 0, "fast_only": 500})
+    assert "NOTE" not in format_rows([dict(rows[0], diagnostics=waits, goodput_ci95=0.0), rows[1]])
+
+
 def test_each_training_seed_is_flagged_on_its_own():
     """One learner, one cell, two training seeds: seed 7's policy always sends (constant, a minRTT
     clone), seed 8's flips a coin. Pooled (the study's cell over its seeds, decision-weighted) it
