@@ -505,3 +505,27 @@ def test_the_flows_send_and_count_bytes_until_done_or_stopped():
     assert send_zeros(c, stop) is False  # stopped: nothing more sent
     c.close()
     d.close()
+
+
+def test_the_live_env_verifies_its_testbed_with_the_retry_rule(monkeypatch):
+    """mpsched/Live-v0 builds its testbed through start_verified, with ``verify_attempts``
+    attempts (1 without verification); a bad count is refused before anything is built."""
+    from envs.errors import ConfigError
+    from envs.live import env as live_env
+
+    with pytest.raises(ConfigError, match="verify_attempts must be an integer >= 1, got 0"):
+        live_env.LiveEnv("ispras_s3", "cubic", verify_attempts=0)
+    asked = []
+
+    class Built(Exception):
+        pass
+
+    def fake_start_verified(make, attempts):
+        asked.append((make.func.__name__, make.keywords["verify"], attempts))
+        raise Built
+
+    monkeypatch.setattr(live_env, "start_verified", fake_start_verified)
+    for verify, attempts, expected in ((True, 4, 4), (False, 4, 1)):
+        with pytest.raises(Built):
+            live_env.LiveEnv("ispras_s3", "cubic", verify=verify, verify_attempts=attempts).reset(seed=0)
+    assert asked == [("Testbed", True, 4), ("Testbed", False, 1)]

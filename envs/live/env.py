@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +33,7 @@ from envs.features import CLIP, compute, feature_set, table
 from envs.live.backends import get_backend
 from envs.live.system import LiveError
 from envs.live.testbed import Testbed
+from envs.live.verification import start_verified
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import LiveOptions
@@ -46,7 +48,8 @@ class LiveEnv(gym.Env):
                  modes: Sequence[Mapping | str] | None = None, observation: str = "leeyoo",
                  reward: str = RewardSpec.name, reward_params: Mapping[str, Any] | None = None, seed: int = 0,
                  emulation: str = LiveOptions.emulation, telemetry_ms: float = LiveOptions.telemetry_ms,
-                 verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss) -> None:
+                 verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss,
+                 verify_attempts: int = LiveOptions.verify_attempts) -> None:
         found = resolve_scenarios(scenario)
         if len(found) != 1:
             raise ConfigError("mpsched/Live-v0 runs one scenario (a distribution is drawn once per testbed)")
@@ -77,6 +80,9 @@ class LiveEnv(gym.Env):
         self.observation_space = gym.spaces.Box(0.0, CLIP, shape=(len(self.features),), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(len(self.modes))
         self.seed_, self.emulation, self.telemetry_ms, self.verify, self.mss = seed, emulation, telemetry_ms, verify, mss
+        if not (isinstance(verify_attempts, int) and verify_attempts >= 1):
+            raise ConfigError(f"verify_attempts must be an integer >= 1, got {verify_attempts!r}")
+        self.verify_attempts = verify_attempts
         self.testbed: Testbed | None = None
         self.transfer: Any = None  # the backend's transfer while one runs (MptcpTransfer, XquicTransfer)
         self.decisions = 0
@@ -95,8 +101,9 @@ class LiveEnv(gym.Env):
         super().reset(seed=seed)
         self._end_transfer()
         if self.testbed is None:
-            self.testbed = Testbed(self.scenario, emulation=self.emulation, seed=self.seed_, mss=self.mss,
-                                   verify=self.verify).start()
+            self.testbed = start_verified(  # a verification the machine left inconclusive is tried again
+                partial(Testbed, self.scenario, emulation=self.emulation, seed=self.seed_, mss=self.mss,
+                        verify=self.verify), self.verify_attempts if self.verify else 1)
         first = {"scheduler": self._mode_names[0]} if self.backend.controls_scheduler else {}
         self.transfer = self.backend.transfer(self.testbed, self.cc, self.scenario.workload, self.telemetry_ms, **first)
         self.transfer.start()
