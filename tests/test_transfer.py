@@ -12,7 +12,9 @@ the policy search trained on the ISPRAS scenarios and hetero_file together (``ag
 scenario=[ispras_s1,ispras_s2,ispras_s3,hetero_file] cc=[cubic,bbr,bbr2]
 agent.params.generations=40``), one policy for the ISPRAS cells and the hetero_file cells, and
 the same preset with seed=1 and seed=2 (transfer_policy_search_seed{1,2}_20261128.json: the
-simulator side, live only the BBRv1 cell where each forecasts a gain)."""
+simulator side, live only the BBRv1 cell where each forecasts a gain), and
+transfer_policy_search_strat_20261128.json, the same seed-0 command at a9eb56d, whose search
+runs each generation stratified by (scenario, CC) cell: another policy, every cell live."""
 
 import json
 import math
@@ -32,18 +34,20 @@ RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn
            "linucb_now": DATA / "transfer_linucb_bbr2_20261126.json",
            "dqn_backlog": DATA / "transfer_dqn_backlog_20261126.json",
            "dqn_backlog_pace": DATA / "transfer_dqn_backlog_ispras_pace_20261126.json",
-           "policy_search": DATA / "transfer_policy_search_20261128.json"}
+           "policy_search": DATA / "transfer_policy_search_20261128.json",
+           "policy_search_strat": DATA / "transfer_policy_search_strat_20261128.json"}
 # the same preset with seed=1 and seed=2: the simulator side, and live only the BBRv1 cell where each forecasts a gain
 SEED_RECORDS = {1: (DATA / "transfer_policy_search_seed1_20261128.json", "ispras_s1"),
                 2: (DATA / "transfer_policy_search_seed2_20261128.json", "ispras_s2")}
 AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb", "main": "dqn",
           "linucb_now": "linucb", "dqn_backlog": "dqn_backlog", "dqn_backlog_pace": "dqn_backlog",
-          "policy_search": "policy_search"}
+          "policy_search": "policy_search", "policy_search_strat": "policy_search"}
 TRAINING_CCS = {"dqn_backlog": ["reno", "cubic", "bbr", "bbr2"], "dqn_backlog_pace": ["reno", "cubic", "bbr", "bbr2"],
-                "policy_search": ["cubic", "bbr", "bbr2"]}  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
+                "policy_search": ["cubic", "bbr", "bbr2"],  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
+                "policy_search_strat": ["cubic", "bbr", "bbr2"]}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HETERO = [("hetero_file", "bbr"), ("hetero_file", "bbr2")]
-HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO}  # beside the ISPRAS ones
+HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO}  # beside the ISPRAS ones
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
