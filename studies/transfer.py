@@ -68,6 +68,7 @@ from envs.live.provenance import load_average, utc_now
 from envs.live.provenance import provenance as live_provenance
 from envs.metrics import mean_ci
 from envs.scenario import Scenario, resolve_scenarios
+from envs.schema import LiveOptions
 from envs.sim.stacks import BACKEND_STACK
 
 POLICY = "policy"
@@ -87,7 +88,8 @@ class Measurement:
     """One scheduler in one scenario x CC cell on one side (``sim`` or ``live``): every run's
     goodput and per-path bytes, the blocked decisions seen and the waits among them, and (for the
     policy) its input features' quantiles at those decisions. Live runs also keep their outcome,
-    the load average at their end and their wall time."""
+    the load average at their end, their wall time and how many paths XQUIC created (a path it
+    never created carries nothing; records before 2026-11-28 22:30 UTC do not have it)."""
 
     side: str
     scenario: str
@@ -103,6 +105,7 @@ class Measurement:
     load_avg: list[float] = field(default_factory=list)
     wall_s: list[float] = field(default_factory=list)
     date: str = ""
+    paths_created: list[int] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -117,6 +120,13 @@ class Measurement:
     @property
     def wait_share(self) -> float:
         return self.waits / self.blocked if self.blocked else math.nan
+
+    def outcome_summary(self) -> str:
+        """The runs' distinct outcomes, and how many runs XQUIC left without one of the paths."""
+        text = ", ".join(sorted(set(self.outcomes)))
+        paths = len(self.path_bytes[0]) if self.path_bytes else 0
+        short = sum(1 for n in self.paths_created if n < paths)
+        return text + (f"; {short} of {len(self.paths_created)} runs without every path created" if short else "")
 
 
 @dataclass
@@ -299,6 +309,7 @@ class LiveTally:
     outcomes: list[str] = field(default_factory=list)
     load_avg: list[float] = field(default_factory=list)
     wall_s: list[float] = field(default_factory=list)
+    paths_created: list[int] = field(default_factory=list)
     blocked: int = 0
     waits: int = 0
     features: list[np.ndarray] = field(default_factory=list)
@@ -313,11 +324,14 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
     ``datasets/<scenario>-<cc>-<scheduler>.npz`` (``envs.live.dataset``, for ``agents.offline``)."""
     from envs.live.dataset import BlockedDecisions, run_transfer
     from envs.live.testbed import Testbed
+    from envs.live.verification import verified_testbed
 
     tallies = {name: LiveTally() for name in runs}
     sched = {name: live_scheduler(p, name) for name in runs}
     date = utc_now()
-    with Testbed(scenario, verify=True) as tb:
+    with verified_testbed(functools.partial(Testbed, scenario, verify=True), LiveOptions.verify_attempts,
+                          on_failure=lambda attempt, err: say(f"  verification attempt {attempt}: "
+                                                              f"{str(err).splitlines()[0]}")) as tb:
         for i in range(max(runs.values())):
             for name, n in runs.items():
                 if i >= n:
@@ -333,8 +347,9 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 t.outcomes.append(r.extra.get("outcome", "") if not r.error else f"error: {r.error}")
                 t.load_avg.append(load_average())
                 t.wall_s.append(float(r.wall_s))
-                say(f"  live {scenario.name} {cc} {name} run {i}: {g:.2f} Mbit/s ({t.outcomes[-1]}), "
-                    f"load {t.load_avg[-1]:.2f}")
+                t.paths_created.append(int(r.extra.get("paths_created", 0)))
+                say(f"  live {scenario.name} {cc} {name} run {i}: {g:.2f} Mbit/s ({t.outcomes[-1]}, "
+                    f"{t.paths_created[-1]} paths created), load {t.load_avg[-1]:.2f}")
     names = [f.name for f in feature_set(p.meta["observation"], len(scenario.paths))]
     out = []
     for name, t in tallies.items():
@@ -348,7 +363,8 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
         if name != POLICY:  # the report shows the policy's features only
             f = f[:0]
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
-                               len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date))
+                               len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date,
+                               t.paths_created))
     return out
 
 
@@ -536,7 +552,7 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
             rows.append([scen, cc, s] + [_pct(m.path_share[0], False) if m else "n/a" for m in ms.values()]
                         + [f"{_pct(m.wait_share, False)} of {m.blocked}" if m and m.blocked else "n/a"
                            for m in ms.values()]
-                        + [", ".join(sorted(set(ms["live"].outcomes))) if ms["live"] else "n/a"])
+                        + [ms["live"].outcome_summary() if ms["live"] else "n/a"])
     lines += [_md(["scenario", "cc", "scheduler", "path 1 sim", "path 1 live", "waits sim", "waits live",
                    "live outcomes"], rows), ""]
     lines += ["## Input features at the policy's blocked decisions", "",

@@ -525,7 +525,7 @@ def test_the_live_env_verifies_its_testbed_with_the_retry_rule(monkeypatch):
         raise Built
 
     monkeypatch.setattr(live_env, "start_verified", fake_start_verified)
-    for verify, attempts, expected in ((True, 4, 4), (False, 4, 1)):
+    for verify in (True, False):
         with pytest.raises(Built):
-            live_env.LiveEnv("ispras_s3", "cubic", verify=verify, verify_attempts=attempts).reset(seed=0)
+            live_env.LiveEnv("ispras_s3", "cubic", verify=verify, verify_attempts=4).reset(seed=0)
     assert asked == [("Testbed", True, 4), ("Testbed", False, 1)]

@@ -208,6 +208,22 @@ def test_decision_mix_and_features_in_the_report(tmp_path):
     assert "| s | cubic | cwnd_1 | 0.1 / 0.2 / 0.3 / 0.4 / 0.5 | 1 / 2 / 3 / 4 / 5 |" in text
 
 
+def test_a_live_run_without_every_path_created_is_counted_in_the_report(tmp_path):
+    """XQUIC once carried a whole file on path 1 (the stratified policy search's record, s2 under
+    BBRv2) and the record could not say why: live runs now keep how many paths XQUIC created, and
+    the decision mix counts the runs left without one; records without the count load as before."""
+    r = Record({"label": "t"}, [])
+    r.put(m("live", POLICY, [2.1, 8.7, 9.0], outcomes=["finished"] * 3, paths_created=[1, 2, 2]))
+    r.put(m("live", "minrtt", [8.0, 8.5, 9.0], outcomes=["finished"] * 3, paths_created=[2, 2, 2]))
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "| finished; 1 of 3 runs without every path created |" in text
+    assert "| s | cubic | minrtt | n/a | 70.0% | n/a | n/a | finished |" in text
+    r.save(tmp_path / "r.json")
+    assert Record.load(tmp_path / "r.json").get("live", "s", "cubic", POLICY).paths_created == [1, 2, 2]
+    old = Record.load(ROOT / "tests" / "data" / "transfer_policy_search_strat_20261128.json")
+    assert all(x.paths_created == [] for x in old.measurements)
+
+
 def test_mlflow_run_has_the_report_as_artifacts(tmp_path):
     import mlflow
 
