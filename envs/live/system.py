@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -176,15 +177,35 @@ def ns_inode(pid: int) -> int | None:
         return None
 
 
-def namespace_alive(inode: int) -> bool:
-    """True while any process on the machine is in the network namespace ``inode``."""
+def boot_clock() -> float:
+    """Seconds since boot, the clock of a process's start time in ``/proc/<pid>/stat``."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` started, in ``boot_clock`` seconds (None when it is gone)."""
+    try:
+        fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+
+
+def namespace_alive(inode: int, started_before: float | None = None) -> bool:
+    """True while any process on the machine is in the network namespace ``inode`` (with
+    ``started_before``, a ``boot_clock`` time: one that started before it). The kernel reuses the
+    inode of a namespace that is gone for the next one created, so a namespace that must be gone
+    since a time is alive only if a process older than that time is in one with its inode."""
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.stat(f"/proc/{entry.name}/ns/net").st_ino == inode:
-                    return True
+                if os.stat(f"/proc/{entry.name}/ns/net").st_ino != inode:
+                    continue
             except OSError:
                 continue
+            start = process_started(int(entry.name)) if started_before is not None else None
+            if started_before is None or (start is not None and start < started_before):
+                return True
     return False
 
 

@@ -39,8 +39,8 @@ from pathlib import Path
 
 from envs.live import delayline
 from envs.live.emulation import MODES, Direction, LinkEmulation, plan
-from envs.live.system import (LiveError, load_mininet, namespace_alive, netns, ns_inode, pid_alive, preflight,
-                              run)
+from envs.live.system import (LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
+                              preflight, process_started, run)
 from envs.scenario import Scenario
 
 _counter = itertools.count()
@@ -140,6 +140,7 @@ class Testbed:
         self.emulation: LinkEmulation | None = None
         self.verification = None
         self.started = self.closed = False
+        self.closed_at: float | None = None  # boot_clock() when close began
         rcvbuf = scenario.receive_buffer(mss)
         self.tcp_mem_bytes = int(tcp_mem_bytes or max(8 << 20, 4 * rcvbuf))
         self.timings: dict[str, float] = {}
@@ -337,6 +338,7 @@ class Testbed:
             self.closed = True
             return []
         self.closed = True
+        self.closed_at = boot_clock()  # what is ours started before this (a namespace inode is reused later)
         problems: list[str] = []
         t0 = time.monotonic()
         if self.emulation is not None:
@@ -366,9 +368,9 @@ class Testbed:
         deadline = time.monotonic() + wait_s
         while True:
             left = [f"process {pid}" for pid in list(self.record.host_pids.values()) + self.record.processes
-                    if pid_alive(pid)]
+                    if pid_alive(pid) and (self.closed_at is None or (process_started(pid) or 0.0) < self.closed_at)]
             left += [f"namespace of {name} (net:[{ino}])" for name, ino in self.record.namespaces.items()
-                     if ino is not None and namespace_alive(ino)]
+                     if ino is not None and namespace_alive(ino, self.closed_at)]
             left += [f"interface {n}" for n in self.record.interfaces if Path("/sys/class/net", n).exists()]
             if not left or time.monotonic() >= deadline:
                 return left
