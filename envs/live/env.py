@@ -36,7 +36,7 @@ from envs.live.testbed import Testbed
 from envs.live.verification import start_verified
 from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
-from envs.schema import LiveOptions
+from envs.schema import LiveOptions, check_field
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
 
 
@@ -80,8 +80,9 @@ class LiveEnv(gym.Env):
         self.observation_space = gym.spaces.Box(0.0, CLIP, shape=(len(self.features),), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(len(self.modes))
         self.seed_, self.emulation, self.telemetry_ms, self.verify, self.mss = seed, emulation, telemetry_ms, verify, mss
-        if not (isinstance(verify_attempts, int) and verify_attempts >= 1):
-            raise ConfigError(f"verify_attempts must be an integer >= 1, got {verify_attempts!r}")
+        live = {"emulation": emulation, "telemetry_ms": telemetry_ms, "mss": mss, "verify_attempts": verify_attempts}
+        for name in live:  # the ranges configs/live declares (envs.schema.LiveOptions)
+            check_field(live, LiveOptions, name)
         self.verify_attempts = verify_attempts
         self.testbed: Testbed | None = None
         self.transfer: Any = None  # the backend's transfer while one runs (MptcpTransfer, XquicTransfer)

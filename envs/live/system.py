@@ -182,13 +182,23 @@ def boot_clock() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def process_started(pid: int) -> float | None:
-    """When process ``pid`` started, in ``boot_clock`` seconds (None when it is gone)."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (from its third, the state, on)."""
     try:
-        fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+
+
+def _started(fields: list[str]) -> float:
+    """The start time in ``_stat``'s fields (field 22, starttime, in clock ticks), in seconds."""
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` started, in ``boot_clock`` seconds (None when it is gone)."""
+    fields = _stat(pid)
+    return None if fields is None else _started(fields)
 
 
 def namespace_alive(inode: int, started_before: float | None = None) -> bool:
@@ -209,11 +219,10 @@ def namespace_alive(inode: int, started_before: float | None = None) -> bool:
     return False
 
 
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{int(pid)}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
+def pid_alive(pid: int, started_before: float | None = None) -> bool:
+    """True while ``pid`` exists and is not a zombie (with ``started_before``, a ``boot_clock``
+    time: and started before it, so a pid the kernel gave a newer process does not count)."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return False
-    return state not in ("Z", "X")
+    return started_before is None or _started(fields) < started_before

@@ -40,7 +40,7 @@ from pathlib import Path
 from envs.live import delayline
 from envs.live.emulation import MODES, Direction, LinkEmulation, plan
 from envs.live.system import (LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
-                              preflight, process_started, run)
+                              preflight, run)
 from envs.scenario import Scenario
 
 _counter = itertools.count()
@@ -368,7 +368,7 @@ class Testbed:
         deadline = time.monotonic() + wait_s
         while True:
             left = [f"process {pid}" for pid in list(self.record.host_pids.values()) + self.record.processes
-                    if pid_alive(pid) and (self.closed_at is None or (process_started(pid) or 0.0) < self.closed_at)]
+                    if pid_alive(pid, self.closed_at)]
             left += [f"namespace of {name} (net:[{ino}])" for name, ino in self.record.namespaces.items()
                      if ino is not None and namespace_alive(ino, self.closed_at)]
             left += [f"interface {n}" for n in self.record.interfaces if Path("/sys/class/net", n).exists()]

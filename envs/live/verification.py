@@ -109,14 +109,18 @@ class Report:
         return (max(d["window_late_us_p99"] for d in self.delay_lines) / 1e3,
                 max(d["window_late_us_max"] for d in self.delay_lines) / 1e3)
 
+    @property
+    def realtime(self) -> bool:
+        """Every delay line ran in the real-time class (``--rt-priority`` took effect)."""
+        return all(d["realtime"] for d in self.delay_lines)
+
     def table(self) -> str:
         lines = [f"verification ({self.seconds:.1f} s): {'passed' if self.ok else 'FAILED'}"]
         lines += ["  " + c.line() for c in self.checks]
         if self.delay_lines:
             p99, worst = self.late_ms()
-            realtime = "yes" if all(d["realtime"] for d in self.delay_lines) else "NO"
             lines.append(f"  delay lines: released late by {p99:.2f} ms (99th percentile), {worst:.2f} ms at most; "
-                         f"real-time class: {realtime}")
+                         f"real-time class: {'yes' if self.realtime else 'NO'}")
         return "\n".join(lines)
 
 
@@ -388,11 +392,10 @@ def refusal(report: Report, scenario: str, *, jitter_abs_ms: float = JITTER_ABS_
     late = p99 > jitter_abs_ms or worst > rate_rel * RATE_PROBE_S * 1e3 / 2
     if late and all(c.what.startswith("rtt") and c.measured > c.high or c.what.startswith("rate") and c.measured < c.low
                     for c in failures):
-        realtime = all(d["realtime"] for d in report.delay_lines)
         return VerificationInconclusive(
             f"verification inconclusive: {misses}, while the delay lines released packets up to {worst:.1f} ms late "
             f"({p99:.2f} ms at the 99th percentile): the machine did not run them on time"
-            + ("" if realtime else " (they could not enter the real-time class)") + f"; try again\n{report.table()}")
+            + ("" if report.realtime else " (they could not enter the real-time class)") + f"; try again\n{report.table()}")
     return VerificationError(f"the emulated network does not match scenario {scenario!r}, refusing to run: {misses}\n"
                              f"{report.table()}")
 
