@@ -33,13 +33,19 @@ def open_store(uri: str | None, experiment: str, field: str = "mlflow.tracking_u
         mlflow.set_tracking_uri(uri)
     uri = mlflow.get_tracking_uri()
     probe(uri, field)
-    scheme = urlparse(uri).scheme
-    if scheme not in ("sqlite", "file", ""):
+    if not is_local(uri):
         mlflow.set_experiment(experiment)
         return uri
     with FileLock(str(_local_path(uri)) + ".lock", timeout=LOCK_TIMEOUT_S):
         mlflow.set_experiment(experiment)
     return uri
+
+
+def is_local(uri: str | None) -> bool:
+    """Whether ``uri`` (None: ``$MLFLOW_TRACKING_URI``, else MLflow's local default) names a local
+    store (sqlite, a directory) rather than a tracking server."""
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or LOCAL_DEFAULT
+    return urlparse(uri).scheme in ("sqlite", "file", "")
 
 
 def probe(uri: str, field: str = "mlflow.tracking_uri") -> None:

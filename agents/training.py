@@ -4,6 +4,7 @@ the trained agent with minRTT at the end."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -468,15 +469,19 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}", mlflow_cfg.get("parent_run_id"),
         _params(s, resume), str(resume) if resume else None, start, meta.get("mlflow_run_id")))
     with run_log:
-        # the store and the run exist before training starts (a server that does not answer is refused here)
-        run_id, tracking_uri = run_log.where()
+        # the run's id and store, asked for when first needed (the first checkpoint): a local store is
+        # created in the helper process while training starts (1-2.5 s for a new one); a server that
+        # does not answer is refused here, before training starts
+        where = functools.cache(run_log.where)
+        if not tracking.is_local(mlflow_cfg.tracking_uri):
+            where()
         tracker = Tracker(run_log)
 
         def save(finished: bool, directory: Path = ckpt_dir, **extra: Any) -> None:
             meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
                     "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
                     "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
-                    "mlflow_run_id": run_id, **extra}
+                    "mlflow_run_id": where()[0], **extra}
             checkpoint.save(directory, agent, meta, s.config_yaml)
 
         best_dir = out_dir / "best"
@@ -532,6 +537,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         run_log.log_text(s.config_yaml, "config.yaml")
         split.other = time.perf_counter() - evaluating - final
         run_log.log_metrics(split.metrics())
+        run_id, tracking_uri = where()
         return {"rows": rows, "table": table, "checkpoint": ckpt_dir, "run_id": run_id,
                 "best_checkpoint": best_dir if s.select == "validation" else None,
                 "tracking_uri": tracking_uri, "steps": progress.steps, "episodes": progress.episodes,

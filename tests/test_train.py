@@ -79,6 +79,32 @@ def test_the_last_step_is_evaluated_and_checkpointed_once(tmp_path, monkeypatch)
     assert [m.step for m in history] == [400]
 
 
+def test_a_local_store_is_not_waited_for_before_training(tmp_path, monkeypatch):
+    """The run's id is asked of the run log (a call that waits for the helper process, which creates
+    a new local store meanwhile) at the first checkpoint, after training started; every checkpoint
+    still names the run; a tracking server is asked before (tests/test_failures.py refuses one)."""
+    from agents import tracking, training
+
+    events: list[str] = []
+    on_step = training.Progress.on_step
+    monkeypatch.setattr(training.Progress, "on_step", lambda self, *a: (events.append("step"), on_step(self, *a))[1])
+    monkeypatch.setattr(tracking.RunLog, "where", lambda self, where=tracking.RunLog.where: (
+        events.append("where"), where(self))[1])
+    saved = []
+    save = checkpoint.save
+    monkeypatch.setattr(checkpoint, "save", lambda d, agent, meta, cfg: (saved.append(meta), save(d, agent, meta, cfg)))
+    cfg = compose_cfg(tmp_path, "cc=cubic", "train.steps=800", "train.checkpoint_every=400", "file_mb=1")
+    result = run(cfg, tmp_path / "run", run_log=tracking.RunLog())
+    assert events.index("step") < events.index("where")
+    assert [m["mlflow_run_id"] for m in saved] == [result["run_id"]] * 2
+    assert tracking.is_local(f"sqlite:///{tmp_path}/mlflow.db") and tracking.is_local("mlruns")
+    assert not tracking.is_local("http://localhost:5000")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking.is_local(None)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://tracking.example")
+    assert not tracking.is_local(None)
+
+
 @pytest.mark.parametrize("agent", ["dqn", "dqn_backlog", "ppo", "a2c"])
 def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
     cfg = compose_cfg(tmp_path, f"agent={agent}", "cc=bbr", "train.steps=800", "train.checkpoint_every=400",
