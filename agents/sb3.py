@@ -71,6 +71,12 @@ def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> 
         rule = RULES.get(key)
         if rule is not None and not isinstance(value, (list, tuple, str)) and not rule[0](value):
             raise out_of_range(f"agent.hyperparams.{key}", value, rule[1])
+    arch = (hyperparams.get("policy_kwargs") or {}).get("net_arch")
+    layers = [w for part in arch.values() for w in part] if isinstance(arch, dict) else arch
+    if layers is not None and not (isinstance(layers, (list, tuple)) and all(
+            isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in layers)):
+        raise out_of_range("agent.hyperparams.policy_kwargs.net_arch", arch,
+                           "a list of layer widths (integers >= 1), or {pi: [...], vf: [...]}")
 
 
 def _kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:

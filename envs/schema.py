@@ -5,7 +5,7 @@ dataclass below is registered in Hydra's ``ConfigStore`` by ``register()`` and n
 defaults list of a YAML file in ``configs/`` (``train.yaml``, ``evaluate.yaml``, ``tune.yaml``,
 ``env/default.yaml``, ``live/default.yaml``), which therefore hold comments and group choices but
 no default values. Composition checks types (``env.mss=abc`` and ``train.stepz=1`` are refused by
-Hydra with the key's name); ``check`` then checks ranges and names, declared next to each default
+Hydra with the key's name); ``check`` then checks ranges, names and keys appended with ``+``, declared next to each default
 with ``setting(...)``, and reports the first offence as ``ConfigError`` naming the field and its
 range. The environment's defaults and ranges belong to the objects they configure
 (``SimConfig``, ``DecisionSpec``, ``RewardSpec``): ``EnvConfig`` reads its defaults from them and
@@ -64,7 +64,14 @@ def check_field(node: Any, schema: type, name: str) -> None:
 
 def check(node: Any, schema: type, prefix: str = "") -> None:
     """Check the ranges and names ``schema`` declares on ``node`` (a composed config section or a
-    mapping), recursing into nested schemas; raise ``ConfigError`` naming the first bad field."""
+    mapping), recursing into nested schemas; raise ``ConfigError`` naming the first bad field.
+    A key the schema does not have is refused too: Hydra appends one given with ``+``
+    (``+train.stpes=100``) to a typed section without a word, and nothing would read it."""
+    if hasattr(node, "keys"):
+        known = {f.name for f in fields(schema)}
+        for key in node.keys():
+            if key not in known:
+                raise unknown_name("key", f"{prefix}{key}", known)
     for f in fields(schema):
         value = node.get(f.name) if hasattr(node, "get") else getattr(node, f.name, None)
         name = f"{prefix}{f.name}"
@@ -344,12 +351,22 @@ class CommonConfig:
     mlflow: MlflowSettings = field(default_factory=MlflowSettings)
 
 
+AGENT_KEYS = ("name", "kind", "algorithm", "hyperparams", "params")  # an agent preset's keys (configs/agent/)
+
+
 @dataclass
 class TrainConfig(CommonConfig):
     """``configs/train.yaml`` (``train.py``)."""
 
-    agent: Any = None  # configs/agent
+    agent: Any = None  # configs/agent: the keys of AGENT_KEYS (the agent's own ``hyperparams`` and ``params`` it checks)
     train: TrainSettings = field(default_factory=TrainSettings)
+
+    @staticmethod
+    def check_more(node: Any, prefix: str) -> None:
+        agent = node.get("agent") if hasattr(node, "get") else None
+        for key in agent.keys() if hasattr(agent, "keys") else ():
+            if key not in AGENT_KEYS:
+                raise unknown_name("key", f"{prefix}agent.{key}", AGENT_KEYS)
 
 
 @dataclass
