@@ -363,7 +363,7 @@ class TrainConfig(CommonConfig):
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
-        agent = node.get("agent") if hasattr(node, "get") else None
+        agent: Any = node.get("agent") if hasattr(node, "get") else None
         for key in agent.keys() if hasattr(agent, "keys") else ():
             if key not in AGENT_KEYS:
                 raise unknown_name("key", f"{prefix}agent.{key}", AGENT_KEYS)
