@@ -183,6 +183,29 @@ def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswe
     return HeuristicAnswers(process, cand.scheduler, cand.kwargs)
 
 
+def reward_returns(members: Sequence[Candidate], scenario: Scenario, cc: str, runs: int, seed: int,
+                   env: dict, cc_params: dict | None = None) -> dict[str, tuple[float, float]]:
+    """Each blocked-mode member's return under a learner's reward: the rewards of its decisions
+    summed over an episode, in the learner's environment (``env``: its ``env`` settings, reward
+    included), mean and 95% CI over ``runs`` connections. Which of two policies a learner's reward
+    prefers says whether a learner that settled on the other fell short of its reward or its
+    reward falls short of the score (README "Where learning pays")."""
+    out = {}
+    for cand in members:
+        process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=cc_params,
+                                **{**env, "decision": "blocked"})
+        s = process.sim
+        answers = blocked_answers(process, cand)
+        process.reset()
+        total = np.zeros(runs)
+        while not s.done.all():
+            live = ~s.done
+            rewards = process.step(np.maximum(answers.answer(live), 0))[0]
+            total += np.where(live, rewards, 0.0)
+        out[cand.label] = mean_ci(total)
+    return out
+
+
 def gain(mean: float, base: float, higher_is_better: bool = True) -> float:
     """Relative gain of a score ``mean`` over minRTT's ``base`` (0.1 = 10% better; negative: worse)."""
     return (1.0 if higher_is_better else -1.0) * (mean - base) / abs(base)

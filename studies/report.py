@@ -260,6 +260,8 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
                      f"({h.blocked_best.label}, {h.blocked_best_mean:.2f}): the cell's best is outside the "
                      "learner's action space" if within else
                      f"; the best a blocked-decision policy reaches: {h.blocked_best.label}, {h.blocked_best_mean:.2f}")
+        if not ok and r.get("reward_check") and h.blocked_best is not None:
+            note += "; " + reward_note(r["reward_check"], h.blocked_best.label)
         out.append(f"- {label} / {s} / {cc}: clone of {', '.join(d.clone_of)} ({shown} the best): "
                    + ("ok" if ok else "FAILS") + note + per_seed)
     if len(out) == 2:
@@ -290,6 +292,20 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     if not matters:
         out.append("- none")
     return "\n".join(out)
+
+
+def reward_note(returns: dict[str, tuple[float, float]], best: str) -> str:
+    """Which policy the learner's own reward prefers over an episode (``runner.check_rewards``):
+    a heuristic it copies, or the cell's best blocked-decision policy ``best``."""
+    copied = {k: v for k, v in returns.items() if k != best}
+    if best not in returns or not copied:
+        return ""
+    top = max(copied, key=lambda k: copied[k][0])
+    shown = ", ".join(f"{k} {m:.4g} ± {ci:.2g}" for k, (m, ci) in returns.items())
+    verdict = ("its reward prefers the heuristic it copies: the reward, not the learning, falls short of the score"
+               if copied[top][0] >= returns[best][0] else
+               f"its reward prefers {best}: the learning falls short of its reward")
+    return f"its own reward per episode: {shown}; {verdict}"
 
 
 class Copied(NamedTuple):

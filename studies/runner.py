@@ -19,8 +19,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint
-from agents.diagnostics import pool_seeds
-from envs import compilation
+from agents.diagnostics import BLOCKED_ACTIONS, pool_seeds
+from envs import compilation, config
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import metric_names
@@ -52,6 +52,8 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         train_runs = train_agents(study, tasks_backend)
         results = evaluate_cells(study, tasks_backend)
         cells_headroom = search_headroom(study, tasks_backend) if study.headroom else None
+    if cells_headroom:
+        check_rewards(study, results, cells_headroom)
     elapsed = time.perf_counter() - start
     failed = {key: r["error"] for key, r in results.items() if r.get("failed")}
     files = report.write(study, results, out_dir, cells_headroom)
@@ -207,6 +209,33 @@ def search_headroom(study: Study, backend: Backend) -> list[Any]:
         h = found[outcome.key] = outcome.value
         tasks.say(f"[study] headroom {h.scenario} / {h.cc}: {100 * h.headroom:+.1f}% over minRTT ({h.best.label})")
     return [found[key] for key in ((scen.name, cc) for scen in study.scenarios for cc in study.ccs) if key in found]
+
+
+def check_rewards(study: Study, results: dict[CellKey, dict[str, Any]], cells: list[Any]) -> None:
+    """For every learner cell whose policy (pooled over its seeds) is a clone at the blocked
+    decision: the return of each heuristic it copies and of the cell's best blocked-decision
+    policy under the learner's own reward and environment, on the held-out seeds
+    (``studies.headroom.reward_returns``), kept as the cell's ``reward_check``."""
+    from studies.headroom import Candidate, reward_returns
+
+    found = {(h.scenario, h.cc): h for h in cells}
+    for entry in study.learned:
+        env: dict[str, Any] | None = None
+        for scen in study.scenarios:
+            for cc in study.ccs:
+                r, h = results.get((entry.label, scen.name, cc)), found.get((scen.name, cc))
+                d = r.get("diagnostics") if r else None
+                if r is None or d is None or not d.clone_of or d.action_names != BLOCKED_ACTIONS or h is None \
+                        or h.blocked_best is None or not entry.checkpoints:
+                    continue
+                if env is None:
+                    cfg = OmegaConf.load(Path(entry.checkpoints[0]) / checkpoint.CONFIG)
+                    assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
+                    env = config.env_kwargs(cfg.env)
+                members = {c.label: c for c in [Candidate(n, blocked=n not in ("minrtt", "fast_only")) for n in d.clone_of]
+                           + [h.blocked_best]}
+                r["reward_check"] = reward_returns(list(members.values()), scen, cc, study.runs,
+                                                   study.seed + EVAL_SEED_OFFSET, env, study.ccs)
 
 
 def _search_cell(scen: Scenario, cc: str, runs: int, seed: int, metric: str, sim: SimConfig,

@@ -94,6 +94,45 @@ def test_verdict_says_when_the_best_is_outside_the_blocked_action_space():
     assert "2 degenerate cell(s) copy a heuristic more than 2% below the best; 2 of them copy one within 2%" in text
 
 
+def test_verdict_says_which_policy_a_failing_clones_own_reward_prefers():
+    """With the returns of runner.check_rewards in a failing clone's cell, the report says whether
+    its reward prefers the heuristic it copies (the reward falls short) or the best (learning does)."""
+    study, res = small_study(), results()
+    from studies.report import cube
+    means, cis = cube(study, res, "goodput_mbps")
+    res[("bandit", "hetero_small_file", "bbr")]["reward_check"] = {"minrtt": (63.7, 0.1), "fast_only": (37.6, 0.2)}
+    res[("bandit", "hetero_small_file", "cubic")]["reward_check"] = {"minrtt": (-11.5, 0.0), "fast_only": (-5.4, 0.0)}
+    cells = []
+    for cc in ("cubic", "bbr"):
+        h = found(cc)
+        h.blocked_best, h.blocked_best_mean, h.blocked_best_ci = Candidate("fast_only"), 19.0, 0.0
+        cells.append(h)
+    text = learning_verdict(study, res, cells, means, cis)
+    assert ("bandit / hetero_small_file / bbr: clone of minrtt (minrtt +21.1% below the best): FAILS; the best a "
+            "blocked-decision policy reaches: fast_only, 19.00; its own reward per episode: minrtt 63.7 ± 0.1, "
+            "fast_only 37.6 ± 0.2; its reward prefers the heuristic it copies: the reward, not the learning, falls "
+            "short of the score") in text
+    assert ("its own reward per episode: minrtt -11.5 ± 0, fast_only -5.4 ± 0; its reward prefers fast_only: the "
+            "learning falls short of its reward") in text
+
+
+def test_returns_under_a_learners_reward_tell_the_ispras_reward_from_the_completion_one():
+    """On hetero_file under BBRv1, where waiting for the fast path (fast_only) is the cell's best:
+    the main job's reward (ISPRAS with its credit for bytes moved to the second path) sums to more
+    for minRTT, which sends on the slow path, and dqn_backlog's completion reward to more for
+    fast_only (studies.headroom.reward_returns; README "Where learning pays")."""
+    from agents.registry import preset
+    from studies.headroom import reward_returns
+
+    scen = resolve_scenarios(["hetero_file"])[0]
+    members = [Candidate("minrtt"), Candidate("fast_only")]
+    ispras = reward_returns(members, scen, "bbr", 5, 1_000_000, dict(preset("dqn")["env"]))
+    completion = reward_returns(members, scen, "bbr", 5, 1_000_000, dict(preset("dqn_backlog")["env"]))
+    assert ispras["minrtt"][0] > ispras["fast_only"][0] + ispras["minrtt"][1] + ispras["fast_only"][1]
+    assert completion["fast_only"][0] > completion["minrtt"][0] + completion["minrtt"][1] + completion["fast_only"][1]
+    assert reward_returns(members, scen, "bbr", 5, 1_000_000, dict(preset("dqn")["env"])) == ispras
+
+
 def test_a_heuristic_outside_the_study_is_read_on_the_search_seeds_only():
     """The bandit in the bbr cell copies ECF, which is not one of the study's schedulers: its gap
     and its distance to the best blocked-decision policy both come from the search seeds (ECF

@@ -143,6 +143,32 @@ def test_tiny_study_writes_every_output(tmp_path, two_path_agent, ray_session):
     assert {"results.md", "robustness.md", "bars.png"} <= artifacts
 
 
+def test_a_clone_is_scored_under_the_learners_own_reward_beside_the_cells_blocked_best(tmp_path, two_path_agent):
+    """runner.check_rewards: for a learner cell that clones minRTT at the blocked decision, the
+    return per episode of minRTT and of the cell's best blocked-decision policy under the
+    checkpoint's own reward and environment (studies.headroom.reward_returns, held-out seeds)."""
+    from agents.diagnostics import BLOCKED_ACTIONS, summarise
+    from studies.headroom import Candidate, Headroom, reward_returns
+
+    cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,{two_path_agent}]", "scenario=ispras_s3", "cc=bbr", "runs=3",
+                       "file_mb=1")
+    study = spec.from_config(cfg, tmp_path / "out")
+    entry = study.learned[0]
+    clone = summarise(BLOCKED_ACTIONS, np.array([0, 100]), {"minrtt": 100, "fast_only": 0})
+    key = (entry.label, "ispras_s3", "bbr")
+    results = {key: {"metrics": {}, "error": None, "diagnostics": clone}}
+    best = Candidate("wait_rule", (("k", 1.0),))
+    h = Headroom("ispras_s3", "bbr", "goodput_mbps", best, 1.0, 0.0, 1.0, 0.0, [], blocked_best=best)
+    runner.check_rewards(study, results, [h])
+    got = results[key]["reward_check"]
+    assert list(got) == ["minrtt", "wait_rule(k=1)"] and all(np.isfinite(m) for m, _ in got.values())
+    env = OmegaConf.to_container(OmegaConf.load(Path(entry.checkpoints[0]) / "config.yaml").env)
+    assert env["reward"]["name"] == "ispras"  # the LinUCB preset's reward, not the study's
+    again = reward_returns([Candidate("minrtt"), best], study.scenarios[0], "bbr", 3, study.seed + 1_000_000, env,
+                           study.ccs)
+    assert again == got
+
+
 def test_checkpoint_that_cannot_act_is_reported_per_cell(tmp_path, two_path_agent):
     cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,{two_path_agent}]", "scenario=[ispras_s3,sod_2]", "cc=[bbr]",
                        "runs=2", "duration_s=1", "workers=1")
