@@ -169,13 +169,17 @@ def verified_testbed(rec: Recorder, scenario: Scenario, label: str) -> Iterator[
 def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
                 measure: Callable[[], tuple[tuple[float, ...] | None, str]]) -> None:
     """Run ``measure`` (-> one value per metric, or None on failure; the outcome or the error) for
-    each run ``key`` lacks, keeping every value (and every failure) as soon as it is measured."""
+    each run ``key`` lacks, keeping every value (and every failure) as soon as it is measured. A cell
+    that had runs already and gets more says so in the table's notes (when, how many, the load, the
+    kernel and the command), so an extended cell is told apart from one recorded in one session."""
+    had, start, loads = len(rec.cell(key, metrics[0])["runs"]), utc_now(), []
     for _ in range(rec.missing(key, metrics[0], runs)):
         try:
             values, outcome = measure()
         except LiveError as err:
             values, outcome = None, f"{type(err).__name__}: {err}"
         load = load1()
+        loads.append(load)
         if values is None:
             rec.fail(key, metrics[0], outcome, load)
         else:
@@ -183,6 +187,11 @@ def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
                 rec.add(key, metric, value, outcome, load)
         shown = ", ".join(f"{m} {v:.3f}" for m, v in zip(metrics, values)) if values is not None else "FAILED"
         print(f"  {json.dumps(key)}: {shown} ({outcome}, load {load:.2f})", flush=True)
+    now = len(rec.cell(key, metrics[0])["runs"])
+    if had and loads:
+        label = ", ".join(f"{k}={v}" for k, v in key.items())
+        rec.note(f"Cell {label} extended from {had} to {now} runs ({len(loads)} attempted) {start} to {utc_now()}, "
+                 f"load average {min(loads):.2f}-{max(loads):.2f}, kernel {platform.release()}, by: {rec.command}.")
 
 
 def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,

@@ -121,3 +121,29 @@ def test_the_recorder_writes_the_provenance_every_live_tool_keeps(tmp_path, monk
     assert p.command == "python benchmarks/record_reference.py ispras --stack xquic --runs 3"
     assert p.recorded.endswith("Z") and p.mpsched_commit == record_reference.provenance("x", [])["mpsched_commit"]
     assert table.cell(**key).runs == (30.0, 31.0, 32.0)
+
+
+def test_an_extended_cell_says_so_in_the_notes(tmp_path, monkeypatch):
+    """A cell continued with more runs keeps its earlier runs and the notes say when it was
+    extended, from how many to how many runs, at what load, on which kernel, by which command."""
+    import platform
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import record_reference
+
+    monkeypatch.setattr(sys, "argv", ["record_reference.py", "ispras", "--stack", "linux", "--runs", "3"])
+    key = {"scenario": "ispras_s1", "cc": "cubic", "scheduler": "kernel"}
+    rec = record_reference.Recorder("ispras_linux", "linux", "k", tmp_path, "A note.")
+    values = iter((8.0, 9.0, 10.0, 11.0, 12.0))
+    record_reference.record_runs(rec, key, ("goodput_mbps",), 3, lambda: ((next(values),), "finished"))
+    assert "extended" not in rec.prov["notes"]  # recorded afresh
+    monkeypatch.setattr(sys, "argv", ["record_reference.py", "ispras", "--stack", "linux", "--runs", "5"])
+    rec = record_reference.Recorder("ispras_linux", "linux", "k", tmp_path, "A note.")
+    record_reference.record_runs(rec, key, ("goodput_mbps",), 5, lambda: ((next(values),), "finished"))
+    table = load_reference("ispras_linux", tmp_path)
+    assert table.cell(**key).runs == (8.0, 9.0, 10.0, 11.0, 12.0)
+    notes = table.provenance.notes
+    assert "scenario=ispras_s1, cc=cubic, scheduler=kernel extended from 3 to 5 runs" in notes
+    assert f"kernel {platform.release()}" in notes and "--runs 5" in notes
