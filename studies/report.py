@@ -304,7 +304,7 @@ def reward_note(returns: dict[str, tuple[float, float]], best: str) -> str:
     shown = ", ".join(f"{k} {m:.4g} ± {ci:.2g}" for k, (m, ci) in returns.items())
     verdict = ("its reward prefers the heuristic it copies: the reward, not the learning, falls short of the score"
                if copied[top][0] >= returns[best][0] else
-               f"its reward prefers {best}: the learning falls short of its reward")
+               f"its reward prefers {best}: the learner falls short of its own reward (its training, or what it observes)")
     return f"its own reward per episode: {shown}; {verdict}"
 
 

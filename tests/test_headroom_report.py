@@ -113,7 +113,7 @@ def test_verdict_says_which_policy_a_failing_clones_own_reward_prefers():
             "fast_only 37.6 ± 0.2; its reward prefers the heuristic it copies: the reward, not the learning, falls "
             "short of the score") in text
     assert ("its own reward per episode: minrtt -11.5 ± 0, fast_only -5.4 ± 0; its reward prefers fast_only: the "
-            "learning falls short of its reward") in text
+            "learner falls short of its own reward (its training, or what it observes)") in text
 
 
 def test_returns_under_a_learners_reward_tell_the_ispras_reward_from_the_completion_one():
