@@ -357,8 +357,13 @@ class Progress:
         self.advance()
 
     def advance(self) -> None:
-        """The bar to the agent's budget as spent now (``Agent.budget``)."""
-        self.bar.update(self.agent.budget(self.steps, self.s.steps).done - self.bar.n)
+        """The bar to the agent's budget as spent now (``Agent.budget``); its total grows to what
+        was spent where the last update overshoots it (train.steps not a multiple of
+        train.n_envs: the connections step together), so the bar ends at 100%, not without a total."""
+        done = self.agent.budget(self.steps, self.s.steps).done
+        if self.bar.total is not None and done > self.bar.total:
+            self.bar.total = done
+        self.bar.update(done - self.bar.n)
 
     def postfix(self, infos: list[dict]) -> None:
         """The bar's episodes and recent goodput (of finished episodes, or of the running ones

@@ -79,6 +79,15 @@ def test_the_last_step_is_evaluated_and_checkpointed_once(tmp_path, monkeypatch)
     assert [m.step for m in history] == [400]
 
 
+def test_the_bar_ends_at_100_percent_when_the_connections_overshoot_train_steps(tmp_path, capfd):
+    """train.steps=100 over 8 connections stepping together ends at 104 transitions: the bar's
+    total follows (before: tqdm printed "104step" without a total or a percentage)."""
+    result = run(compose_cfg(tmp_path, "cc=cubic", "train.steps=100", "train.n_envs=8", "file_mb=1"), tmp_path / "run")
+    assert result["steps"] == 104
+    err = capfd.readouterr().err
+    assert "100%|" in err and "104/104" in err
+
+
 def test_a_local_store_is_not_waited_for_before_training(tmp_path, monkeypatch):
     """The run's id is asked of the run log (a call that waits for the helper process, which creates
     a new local store meanwhile) at the first checkpoint, after training started; every checkpoint
