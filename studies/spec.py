@@ -89,6 +89,28 @@ def wanted(cfg: DictConfig) -> bool:
             or len(cfg.get("scenario") or {}) > 1 or len(cfg.get("cc") or {}) > 1)
 
 
+# evaluate.py's own keys that a study file sets in its own words: with study=<name>, the file's value is read
+SET_BY_STUDY = {"scheduler": "schedulers", "scenario": "scenarios", "cc": "ccs", "runs": "runs", "metric": "metric",
+                "headroom": "headroom"}
+
+
+def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
+    """Refuse a command-line override (Hydra's ``overrides.task``) that a study file would leave
+    unread: ``runs=2 study=headroom`` ran the file's 10 runs without a word. It names the study's
+    own key to override instead (``study.runs=2``)."""
+    node = cfg.get("study")
+    if node is None:
+        return
+    given = config.plain(node)
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~").split(".", 1)[0]
+        own = SET_BY_STUDY.get(key)
+        if own is not None and own in given:
+            shown = repr(given[own]) if len(repr(given[own])) <= 60 else repr(given[own])[:56] + " ..."
+            raise ConfigError(f"{key}= is not read with study={given.get('name', '?')}, whose file sets {own}: "
+                              f"{shown}; override that instead: study.{own}=...")
+
+
 def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     """The study ``cfg`` asks for, fully validated (MLflow checkpoints are downloaded into
     ``agents_dir`` here, so that their interface can be checked)."""

@@ -190,6 +190,10 @@ CASES = [
     ("evaluate.py", ["scenario_file={scen_bad}"], 1, "bandwidth_mbps"),
     ("evaluate.py", ["cc=vegas9"], 1, "Could not find 'cc/vegas9'"),
     ("evaluate.py", ["study=everything"], 1, "Could not find 'study/everything'"),
+    ("evaluate.py", ["study=headroom", "runs=2"], 1,
+     "runs= is not read with study=headroom, whose file sets runs: 10; override that instead: study.runs=..."),
+    ("evaluate.py", ["study=ispras", "scheduler=[minrtt,ecf]"], 1,
+     "scheduler= is not read with study=ispras, whose file sets schedulers: ['minrtt', 'ecf', 'blest', "),
     # tune.py (refused before Ray starts)
     ("tune.py", ["tune.num_samples=0"], 1, "tune.num_samples must be an integer >= 1"),
     ("tune.py", ["tune.objective.name=speed"], 1, "unknown tune.objective.name 'speed'"),
