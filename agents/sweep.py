@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 STATE_FILE = "sweep.json"  # the sweep's MLflow parent run, kept for resuming
 BEST_FILE = "best.yaml"
+SPACE_DIR = Path(__file__).resolve().parents[1] / "configs" / "tune"  # the search spaces, one per agent
 METRIC = "objective"
 TIME_ATTR = "steps"
 
@@ -216,8 +217,11 @@ def sweep(cfg: DictConfig) -> SweepResult:
     _validate(cfg)
     space = search_space(OmegaConf.to_container(t.space, resolve=True))
     if not space:
-        raise ConfigError(f"no search space for agent {cfg.agent.name!r}: add configs/tune/{cfg.agent.name}.yaml "
-                          f"or give keys on the command line, e.g. tune.space.agent.params.lr='{{uniform:[0.01,0.5]}}'")
+        spaces = ", ".join(sorted(p.stem for p in SPACE_DIR.glob("*.yaml")))
+        raise ConfigError(f"no search space for agent {cfg.agent.name!r}: tune=<name> picks one of configs/tune/ "
+                          f"({spaces}; by default the agent's own, and a name without a file picks none); add "
+                          f"configs/tune/{cfg.agent.name}.yaml or give keys on the command line, e.g. "
+                          "tune.space.agent.params.lr='{uniform:[0.01,0.5]}'")
     check_paths(base_cfg, space)
     from agents.training import prepare
     prepare(base_cfg, Path.cwd())  # the training config itself (seed, agent hyperparameters, ...) before Ray starts

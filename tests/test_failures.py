@@ -196,6 +196,7 @@ CASES = [
      "scheduler= is not read with study=ispras, whose file sets schedulers: ['minrtt', 'ecf', 'blest', "),
     # tune.py (refused before Ray starts)
     ("tune.py", ["tune.num_samples=0"], 1, "tune.num_samples must be an integer >= 1"),
+    ("tune.py", ["tune=dqnx"], 1, "no search space for agent 'dqn': tune=<name> picks one of configs/tune/ (a2c, dqn, "),
     ("tune.py", ["tune.objective.name=speed"], 1, "unknown tune.objective.name 'speed'"),
     ("tune.py", ["tune.scheduler.name=pbt2"], 1, "unknown tune.scheduler.name 'pbt2'"),
     ("tune.py", ["train.eval_every=0"], 1, "train.eval_every must be an integer >= 1 in a sweep"),
