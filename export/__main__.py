@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from envs.errors import ConfigError, debug_argv, ending
@@ -23,6 +24,9 @@ def parse(argv: list[str]) -> dict[str, str | None]:
         args[key] = value
     if not args["checkpoint"]:
         raise ConfigError(f"checkpoint= is required\n{USAGE}")
+    if args["out"] and os.path.isdir(str(args["out"])):
+        raise ConfigError(f"out={args['out']} is a directory; give the header's file name, e.g. "
+                          f"out={os.path.join(str(args['out']), 'policy.h')}")
     if str(args["fixed_point"]).lower() not in ("true", "false", "1", "0", "yes", "no"):
         raise ConfigError(f"fixed_point must be true or false, got {args['fixed_point']!r}")
     return args

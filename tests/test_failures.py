@@ -209,6 +209,8 @@ CASES = [
     ("export", ["checkpoint=x", "bogus=1"], 2, "unknown argument 'bogus=1'"),
     ("export", ["checkpoint={work}/nowhere", "out={work}/p.h"], 2, "neither a directory nor an MLflow run id"),
     ("export", ["checkpoint={ckpt}", "fixed_point=maybe"], 2, "fixed_point must be true or false"),
+    ("export", ["checkpoint={ckpt}", "out={work}"], 2, "out={work} is a directory; give the header's file name, e.g. "
+     "out={work}/policy.h"),
     ("export", ["checkpoint={cut}", "out={work}/p.h"], 2, "model.zip does not match its checksum"),
     ("export", ["checkpoint={meta_bad}", "out={work}/p.h"], 2, "meta.json is unreadable"),
     ("export", ["checkpoint=0123456789abcdef0123456789abcdef", "tracking_uri={blackhole}", "out={work}/p.h"], 2,
