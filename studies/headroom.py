@@ -151,12 +151,22 @@ def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, 
                             dt_ms=sim.dt_ms, mss=sim.mss, max_duration_s=sim.max_duration_s,
                             ooo_limit_bytes=sim.ooo_limit_bytes, end_on_ooo=sim.end_on_ooo,
                             cc_params={cc: cc_params} if cc_params else None)
+    run_blocked(process, cand)
+    return process.sim.results()
+
+
+def run_blocked(process: DecisionProcess, cand: Candidate) -> np.ndarray:
+    """Run every connection of ``process`` to its end with ``cand`` answering at its blocked
+    decisions; returns each connection's rewards summed over its episode (``process``'s reward)."""
     s = process.sim
     answers = blocked_answers(process, cand)
     process.reset()
+    total = np.zeros(s.done.shape[0])
     while not s.done.all():
-        process.step(np.maximum(answers.answer(~s.done), 0))  # finished connections: any action
-    return s.results()
+        live = ~s.done
+        rewards = process.step(np.maximum(answers.answer(live), 0))[0]  # finished connections: any action
+        total += np.where(live, rewards, 0.0)
+    return total
 
 
 class WaitRuleAnswers:
@@ -190,20 +200,9 @@ def reward_returns(members: Sequence[Candidate], scenario: Scenario, cc: str, ru
     included), mean and 95% CI over ``runs`` connections. Which of two policies a learner's reward
     prefers says whether a learner that settled on the other fell short of its reward or its
     reward falls short of the score (README "Where learning pays")."""
-    out = {}
-    for cand in members:
-        process = build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=cc_params,
-                                **{**env, "decision": "blocked"})
-        s = process.sim
-        answers = blocked_answers(process, cand)
-        process.reset()
-        total = np.zeros(runs)
-        while not s.done.all():
-            live = ~s.done
-            rewards = process.step(np.maximum(answers.answer(live), 0))[0]
-            total += np.where(live, rewards, 0.0)
-        out[cand.label] = mean_ci(total)
-    return out
+    return {cand.label: mean_ci(run_blocked(build_process(runs, scenario=scenario, cc=cc, seed=seed, cc_params=cc_params,
+                                                         **{**env, "decision": "blocked"}), cand))
+            for cand in members}
 
 
 def gain(mean: float, base: float, higher_is_better: bool = True) -> float:
