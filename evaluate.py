@@ -25,8 +25,8 @@ def main(cfg: DictConfig) -> None:
         config.validate(cfg)
         if live_cli.wants_live(cfg):  # backend=live, compare=[sim,live]
             return live_cli.run(cfg)
+        study_spec.check_overrides(cfg, list(HydraConfig.get().overrides.task))
         if study_spec.wanted(cfg):
-            study_spec.check_overrides(cfg, list(HydraConfig.get().overrides.task))
             return run_study(cfg)
         scen, cc, cc_params = config.evaluation_request(cfg)
         names = config.metric_request(cfg, scen)

@@ -94,16 +94,26 @@ SET_BY_STUDY = {"scheduler": "schedulers", "scenario": "scenarios", "cc": "ccs",
                 "headroom": "headroom"}
 
 
+STUDY_ONLY = ("headroom", "workers", "agents_dir", "metric", "ray")  # evaluate.py's keys only a study reads
+
+
 def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
-    """Refuse a command-line override (Hydra's ``overrides.task``) that a study file would leave
-    unread: ``runs=2 study=headroom`` ran the file's 10 runs without a word. It names the study's
-    own key to override instead (``study.runs=2``)."""
+    """Refuse a command-line override (Hydra's ``overrides.task``) that would be left unread: with
+    a study file, one the file sets in its own words (``runs=2 study=headroom`` ran the file's 10
+    runs without a word), naming the study's key to override instead (``study.runs=2``); without
+    a study, one only a study reads (``headroom=true scheduler=ecf``)."""
+    keys = [o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in overrides]
+    if not wanted(cfg):
+        for key in keys:
+            if key in STUDY_ONLY:
+                raise ConfigError(f"{key}= is read by studies only (study=<name>, or lists of schedulers, "
+                                  "scenarios or CCs); this evaluates one scheduler in one cell")
+        return
     node = cfg.get("study")
     if node is None:
         return
     given = config.plain(node)
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~").split(".", 1)[0]
+    for key in keys:
         own = SET_BY_STUDY.get(key)
         if own is not None and own in given:
             shown = repr(given[own]) if len(repr(given[own])) <= 60 else repr(given[own])[:56] + " ..."

@@ -190,6 +190,8 @@ CASES = [
     ("evaluate.py", ["scenario_file={scen_bad}"], 1, "bandwidth_mbps"),
     ("evaluate.py", ["cc=vegas9"], 1, "Could not find 'cc/vegas9'"),
     ("evaluate.py", ["study=everything"], 1, "Could not find 'study/everything'"),
+    ("evaluate.py", ["headroom=true"], 1, "headroom= is read by studies only (study=<name>, or lists of schedulers"),
+    ("evaluate.py", ["scheduler=ecf", "workers=4"], 1, "workers= is read by studies only"),
     ("evaluate.py", ["study=headroom", "runs=2"], 1,
      "runs= is not read with study=headroom, whose file sets runs: 10; override that instead: study.runs=..."),
     ("evaluate.py", ["study=ispras", "scheduler=[minrtt,ecf]"], 1,
