@@ -12,6 +12,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -36,9 +37,29 @@ def open_store(uri: str | None, experiment: str, field: str = "mlflow.tracking_u
     if not is_local(uri):
         mlflow.set_experiment(experiment)
         return uri
+    check_local_store(uri, field)
     with FileLock(str(_local_path(uri)) + ".lock", timeout=LOCK_TIMEOUT_S):
         mlflow.set_experiment(experiment)
     return uri
+
+
+def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> None:
+    """Refuse a local store (``uri`` as ``is_local`` reads it) whose directory cannot be made or
+    written, naming ``field``: its lock would otherwise wait LOCK_TIMEOUT_S for a lock file it can
+    never create. Needs no MLflow (train.py checks before training, in its own process)."""
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or LOCAL_DEFAULT
+    if not is_local(uri):
+        return
+    directory = _local_path(uri).parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        from envs.errors import ConfigError
+        raise ConfigError(f"{field}={uri}: the local store's directory {directory} cannot be written "
+                          f"({err.strerror or type(err).__name__}); give a writable one, or leave {field} unset "
+                          f"for the local default store ({LOCAL_DEFAULT}, in the working directory)") from None
 
 
 def is_local(uri: str | None) -> bool:

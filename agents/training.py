@@ -462,6 +462,7 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
     run_log = tracking.run_log() if run_log is None else run_log  # MLflow's import, beside the start-up below
     try:
         s, env, agent, meta = prepare(cfg, out_dir, split)
+        tracking.check_local_store(cfg.mlflow.tracking_uri)  # a server is asked before training, below
     except BaseException:
         run_log.close()  # refused (or interrupted) before anything was tracked
         raise

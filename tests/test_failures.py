@@ -169,6 +169,11 @@ CASES = [
     ("train.py", ["mlflow.tracking_uri={blackhole}"], 1,
      "mlflow.tracking_uri={blackhole}: the tracking server did not answer within 3 s"),
     ("train.py", ["mlflow.tracking_uri={blackhole}"], 1, "local default store (sqlite:///mlflow.db"),
+    # a local store that cannot be written: its file lock waited 120 s, then a filelock Timeout
+    ("train.py", ["mlflow.tracking_uri=sqlite:////dev/null/m.db"], 1,
+     "mlflow.tracking_uri=sqlite:////dev/null/m.db: the local store's directory /dev/null cannot be written"),
+    ("evaluate.py", ["scheduler=[minrtt,rr]", "runs=1", "mlflow.tracking_uri=sqlite:////dev/null/m.db"], 1,
+     "the local store's directory /dev/null cannot be written"),
     # evaluate.py
     ("evaluate.py", ["runs=0"], 1, "runs must be an integer >= 1, got 0"),
     ("evaluate.py", ["runs=many"], 1, "Value 'many' of type 'str' could not be converted to Integer\n    full_key: runs"),
