@@ -41,9 +41,10 @@ def live_cell(tb, cc: str, sched: str, runs: int) -> dict:
         m = r.metrics()
         goodput.append(float(m["goodput_mbps"][0]))
         outcome = r.extra["outcome"] if not r.error else f"error: {r.error}"
-        if min(r.extra["path_recv"]) == 0:  # say why a path carried nothing: never created, or not active
+        if min(r.extra["path_recv"]) == 0:  # say why a path carried nothing: never created, never validated, not active
             active = "/".join(f"{x:.2f}" for x in r.extra["path_active"])
-            outcome += f" (paths {r.extra['paths_created']:d}, active {active})"
+            states = "/".join(f"{c}:{v}" for c, v in r.extra.get("path_state", []))  # client:server, 1 validating
+            outcome += f" (paths {r.extra['paths_created']:d}, states {states}, active {active})"
         outcomes.append(outcome)
         p = m["per_path_goodput_mbps"][0]
         shares.append(float(p[0] / p.sum()) if p.sum() > 0 else math.nan)

@@ -106,6 +106,9 @@ class Measurement:
     wall_s: list[float] = field(default_factory=list)
     date: str = ""
     paths_created: list[int] = field(default_factory=list)
+    # paths XQUIC validated (the client found them active; README, "XQUIC": a lost PATH_RESPONSE left a
+    # created path validating for good until the event loop re-sent PATH_CHALLENGE)
+    paths_validated: list[int] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -122,11 +125,17 @@ class Measurement:
         return self.waits / self.blocked if self.blocked else math.nan
 
     def outcome_summary(self) -> str:
-        """The runs' distinct outcomes, and how many runs XQUIC left without one of the paths."""
+        """The runs' distinct outcomes, and how many runs XQUIC left without one of the paths: never
+        created, or created and never validated."""
         text = ", ".join(sorted(set(self.outcomes)))
         paths = len(self.path_bytes[0]) if self.path_bytes else 0
         short = sum(1 for n in self.paths_created if n < paths)
-        return text + (f"; {short} of {len(self.paths_created)} runs without every path created" if short else "")
+        if short:
+            text += f"; {short} of {len(self.paths_created)} runs without every path created"
+        unvalidated = sum(1 for c, v in zip(self.paths_created, self.paths_validated) if v < c)
+        if unvalidated:
+            text += f"; {unvalidated} of {len(self.paths_validated)} runs with a path created and never validated"
+        return text
 
 
 @dataclass
@@ -310,6 +319,7 @@ class LiveTally:
     load_avg: list[float] = field(default_factory=list)
     wall_s: list[float] = field(default_factory=list)
     paths_created: list[int] = field(default_factory=list)
+    paths_validated: list[int] = field(default_factory=list)
     blocked: int = 0
     waits: int = 0
     features: list[np.ndarray] = field(default_factory=list)
@@ -348,8 +358,10 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 t.load_avg.append(load_average())
                 t.wall_s.append(float(r.wall_s))
                 t.paths_created.append(int(r.extra.get("paths_created", 0)))
+                t.paths_validated.append(paths_validated(r.extra))
                 say(f"  live {scenario.name} {cc} {name} run {i}: {g:.2f} Mbit/s ({t.outcomes[-1]}, "
-                    f"{t.paths_created[-1]} paths created), load {t.load_avg[-1]:.2f}")
+                    f"{t.paths_created[-1]} paths created, {t.paths_validated[-1]} validated), "
+                    f"load {t.load_avg[-1]:.2f}")
     names = [f.name for f in feature_set(p.meta["observation"], len(scenario.paths))]
     out = []
     for name, t in tallies.items():
@@ -364,8 +376,17 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
             f = f[:0]
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
                                len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date,
-                               t.paths_created))
+                               t.paths_created, t.paths_validated))
     return out
+
+
+def paths_validated(extra: dict) -> int:
+    """How many paths of a live XQUIC run the client found active (``path_validated_s`` not NaN; the
+    first path counts from the handshake); ``paths_created`` for an extension without the field."""
+    times = extra.get("path_validated_s")
+    if times is None:
+        return int(extra.get("paths_created", 0))
+    return sum(1 for x in times if not math.isnan(float(x)))
 
 
 def live_scheduler(p: Policy, name: str) -> str:

@@ -224,6 +224,23 @@ def test_a_live_run_without_every_path_created_is_counted_in_the_report(tmp_path
     assert all(x.paths_created == [] for x in old.measurements)
 
 
+def test_a_live_run_with_a_path_created_and_never_validated_is_counted_in_the_report(tmp_path):
+    """A created path whose PATH_RESPONSE was lost stayed validating in XQUIC and carried nothing
+    (README, "XQUIC"): live runs keep how many paths the client found validated, from the
+    extension's path_validated_s."""
+    from studies.transfer import paths_validated
+    assert paths_validated({"paths_created": 2, "path_validated_s": [0.0, math.nan]}) == 1
+    assert paths_validated({"paths_created": 2, "path_validated_s": [0.0, 0.12]}) == 2
+    assert paths_validated({"paths_created": 2}) == 2  # an extension without the field
+    r = Record({"label": "t"}, [])
+    r.put(m("live", POLICY, [2.1, 8.7, 9.0], outcomes=["finished"] * 3, paths_created=[2, 2, 2],
+            paths_validated=[1, 2, 2]))
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "| finished; 1 of 3 runs with a path created and never validated |" in text
+    r.save(tmp_path / "r.json")
+    assert Record.load(tmp_path / "r.json").get("live", "s", "cubic", POLICY).paths_validated == [1, 2, 2]
+
+
 def test_mlflow_run_has_the_report_as_artifacts(tmp_path):
     import mlflow
 

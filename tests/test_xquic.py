@@ -422,6 +422,33 @@ def test_a_sender_xquic_leaves_stuck_with_window_room_is_resumed_not_left_to_its
         assert not problems, problems
 
 
+@needs_live
+@pytest.mark.live
+def test_a_path_whose_path_response_was_lost_is_challenged_again_not_left_validating(testbed):
+    """XQUIC sends one PATH_CHALLENGE on a new path and never resends a PATH_RESPONSE: when the
+    response is lost (1% loss on ispras_s1/s2's second path), the client's path stays validating
+    for the whole connection and the file goes over path 1 alone (README, "XQUIC"). The server
+    here drops its first two datagrams on path 2 (its own PATH_CHALLENGE, repaired by XQUIC, and
+    its PATH_RESPONSE); the event loop challenges the path again after a PTO (revalidate_paths)."""
+    from envs.live.xquic import XquicBackend
+    big = testbed.scenario.with_workload(file_mb=30).workload
+    runs = {}
+    for revalidate in (False, True):
+        tr = XquicBackend.transfer(testbed, "cubic", big, 10.0, "minrtt")
+        kwargs = tr._rule_kwargs()
+        tr._rule_kwargs = lambda kw=kwargs, r=revalidate: {**kw, "revalidate_paths": r, "drop_new_path_datagrams": 2}
+        r = tr.run(60)
+        assert r.extra["outcome"] == "finished", r.extra
+        runs[revalidate] = r.extra
+    stuck, fixed = runs[False], runs[True]
+    # XQUIC alone: path 2 created, the server's end validated, the client's still validating (1)
+    assert stuck["paths_created"] == 2 and [tuple(s) for s in stuck["path_state"]] == [(2, 2), (1, 2)], stuck
+    assert np.isnan(stuck["path_validated_s"][1]) and stuck["path_recv"][1] == 0 and stuck["challenges_resent"] == 0
+    # challenged again: validated within a second (XQUIC's initial PTO is 775 ms) and used
+    assert [tuple(s) for s in fixed["path_state"]] == [(2, 2), (2, 2)] and fixed["challenges_resent"] >= 1, fixed
+    assert 0 < fixed["path_validated_s"][1] < 2.0 and fixed["path_recv"][1] > 0
+
+
 @pytest.fixture(scope="module")
 def dqn_header(tmp_path_factory):
     """An ISPRAS DQN (configs/agent/dqn.yaml) after a few simulated steps (its initial network),

@@ -74,7 +74,8 @@ class Transfer {
              uint64_t size_bytes, const std::string &cc, const std::string &scheduler, py::object policy_lib,
              const std::string &cert_file, const std::string &key_file, double time_limit_s, double ecf_beta,
              double blest_lambda_step, uint32_t decision_every, double interval_ms, uint32_t ring_capacity,
-             int pacing, double blest_lambda, double blest_lambda_max, double kato_alpha, uint64_t seed) {
+             int pacing, double blest_lambda, double blest_lambda_max, double kato_alpha, uint64_t seed,
+             bool revalidate_paths, uint32_t drop_new_path_datagrams) {
         if (client_fds.empty() || client_fds.size() > MPS_MAX_PATHS || client_fds.size() != client_addrs.size())
             throw py::value_error("one client socket and address per path, 1 to 8 paths");
         mps_config c{};
@@ -104,6 +105,8 @@ class Transfer {
         c.decision_every = decision_every;
         c.interval_ms = interval_ms;
         c.ring_capacity = ring_capacity;
+        c.revalidate_paths = revalidate_paths ? 1 : 0;
+        c.drop_new_path_datagrams = drop_new_path_datagrams;
         n_paths_ = c.n_paths;
         char err[512] = {0};
         t_ = mps_create(&c, err, sizeof err);
@@ -173,6 +176,16 @@ class Transfer {
         d["cids_counted"] = r.cids_counted;
         d["loss_timers_rearmed"] = r.loss_timers_rearmed;
         d["sends_resumed"] = r.sends_resumed;
+        d["challenges_resent"] = r.challenges_resent;
+        py::list states, created, validated;
+        for (int i = 0; i < n_paths_; ++i) {
+            states.append(py::make_tuple(r.path_state[0][i], r.path_state[1][i]));
+            created.append(r.path_created_s[i]);
+            validated.append(r.path_validated_s[i]);
+        }
+        d["path_state"] = states;  // per path: (client, server) XQUIC path state, -1: none
+        d["path_created_s"] = created;
+        d["path_validated_s"] = validated;
         d["errors"] = std::string(r.errors);
         d["close_report"] = py::make_tuple(std::string(r.close_report[0]), std::string(r.close_report[1]));
         return d;
@@ -248,18 +261,20 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.attr("COBS_NAMES") = MPS_COBS_NAMES;
     m.attr("BACKLOG") = MPS_BACKLOG;
     m.attr("RESUMES_STUCK_SEND") = true;  /* the event loop's resume_stuck_send (mps_xquic.c) */
+    m.attr("REVALIDATES_PATHS") = true;  /* the event loop's revalidate_paths (mps_xquic.c) */
     m.attr("MAX_PATHS") = MPS_MAX_PATHS;
     m.attr("XQUIC_COMMIT") = MPS_XQUIC_COMMIT;
     py::class_<Transfer>(m, "Transfer")
         .def(py::init<std::vector<int>, std::vector<py::tuple>, int, py::tuple, uint64_t, const std::string &,
                       const std::string &, py::object, const std::string &, const std::string &, double, double,
-                      double, uint32_t, double, uint32_t, int, double, double, double, uint64_t>(),
+                      double, uint32_t, double, uint32_t, int, double, double, double, uint64_t, bool, uint32_t>(),
              py::arg("client_fds"), py::arg("client_addrs"), py::arg("server_fd"), py::arg("server_addr"),
              py::arg("size_bytes"), py::arg("cc"), py::arg("scheduler") = "minrtt", py::arg("policy_lib") = py::none(),
              py::arg("cert_file"), py::arg("key_file"), py::arg("time_limit_s") = 600.0, py::arg("ecf_beta") = 0.25,
              py::arg("blest_lambda_step") = 0.1, py::arg("decision_every") = 0, py::arg("interval_ms") = 0.0,
              py::arg("ring_capacity") = 4096, py::arg("pacing") = -1, py::arg("blest_lambda") = 1.0,
-             py::arg("blest_lambda_max") = 1.3, py::arg("kato_alpha") = 0.5, py::arg("seed") = 0)
+             py::arg("blest_lambda_max") = 1.3, py::arg("kato_alpha") = 0.5, py::arg("seed") = 0,
+             py::arg("revalidate_paths") = true, py::arg("drop_new_path_datagrams") = 0)
         .def("run", &Transfer::run, "Run the event loop until the file is delivered, stop() or the time limit")
         .def("stop", &Transfer::stop)
         .def("set_mode", &Transfer::set_mode)

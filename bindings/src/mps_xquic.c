@@ -89,6 +89,10 @@ struct mps_transfer {
     double next_path_try;
     double next_resume_try;     /* resume_stuck_send: not before this time */
     int window_blocked;         /* the last scheduler call found no path with window room */
+    xqc_usec_t next_challenge[2][MPS_MAX_PATHS];  /* revalidate_paths, per side and path: XQUIC's clock */
+    unsigned challenges[2][MPS_MAX_PATHS];        /* PATH_CHALLENGEs re-sent there so far */
+    int states_recorded;        /* record_path_states ran */
+    uint32_t srv_dropped[MPS_MAX_PATHS];  /* datagrams the server dropped per path (drop_new_path_datagrams) */
     mps_result res;
 };
 
@@ -471,7 +475,12 @@ static ssize_t
 srv_write_ex(uint64_t path_id, const unsigned char *buf, size_t size, const struct sockaddr *peer,
              socklen_t len, void *user)
 {
-    (void)path_id;
+    mps_transfer *t = (mps_transfer *)user;
+    int k = t ? path_index(t, path_id) : -1;
+    if (k > 0 && t->srv_dropped[k] < t->cfg.drop_new_path_datagrams) {  /* a test's loss (tests/test_xquic.py) */
+        ++t->srv_dropped[k];
+        return (ssize_t)size;
+    }
     return srv_write(buf, size, peer, len, user);
 }
 
@@ -568,6 +577,7 @@ create_paths(const xqc_cid_t *scid, void *user)
         t->path_ids[k] = id;
         t->path_ok[k] = 1;
         ++t->res.paths_created;
+        t->res.path_created_s[k] = t->started ? now_s() - t->t0 : 0.0;
     }
 }
 
@@ -810,6 +820,11 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
     t->cfg.key_file = t->key;
     t->cfg.policy_lib = NULL;
     t->res.completion_s = NAN;
+    for (w = 0; w < MPS_MAX_PATHS; ++w) {
+        t->res.path_created_s[w] = t->res.path_validated_s[w] = NAN;
+        t->res.path_state[0][w] = t->res.path_state[1][w] = -1;
+    }
+    t->res.path_created_s[0] = t->res.path_validated_s[0] = 0.0;  /* the initial path, validated by the handshake */
     atomic_init(&t->stop, 0);
     atomic_init(&t->mode, cfg->mode);
     mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda, cfg->blest_lambda_step, cfg->blest_lambda_max,
@@ -1016,6 +1031,93 @@ resume_stuck_send(mps_transfer *t, xqc_connection_t *conn, double now)
     }
 }
 
+/* XQUIC validates a new path once (xqc_path_init, xqc_multipath.c): the end that creates it queues
+ * one PATH_CHALLENGE (xqc_write_path_challenge_frame_to_packet) and the path stays
+ * XQC_PATH_STATE_VALIDATING until a PATH_RESPONSE with that challenge's data comes back
+ * (xqc_process_path_response_frame -> xqc_path_validate). A lost PATH_CHALLENGE is resent with the
+ * packet's other frames (XQC_NEED_REPAIR), but a PATH_RESPONSE is never resent (XQC_NEED_REPAIR
+ * leaves it out, as RFC 9000, section 13.3, says), and XQUIC has no path validation timer and
+ * never sends another PATH_CHALLENGE: when the response is lost and the challenge's packet
+ * acknowledged, the path stays validating for the whole connection, and neither its scheduler nor
+ * ours (snapshot) ever sends on it. RFC 9000, section 8.2.1: "The peer is expected to send more
+ * PATH_CHALLENGE frames as necessary to evoke additional PATH_RESPONSE frames" (section 13.3),
+ * with new data each time, and no more often than an Initial packet (whose retransmission is
+ * RFC 9002's PTO, doubled on each repeat). This does that for XQUIC, on both ends: once a path has
+ * been validating for a PTO of its own (xqc_send_ctl_calc_pto: its RTT if the challenge's packet
+ * was acknowledged, else XQUIC's initial 250 ms), fresh challenge data
+ * (xqc_generate_path_challenge_data) in a new PATH_CHALLENGE on that path, then after 2, 4, ...
+ * PTOs while it still validates. */
+static void
+revalidate_paths(mps_transfer *t, int server, xqc_connection_t *conn)
+{
+    xqc_list_head_t *pos, *next;
+    xqc_usec_t now;
+    int sent = 0;
+    if (!conn || !t->cfg.revalidate_paths || t->finished || conn->conn_state >= XQC_CONN_STATE_CLOSING)
+        return;
+    now = xqc_monotonic_timestamp();
+    xqc_list_for_each_safe(pos, next, &conn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        int k = path_index(t, path->path_id);
+        xqc_usec_t pto;
+        unsigned n;
+        if (k <= 0 || path->path_state != XQC_PATH_STATE_VALIDATING)
+            continue;
+        pto = xqc_send_ctl_calc_pto(path->path_send_ctl);
+        n = t->challenges[server][k];
+        if (t->next_challenge[server][k] == 0)
+            t->next_challenge[server][k] = path->path_create_time + pto;
+        if (now < t->next_challenge[server][k])
+            continue;
+        if (xqc_generate_path_challenge_data(conn, path) != XQC_OK
+            || xqc_write_path_challenge_frame_to_packet(conn, path,
+                                                        path->app_path_status == XQC_APP_PATH_STATUS_STANDBY)
+                   != XQC_OK)
+        {
+            t->next_challenge[server][k] = now + pto;
+            continue;
+        }
+        t->challenges[server][k] = n + 1;
+        t->next_challenge[server][k] = now + (pto << (n + 1 < 6 ? n + 1 : 6));
+        ++t->res.challenges_resent;
+        sent = 1;
+    }
+    if (sent)
+        xqc_conn_continue_send_by_conn(conn);
+}
+
+/* when each client path was first found active (path_validated_s) */
+static void
+track_validation(mps_transfer *t)
+{
+    xqc_list_head_t *pos, *next;
+    if (!t->cconn || !t->started)
+        return;
+    xqc_list_for_each_safe(pos, next, &t->cconn->conn_paths_list) {
+        xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
+        int k = path_index(t, path->path_id);
+        if (k > 0 && path->path_state == XQC_PATH_STATE_ACTIVE && isnan(t->res.path_validated_s[k]))
+            t->res.path_validated_s[k] = now_s() - t->t0;
+    }
+}
+
+/* each end's path states (path_state), once: when the transfer ends, before the connections close */
+static void
+record_path_states(mps_transfer *t)
+{
+    int k, s;
+    if (t->states_recorded)
+        return;
+    t->states_recorded = 1;
+    for (s = 0; s < 2; ++s) {
+        xqc_connection_t *conn = s ? t->sconn : t->cconn;
+        for (k = 0; k < t->cfg.n_paths && conn; ++k) {
+            xqc_path_ctx_t *path = t->path_ok[k] ? xqc_conn_find_path_by_path_id(conn, t->path_ids[k]) : NULL;
+            t->res.path_state[s][k] = path ? (int)path->path_state : -1;
+        }
+    }
+}
+
 int
 mps_run(mps_transfer *t)
 {
@@ -1040,6 +1142,8 @@ mps_run(mps_transfer *t)
         if (t->finished || t->cli_closed || t->srv_closed) {
             if (linger == 0.0 && t->cconn)
                 client_stats(t);
+            if (linger == 0.0)
+                record_path_states(t);
             if (linger == 0.0) {
                 linger = now + 0.2;  /* let the last ACKs and the close go out */
                 if (t->cconn && !t->cli_closed)
@@ -1072,6 +1176,9 @@ mps_run(mps_transfer *t)
         rearm_loss_timers(t, t->cconn);
         rearm_loss_timers(t, t->sconn);
         resume_stuck_send(t, t->cconn, now);
+        revalidate_paths(t, 0, t->cconn);
+        revalidate_paths(t, 1, t->sconn);
+        track_validation(t);
         /* a path XQUIC could not create yet (no spare connection ID when it said it was ready) */
         if (t->started && t->cconn && !t->finished && t->res.paths_created + 1 < (uint64_t)n
             && now >= t->next_path_try)
@@ -1089,6 +1196,7 @@ mps_run(mps_transfer *t)
                 t->next_interval = now;
         }
     }
+    record_path_states(t);  /* a transfer that timed out or was stopped */
     if (t->finished)
         t->res.completion_s = t->t_done - t->t0;
     return t->finished ? 0 : -1;

@@ -63,6 +63,9 @@ typedef struct mps_config {
     uint32_t decision_every;     /* record every k-th decision (0: none) */
     double interval_ms;          /* interval records (0: none) */
     uint32_t ring_capacity;      /* records per ring */
+    int revalidate_paths;        /* re-send PATH_CHALLENGE on a path left validating (revalidate_paths; 1) */
+    uint32_t drop_new_path_datagrams;  /* tests: the server drops its first this many datagrams on each
+                                          path but the first (its PATH_CHALLENGE, then its PATH_RESPONSE) */
 } mps_config;
 
 typedef struct mps_record {
@@ -94,6 +97,11 @@ typedef struct mps_result {
     uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
     uint64_t loss_timers_rearmed;  /* paths whose loss detection timer XQUIC had dropped (rearm_loss_timers) */
     uint64_t sends_resumed;      /* times the client was stuck with data, window and nothing in flight (resume_stuck_send) */
+    uint64_t challenges_resent;  /* PATH_CHALLENGEs re-sent on paths left validating, both ends (revalidate_paths) */
+    int path_state[2][MPS_MAX_PATHS];       /* client, server: XQUIC's path state (xqc_path_state_t) at the
+                                               end of the transfer, or at close; -1: no such path */
+    double path_created_s[MPS_MAX_PATHS];   /* client: when the path was created, since time zero (NaN: never) */
+    double path_validated_s[MPS_MAX_PATHS]; /* client: when the loop first found it active (NaN: never) */
     char errors[2048];           /* XQUIC's error log lines and the loop's own errors */
     char close_report[2][512];   /* client, server: the start of XQUIC's statistics line at connection
                                     close (xqc_conn_destroy: err, close_msg, close_recv/close_send) */

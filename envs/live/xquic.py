@@ -97,6 +97,10 @@ def outdated(ext: Any) -> str | None:
         return ("the installed mpsched_xquic extension leaves a connection XQUIC left with data, window and nothing "
                 "in flight waiting for its idle timeout (README, 'XQUIC'; a near-stall of Reno on jittery paths): "
                 "rebuild it with python -m envs.live.setup --xquic")
+    if not getattr(ext, "REVALIDATES_PATHS", False):
+        return ("the installed mpsched_xquic extension leaves a path whose PATH_RESPONSE was lost validating for the "
+                "whole transfer, which then runs on one path (README, 'XQUIC'): rebuild it with "
+                "python -m envs.live.setup --xquic")
     return None
 
 
