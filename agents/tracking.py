@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
 import signal
 import subprocess
 import sys
@@ -180,13 +179,6 @@ class RunLog(_Ends):
         assert active is not None, "RunLog.start first"
         return active.info.run_id, mlflow.get_tracking_uri()
 
-    def ask_where(self) -> None:
-        """Ask for ``where`` without waiting (``RunLogProcess``); here it is answered at once."""
-
-    def where_ready(self) -> bool:
-        """Whether ``where`` would answer without waiting."""
-        return True
-
     def log_batch(self, metrics: list[tuple[str, float, int, int]]) -> None:
         """(key, value, timestamp in ms, step) metrics, in batches of 1,000 (MLflow's limit)."""
         import mlflow
@@ -237,60 +229,26 @@ class RunLogProcess(_Ends):
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.calls: IO[bytes] = self.proc.stdin
         self.answers: IO[bytes] = self.proc.stdout
-        self._where_asked = False  # ask_where sent, its answer not read yet
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not callable(getattr(RunLog, name, None)):
             raise AttributeError(name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if name == "where" and self._where_asked:
-                return self._answer()
-            asked: Exception | None = None
-            if name in self.WAITS and self._where_asked:  # its answer comes first
-                try:
-                    self._answer()
-                except Exception as err:  # raised after ``end``, which must still go out
-                    if name != "end":
-                        raise
-                    asked = err
-            self._send(name, args, kwargs)
-            value = self._answer() if name in self.WAITS else None
-            if asked is not None:
-                raise asked
+            waits = name in self.WAITS
+            try:
+                pickle.dump((name, args, kwargs, waits), self.calls)
+                self.calls.flush()
+                if not waits:
+                    return None
+                ok, value = pickle.load(self.answers)
+            except (BrokenPipeError, EOFError):
+                raise RuntimeError(f"the MLflow helper process ended (exit code {self.proc.wait()}); "
+                                   "its error, if any, is above") from None
+            if not ok:
+                raise value
             return value
         return call
-
-    def ask_where(self) -> None:
-        """Send ``where`` now and read its answer when it is asked for (``where``), so that the
-        helper answers while this process goes on."""
-        self._send("where", (), {})
-        self._where_asked = True
-
-    def where_ready(self) -> bool:
-        """Whether ``where`` would answer without waiting: its answer (to ``ask_where``) has
-        arrived. At most one answer is outstanding, so nothing else can be in the pipe's buffer."""
-        return not self._where_asked or bool(select.select([self.answers], [], [], 0)[0])
-
-    def _send(self, name: str, args: tuple, kwargs: dict) -> None:
-        try:
-            pickle.dump((name, args, kwargs, name in self.WAITS), self.calls)
-            self.calls.flush()
-        except BrokenPipeError:
-            raise self._ended() from None
-
-    def _answer(self) -> Any:
-        try:
-            ok, value = pickle.load(self.answers)
-        except EOFError:
-            raise self._ended() from None
-        self._where_asked = False
-        if not ok:
-            raise value
-        return value
-
-    def _ended(self) -> RuntimeError:
-        return RuntimeError(f"the MLflow helper process ended (exit code {self.proc.wait()}); its error, if any, is above")
 
     def close(self) -> None:
         """Let the helper finish what was sent and end."""
@@ -348,8 +306,12 @@ def _answer(out: BinaryIO, ok: bool, value: Any) -> None:
         data = pickle.dumps((ok, value))
     except Exception:  # an exception that does not pickle: its type and message
         data = pickle.dumps((False, RuntimeError(f"{type(value).__name__}: {value}")))
-    out.write(data)
-    out.flush()
+    try:
+        out.write(data)
+        out.flush()
+    except BrokenPipeError:  # the training process is gone (kill -9): end as after EOF, the run left as it is
+        sys.stderr.flush()
+        os._exit(0)  # an exception here would end the interpreter normally, and MLflow's atexit ends the run FINISHED
 
 
 def _quietly(fn, *args: Any) -> None:

@@ -341,13 +341,13 @@ class Progress:
             if self.s.select == "validation":
                 self.validate()
             if self.on_eval is not None:
-                self.save(finished=False, wait=False)
+                self.save(finished=False)
                 saved = True
                 self.on_eval(self, rows)
         if self.steps >= self.next_ckpt and not final:
             self.next_ckpt += self.s.checkpoint_every
             if not saved:  # the evaluation's checkpoint is this step's
-                self.save(finished=False, wait=False)
+                self.save(finished=False)
         return self.steps < self.s.steps
 
     def log(self, metrics: dict[str, float]) -> None:
@@ -475,23 +475,20 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         mlflow_cfg.get("run_name") or f"{s.interface['agent']}-{'+'.join(s.ccs)}", mlflow_cfg.get("parent_run_id"),
         _params(s, resume), str(resume) if resume else None, start, meta.get("mlflow_run_id")))
     with run_log:
-        # the run's id and store: a server that does not answer is refused here, before training starts;
-        # a local store is created by the helper process while training runs (1-2.5 s for a new one),
-        # and its answer is read when it has come (a periodic checkpoint) or needed (the end)
+        # the run's id and store, asked for when first needed: a server that does not answer is refused
+        # here, before training starts; a local store is created by the helper process while training
+        # starts (1-2.5 s for a new one), and the first checkpoint, which names the run (a resumed run
+        # continues it, also after kill -9), waits for what is left of that
         where = functools.cache(run_log.where)
-        if tracking.is_local(mlflow_cfg.tracking_uri):
-            run_log.ask_where()
-        else:
+        if not tracking.is_local(mlflow_cfg.tracking_uri):
             where()
         tracker = Tracker(run_log)
 
-        def save(finished: bool, directory: Path = ckpt_dir, wait: bool = True, **extra: Any) -> None:
-            """A checkpoint; a periodic one (``wait=False``) written before the helper answered
-            names no MLflow run (resuming from it starts a new one)."""
+        def save(finished: bool, directory: Path = ckpt_dir, **extra: Any) -> None:
             meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
                     "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
                     "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
-                    "mlflow_run_id": where()[0] if wait or run_log.where_ready() else None, **extra}
+                    "mlflow_run_id": where()[0], **extra}
             checkpoint.save(directory, agent, meta, s.config_yaml)
 
         best_dir = out_dir / "best"

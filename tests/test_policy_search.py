@@ -233,7 +233,8 @@ def test_the_progress_bar_counts_the_budget(tmp_path, generations):
     if generations:
         assert bars == [("generation", generations, generations)] and result["steps"] < steps
     else:
-        assert bars == [("step", steps, result["steps"])] and result["steps"] >= steps
+        # the episodes overshoot train.steps: the bar's total follows what was spent (it ends at 100%)
+        assert bars == [("step", result["steps"], result["steps"])] and result["steps"] >= steps
 
 
 def test_a_generation_covers_every_cell_of_the_mix_alike():

@@ -79,30 +79,6 @@ def test_the_last_step_is_evaluated_and_checkpointed_once(tmp_path, monkeypatch)
     assert [m.step for m in history] == [400]
 
 
-def test_the_helper_answers_where_while_this_process_goes_on(tmp_path):
-    """RunLogProcess.ask_where sends ``where`` without waiting; where_ready says when its answer
-    has come, other calls go on meanwhile, and ``where`` returns it. A store that fails gives its
-    error at ``where``, and ``end`` still reaches the helper (the run is not left RUNNING)."""
-    from agents import tracking
-
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    with tracking.RunLogProcess() as log:
-        log.start(tracking.RunSpec(uri, "mpsched", "dqn-bbr2", None, {"seed": "0"}))
-        log.ask_where()
-        log.log_metrics({"x": 1.0})
-        deadline = time.monotonic() + 60
-        while not log.where_ready() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert log.where_ready()
-        run_id, store = log.where()
-    assert store == uri and mlflow.MlflowClient(uri).get_run(run_id).info.status == "FINISHED"
-    with pytest.raises(ConfigError, match="cannot be written"):
-        with tracking.RunLogProcess() as log:
-            log.start(tracking.RunSpec("sqlite:////dev/null/m.db", "mpsched", "dqn-bbr2", None, {}))
-            log.ask_where()
-            log.end("FINISHED")  # the pending answer is the store's error, raised after end went out
-
-
 def test_the_bar_ends_at_100_percent_when_the_connections_overshoot_train_steps(tmp_path, capfd):
     """train.steps=100 over 8 connections stepping together ends at 104 transitions: the bar's
     total follows (before: tqdm printed "104step" without a total or a percentage)."""
