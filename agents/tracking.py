@@ -47,7 +47,7 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
     """Refuse a local store (``uri`` as ``is_local`` reads it) whose directory cannot be made or
     written, naming ``field``: its lock would otherwise wait LOCK_TIMEOUT_S for a lock file it can
     never create. Needs no MLflow (train.py checks before training, in its own process)."""
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or LOCAL_DEFAULT
+    uri = _resolved(uri)
     if not is_local(uri):
         return
     directory = _local_path(uri).parent
@@ -65,8 +65,12 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
 def is_local(uri: str | None) -> bool:
     """Whether ``uri`` (None: ``$MLFLOW_TRACKING_URI``, else MLflow's local default) names a local
     store (sqlite, a directory) rather than a tracking server."""
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or LOCAL_DEFAULT
-    return urlparse(uri).scheme in ("sqlite", "file", "")
+    return urlparse(_resolved(uri)).scheme in ("sqlite", "file", "")
+
+
+def _resolved(uri: str | None) -> str:
+    """``uri``, or where MLflow would track without one: ``$MLFLOW_TRACKING_URI``, else its local default."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or LOCAL_DEFAULT
 
 
 def probe(uri: str, field: str = "mlflow.tracking_uri") -> None:

@@ -185,6 +185,13 @@ class WaitRuleAnswers:
         return send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self.k)
 
 
+def blocked_member(scheduler: str) -> Candidate:
+    """Heuristic ``scheduler`` as the member a blocked-decision policy copies: as it is where its own
+    rule is a blocked-decision rule (minRTT, fast_only), else asked at the blocked decision."""
+    plain = Candidate(scheduler)
+    return plain if plain.in_blocked_mode else Candidate(scheduler, blocked=True)
+
+
 def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswers | WaitRuleAnswers:
     """A blocked-mode member of the family asked at ``process``'s blocked decisions: the wait rule,
     or a heuristic's rule (``cand.blocked``)."""

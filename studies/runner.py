@@ -216,7 +216,7 @@ def check_rewards(study: Study, results: dict[CellKey, dict[str, Any]], cells: l
     decision: the return of each heuristic it copies and of the cell's best blocked-decision
     policy under the learner's own reward and environment, on the held-out seeds
     (``studies.headroom.reward_returns``), kept as the cell's ``reward_check``."""
-    from studies.headroom import Candidate, reward_returns
+    from studies.headroom import blocked_member, reward_returns
 
     found = {(h.scenario, h.cc): h for h in cells}
     for entry in study.learned:
@@ -232,8 +232,7 @@ def check_rewards(study: Study, results: dict[CellKey, dict[str, Any]], cells: l
                     cfg = OmegaConf.load(Path(entry.checkpoints[0]) / checkpoint.CONFIG)
                     assert isinstance(cfg, DictConfig)  # a composed training config is a mapping
                     env = config.env_kwargs(cfg.env)
-                members = {c.label: c for c in [Candidate(n, blocked=n not in ("minrtt", "fast_only")) for n in d.clone_of]
-                           + [h.blocked_best]}
+                members = {c.label: c for c in [*map(blocked_member, d.clone_of), h.blocked_best]}
                 r["reward_check"] = reward_returns(list(members.values()), scen, cc, study.runs,
                                                    study.seed + EVAL_SEED_OFFSET, env, study.ccs)
 

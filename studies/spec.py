@@ -92,8 +92,6 @@ def wanted(cfg: DictConfig) -> bool:
 # evaluate.py's own keys that a study file sets in its own words: with study=<name>, the file's value is read
 SET_BY_STUDY = {"scheduler": "schedulers", "scenario": "scenarios", "cc": "ccs", "runs": "runs", "metric": "metric",
                 "headroom": "headroom"}
-
-
 STUDY_ONLY = ("headroom", "workers", "agents_dir", "metric", "ray")  # evaluate.py's keys only a study reads
 
 
