@@ -13,7 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs import config
-from envs.errors import debug_argv, ending, finish
+from envs.errors import ending, finish, hydra_argv
 from envs.evaluation import capped_note, evaluate_heuristic, summary, to_json, to_table
 from envs.live import cli as live_cli  # backend=live, compare=[sim,live] (README "Live runs")
 from studies import spec as study_spec
@@ -58,6 +58,6 @@ def run_study(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    sys.argv[1:] = debug_argv(sys.argv[1:])
+    sys.argv[1:] = hydra_argv(sys.argv[1:])
     main()
     finish()

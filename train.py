@@ -11,7 +11,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from envs.errors import debug_argv, ending, finish
+from envs.errors import ending, finish, hydra_argv
 from envs.schema import register
 
 register()  # the config schemas configs/*.yaml build on (envs/schema.py)
@@ -37,6 +37,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    sys.argv[1:] = debug_argv(sys.argv[1:])
+    sys.argv[1:] = hydra_argv(sys.argv[1:])
     main()
     finish()

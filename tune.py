@@ -6,7 +6,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from envs.errors import debug_argv, ending
+from envs.errors import ending, hydra_argv
 from envs.schema import register
 
 register()  # the config schemas configs/*.yaml build on (envs/schema.py)
@@ -37,5 +37,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    sys.argv[1:] = debug_argv(sys.argv[1:])
+    sys.argv[1:] = hydra_argv(sys.argv[1:])
     main()

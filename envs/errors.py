@@ -7,9 +7,11 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 DEBUG_FLAG = "--debug"
 
@@ -36,6 +38,29 @@ def debug_argv(argv: list[str]) -> list[str]:
     if DEBUG_FLAG in argv:
         os.environ["HYDRA_FULL_ERROR"] = "1"
     return [a for a in argv if a != DEBUG_FLAG]
+
+
+def hydra_argv(argv: list[str]) -> list[str]:
+    """``debug_argv`` for an entry point run by Hydra, which also refuses, in one line and before any
+    work, an output directory that cannot be made (``hydra.run.dir``, or ``hydra.sweep.dir`` with
+    ``-m``; Hydra's defaults ``outputs/...`` and ``multirun/...``): Hydra makes it before the
+    program starts and would end in a traceback from pathlib. An interpolated part (``${now:...}``)
+    is checked up to the directory it starts in."""
+    argv = debug_argv(argv)
+    sweep = "-m" in argv or "--multirun" in argv
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    value = next((a.split("=", 1)[1] for a in argv if a.lstrip("+~").startswith(key + "=")),
+                 "multirun/${now:%Y-%m-%d}" if sweep else "outputs/${now:%Y-%m-%d}")
+    static, interpolated, _ = value.partition("${")
+    where = Path(static) if not interpolated or static.endswith("/") else Path(static).parent
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(dir=where))  # a directory can be made in it (root passes os.access anywhere)
+    except OSError as err:
+        print(f"error: {key}={value}: cannot make the run's output directory there "
+              f"({err.strerror or err}); give a writable {key}=<dir>", file=sys.stderr, flush=True)
+        sys.exit(2)
+    return argv
 
 
 def debugging() -> bool:

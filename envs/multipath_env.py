@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.decision import DecisionProcess
+from envs.errors import ConfigError
 from envs.features import CLIP
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import EnvConfig
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from envs.randomisation import StackDraw
 
 
-def build_process(batch: int, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
+def build_process(batch: int, /, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
                   cc: str | Sequence[str] = "bbr", seed: int = 0,
                   cc_params: Mapping[str, Mapping[str, float]] | None = None, stack_draw: StackDraw | None = None,
                   **env: Any) -> DecisionProcess:
@@ -54,6 +55,10 @@ class MultipathEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, **kwargs: Any) -> None:
+        for many in ("batch", "num_envs"):
+            if many in kwargs:
+                raise ConfigError(f"mpsched/Multipath-v0 is one connection ({many}={kwargs[many]!r} given); for N "
+                                  "connections advanced together: gymnasium.make_vec('mpsched/Multipath-v0', num_envs=N)")
         self._kwargs = kwargs
         self.process = build_process(1, **kwargs)
         self.observation_space, self.action_space = spaces(self.process)

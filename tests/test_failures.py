@@ -128,6 +128,9 @@ CASES = [
     ("train.py", ["env.max_duration_s=-1"], 1, "max_duration_s must be > 0"),
     ("train.py", ["env.record_bin_ms=0.1"], 1, "record_bin_ms must be >= dt_ms"),
     ("train.py", ["env.decision=sometimes"], 1, "unknown decision mode 'sometimes'"),
+    # an output directory Hydra could not make (here: under a file) is refused before Hydra's pathlib traceback
+    ("train.py", ["hydra.run.dir={yaml_bad}/run"], 2, "hydra.run.dir={yaml_bad}/run: cannot make the run's output directory"),
+    ("evaluate.py", ["hydra.run.dir={yaml_bad}/${{now:%H}}"], 2, "cannot make the run's output directory there"),
     ("train.py", ["file_mb=-1"], 1, "file_mb"),
     ("train.py", ["duration_s=0"], 1, "duration_s"),
     ("train.py", ["scenario_file={work}/nope.yaml"], 1, "scenario file not found"),
@@ -260,7 +263,9 @@ def fill(request, work):
 def test_bad_input_ends_with_one_message(script, args, code, fragment, fill, work):
     args = [fill(a) for a in args]
     if script != "export":
-        args += [f"hydra.run.dir={work}/runs/{script}", "hydra.output_subdir=null"]
+        args.append("hydra.output_subdir=null")
+        if not any(a.startswith("hydra.run.dir=") for a in args):
+            args.append(f"hydra.run.dir={work}/runs/{script}")
         if not any(a.startswith("mlflow.tracking_uri") for a in args):
             args.append(f"mlflow.tracking_uri=sqlite:///{work}/mlflow.db")
     t = time.monotonic()
@@ -329,12 +334,17 @@ def gym_cases():
         ("blocked on one path", lambda: gym.make("mpsched/Multipath-v0", scenario={
             "name": "x", "paths": [{"bandwidth_mbps": 5, "delay_ms": 5}], "workload": {"type": "file", "file_mb": 1}}),
          ConfigError, "decision mode 'blocked' needs scenarios with at least 2 paths"),
+        ("batch on one connection", lambda: gym.make("mpsched/Multipath-v0", batch=4), ConfigError,
+         "gymnasium.make_vec('mpsched/Multipath-v0', num_envs=N)"),
+        ("batch on the vector env", lambda: gym.make_vec("mpsched/Multipath-v0", num_envs=2, batch=4), ConfigError,
+         "unknown environment setting 'batch'; valid: decision"),
     ]
 
 
 GYM_IDS = ["step before reset", "packet step before reset", "simulator before reset", "action out of range",
            "negative seed", "unknown cc", "unknown decision", "unknown observation", "unknown reward",
-           "unknown scenario", "negative bandwidth", "dt out of range", "blocked on one path"]
+           "unknown scenario", "negative bandwidth", "dt out of range", "blocked on one path", "batch on one connection",
+           "batch on the vector env"]
 
 
 @pytest.mark.parametrize("name", GYM_IDS)
