@@ -14,7 +14,10 @@ agent.params.generations=40``), one policy for the ISPRAS cells and the hetero_f
 the same preset with seed=1 and seed=2 (transfer_policy_search_seed{1,2}_20261128.json: the
 simulator side, live only the BBRv1 cell where each forecasts a gain), and
 transfer_policy_search_strat_20261128.json, the same seed-0 command at a9eb56d, whose search
-runs each generation stratified by (scenario, CC) cell: another policy, every cell live."""
+runs each generation stratified by (scenario, CC) cell: another policy, every cell live.
+Re-measured 2026-11-29: transfer_policy_search_strat_20261129.json, the same command at 1ebc035
+(the same policy, its header to the byte) live with the bindings that challenge a path again after
+a lost PATH_RESPONSE (README, "XQUIC")."""
 
 import json
 import math
@@ -35,19 +38,22 @@ RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn
            "dqn_backlog": DATA / "transfer_dqn_backlog_20261126.json",
            "dqn_backlog_pace": DATA / "transfer_dqn_backlog_ispras_pace_20261126.json",
            "policy_search": DATA / "transfer_policy_search_20261128.json",
-           "policy_search_strat": DATA / "transfer_policy_search_strat_20261128.json"}
+           "policy_search_strat": DATA / "transfer_policy_search_strat_20261128.json",
+           "policy_search_strat_paths": DATA / "transfer_policy_search_strat_20261129.json"}
 # the same preset with seed=1 and seed=2: the simulator side, and live only the BBRv1 cell where each forecasts a gain
 SEED_RECORDS = {1: (DATA / "transfer_policy_search_seed1_20261128.json", "ispras_s1"),
                 2: (DATA / "transfer_policy_search_seed2_20261128.json", "ispras_s2")}
 AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb", "main": "dqn",
           "linucb_now": "linucb", "dqn_backlog": "dqn_backlog", "dqn_backlog_pace": "dqn_backlog",
-          "policy_search": "policy_search", "policy_search_strat": "policy_search"}
+          "policy_search": "policy_search", "policy_search_strat": "policy_search",
+          "policy_search_strat_paths": "policy_search"}
 TRAINING_CCS = {"dqn_backlog": ["reno", "cubic", "bbr", "bbr2"], "dqn_backlog_pace": ["reno", "cubic", "bbr", "bbr2"],
                 "policy_search": ["cubic", "bbr", "bbr2"],  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
-                "policy_search_strat": ["cubic", "bbr", "bbr2"]}
+                "policy_search_strat": ["cubic", "bbr", "bbr2"], "policy_search_strat_paths": ["cubic", "bbr", "bbr2"]}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HETERO = [("hetero_file", "bbr"), ("hetero_file", "bbr2")]
-HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO}  # beside the ISPRAS ones
+HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO,  # beside the ISPRAS ones
+                  "policy_search_strat_paths": HETERO}
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
@@ -385,6 +391,35 @@ def test_the_mixed_policy_search_waits_on_hetero_file_alone_and_wins_there_live(
     assert [k for k, c in cells.items() if c.accepted is False] == [("ispras_s2", "cubic"), ("ispras_s3", "bbr")]
     one_path = [b for b in r.get("live", "ispras_s2", "cubic", POLICY).path_bytes if min(b) == 0]
     assert len(one_path) == 1
+
+
+def test_the_stratified_policy_with_paths_challenged_again_wins_where_headroom_is_and_uses_both_paths():
+    """The stratified search's policy of 2026-11-28 (the same command gives it: its simulator side
+    to the digit), measured live again with the bindings that challenge a path again after a lost
+    PATH_RESPONSE: in every one of its live runs (182, every scheduler) XQUIC created and validated
+    both paths (the record it replaces had a run on s2 under BBRv2 that carried the file on one path).
+    On hetero_file, where fast_only shows more than 10% live headroom under both CCs, the policy
+    waits at every blocked decision and beats minRTT beyond the CI (the acceptance's win); the sign
+    of (policy - minRTT) is right in 8 of the 9 ISPRAS cells (the miss, s1 under BBRv1, as
+    before); 8 of 9 ISPRAS cells at 0.95x live minRTT: s1 under BBRv2 at 0.948, where the policy
+    sends at every sampled blocked decision, minRTT's answer (README, "Will a policy transfer?")."""
+    r, before = recorded("policy_search_strat_paths"), recorded("policy_search_strat")
+    for sim in (m for m in r.measurements if m.side == "sim"):
+        assert sim.goodput_mbps == before.get("sim", sim.scenario, sim.cc, sim.scheduler).goodput_mbps
+    live = [m for m in r.measurements if m.side == "live"]
+    assert sum(len(m.goodput_mbps) for m in live) == 182
+    for m in live:
+        assert m.paths_created == m.paths_validated == [2] * len(m.goodput_mbps), (m.scenario, m.cc, m.scheduler)
+        assert set(m.outcomes) == {"finished"}
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    for cell in HETERO:
+        c, pol = cells[cell], r.get("live", *cell, POLICY)
+        assert c.headroom_by == "fast_only" and c.headroom_live > transfer.HEADROOM and c.sign_live == "+", cell
+        assert pol.blocked > 0 and pol.waits == pol.blocked
+    assert [k for k in CELLS if not cells[k].sign_match] == [("ispras_s1", "bbr")]
+    assert [k for k in CELLS if not cells[k].accepted] == [("ispras_s1", "bbr2")]
+    assert 0.94 < cells["ispras_s1", "bbr2"].ratio_live < 0.95
+    assert r.get("live", "ispras_s1", "bbr2", POLICY).waits == 0
 
 
 @pytest.mark.parametrize("seed", SEED_RECORDS)
