@@ -182,6 +182,11 @@ class Record:
                    [Measurement(**m) for m in data["measurements"]])
 
 
+def say_now(text: str) -> None:
+    """A live run's line, out at once: a batch writes one per run, minutes apart, often into a pipe."""
+    print(text, flush=True)
+
+
 def _plain(x: Any) -> Any:
     if isinstance(x, np.generic):
         return x.item()
@@ -327,7 +332,7 @@ class LiveTally:
 
 
 def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], decision_every: int,
-                 datasets: Path | None = None, say: Callable[[str], None] = print) -> list[Measurement]:
+                 datasets: Path | None = None, say: Callable[[str], None] = say_now) -> list[Measurement]:
     """The cell's schedulers live in XQUIC on one verified testbed, their runs interleaved
     (run 0 of each, then run 1, ...), every ``decision_every``-th decision recorded; each
     scheduler's blocked decisions (with the policy's features) go to
