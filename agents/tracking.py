@@ -12,7 +12,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -50,13 +49,12 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
     uri = _resolved(uri)
     if not is_local(uri):
         return
+    from envs.errors import ConfigError, make_writable_dir  # not at the top: the helper process imports no envs
+
     directory = _local_path(uri).parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
+        make_writable_dir(directory)
     except OSError as err:
-        from envs.errors import ConfigError
         raise ConfigError(f"{field}={uri}: the local store's directory {directory} cannot be written "
                           f"({err.strerror or type(err).__name__}); give a writable one, or leave {field} unset "
                           f"for the local default store ({LOCAL_DEFAULT}, in the working directory)") from None

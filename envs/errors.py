@@ -40,26 +40,31 @@ def debug_argv(argv: list[str]) -> list[str]:
     return [a for a in argv if a != DEBUG_FLAG]
 
 
+def make_writable_dir(directory: Path) -> None:
+    """Make ``directory`` (with its parents) and check that a directory can be made in it, which
+    ``os.access`` does not tell for root; raises ``OSError`` naming what failed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    os.rmdir(tempfile.mkdtemp(dir=directory))
+
+
 def hydra_argv(argv: list[str]) -> list[str]:
-    """``debug_argv`` for an entry point run by Hydra, which also refuses, in one line and before any
-    work, an output directory that cannot be made (``hydra.run.dir``, or ``hydra.sweep.dir`` with
-    ``-m``; Hydra's defaults ``outputs/...`` and ``multirun/...``): Hydra makes it before the
-    program starts and would end in a traceback from pathlib. An interpolated part (``${now:...}``)
-    is checked up to the directory it starts in."""
+    """``debug_argv`` for an entry point run by Hydra, which also refuses, in one line (exit code 2)
+    and before any work, an output directory that cannot be made (``hydra.run.dir``, or
+    ``hydra.sweep.dir`` with ``-m``; Hydra's defaults ``outputs/...`` and ``multirun/...``): Hydra
+    makes it before the program starts and would end in a traceback from pathlib. An interpolated
+    part (``${now:...}``) is checked up to the directory it starts in."""
     argv = debug_argv(argv)
     sweep = "-m" in argv or "--multirun" in argv
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     value = next((a.split("=", 1)[1] for a in argv if a.lstrip("+~").startswith(key + "=")),
                  "multirun/${now:%Y-%m-%d}" if sweep else "outputs/${now:%Y-%m-%d}")
     static, interpolated, _ = value.partition("${")
-    where = Path(static) if not interpolated or static.endswith("/") else Path(static).parent
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        os.rmdir(tempfile.mkdtemp(dir=where))  # a directory can be made in it (root passes os.access anywhere)
-    except OSError as err:
-        print(f"error: {key}={value}: cannot make the run's output directory there "
-              f"({err.strerror or err}); give a writable {key}=<dir>", file=sys.stderr, flush=True)
-        sys.exit(2)
+    with ending(bad_input_code=2):
+        try:
+            make_writable_dir(Path(static) if not interpolated or static.endswith("/") else Path(static).parent)
+        except OSError as err:
+            raise ConfigError(f"{key}={value}: cannot make the run's output directory there "
+                              f"({err.strerror or err}); give a writable {key}=<dir>") from None
     return argv
 
 
