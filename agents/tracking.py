@@ -18,6 +18,9 @@ from typing import IO, Any, BinaryIO
 from urllib.parse import urlparse
 
 LOCAL_DEFAULT = "sqlite:///mlflow.db"  # MLflow's own default: mlflow.db in the working directory
+# MLflow 3.13 stopped opening a directory store (``file:``, a plain path) unless this is true
+# (its ``mlflow.environment_variables.MLFLOW_ALLOW_FILE_STORE``; mlflow/mlflow#18534)
+FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
 PROBE_TIMEOUT_S = 3.0
 LOCK_TIMEOUT_S = 120.0
 
@@ -51,6 +54,10 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
         return
     from envs.errors import ConfigError, make_writable_dir  # not at the top: the helper process imports no envs
 
+    if urlparse(uri).scheme != "sqlite" and not _file_store_opens():
+        raise ConfigError(f"{field}={uri}: MLflow {_mlflow_version()} opens no directory store (its file store is "
+                          f"in maintenance mode) unless {FILE_STORE_OPT_IN}=true; give a database store such as "
+                          f"sqlite:///{_local_path(uri) / 'mlflow.db'}, or set {FILE_STORE_OPT_IN}=true")
     directory = _local_path(uri).parent
     try:
         make_writable_dir(directory)
@@ -58,6 +65,19 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
         raise ConfigError(f"{field}={uri}: the local store's directory {directory} cannot be written "
                           f"({err.strerror or type(err).__name__}); give a writable one, or leave {field} unset "
                           f"for the local default store ({LOCAL_DEFAULT}, in the working directory)") from None
+
+
+def _mlflow_version() -> str:
+    from importlib.metadata import version
+    return version("mlflow")
+
+
+def _file_store_opens() -> bool:
+    """Whether the installed MLflow opens a directory store: before 3.13, or with the opt-in set
+    (read as MLflow reads a boolean variable: true or 1)."""
+    from packaging.version import Version
+    return (Version(_mlflow_version()) < Version("3.13")
+            or os.environ.get(FILE_STORE_OPT_IN, "").strip().lower() in ("true", "1"))
 
 
 def is_local(uri: str | None) -> bool:
@@ -278,6 +298,7 @@ def serve() -> None:
     log = RunLog()
     log.prepare()
     failed: BaseException | None = None
+    not_started: BaseException | None = None
     while True:
         try:
             name, args, kwargs, waits = pickle.load(calls)
@@ -287,13 +308,16 @@ def serve() -> None:
             if name == "end":
                 _quietly(log.end, "FAILED")
             _answer(answers, False, failed)
-            failed = None
+            if not_started is None:  # a run that never started fails every call that waits, with its reason
+                failed = None
             continue
         try:
             value = getattr(log, name)(*args, **kwargs)
         except Exception as err:
             if not waits:
                 failed = failed or err
+                if name == "start":
+                    not_started = err
                 continue
             _answer(answers, False, err)
             continue

@@ -402,6 +402,61 @@ def test_an_unanswering_tracking_server_is_refused_by_the_helper_process_too(bla
     assert time.monotonic() - t < 20
 
 
+def _mlflow_refuses_directory_stores() -> bool:
+    from importlib.metadata import version
+
+    from packaging.version import Version
+    return Version(version("mlflow")) >= Version("3.13")
+
+
+@pytest.mark.skipif(not _mlflow_refuses_directory_stores(), reason="this MLflow (< 3.13) opens directory stores")
+def test_a_directory_store_is_refused_before_training_unless_mlflow_is_told_to_open_it(work):
+    """MLflow 3.13 opens a directory store only with MLFLOW_ALLOW_FILE_STORE=true; train.py used to
+    train until its first checkpoint and then end with "AssertionError: RunLog.start first"."""
+    store = f"file:{work}/mlruns"
+    t = time.monotonic()
+    got, out = cli("train.py", [f"mlflow.tracking_uri={store}", "hydra.output_subdir=null",
+                                f"hydra.run.dir={work}/runs/filestore"], work, env={"MLFLOW_ALLOW_FILE_STORE": "false"})
+    assert got == 1 and f"mlflow.tracking_uri={store}: MLflow" in out, out[-3000:]
+    assert "set MLFLOW_ALLOW_FILE_STORE=true" in out and f"sqlite:///{work}/mlruns/mlflow.db" in out
+    assert "Traceback" not in out and "step/s" not in out  # refused before the first training step
+    assert time.monotonic() - t < 30
+
+
+def test_training_whose_mlflow_run_did_not_start_keeps_its_first_checkpoint(work):
+    """A store the checks before training let through and MLflow then cannot open (a local store
+    that is no database): train.py's MLflow helper process fails to start the run while training
+    runs; the first checkpoint, which names the run, is still written, without a run id, and the
+    run ends with MLflow's reason."""
+    store = work / "not_a_database.db"
+    store.write_text("this is no SQLite database\n" * 100)
+    out_dir = work / "runs" / "nostart"
+    done = subprocess.run([sys.executable, str(ROOT / "train.py"), f"mlflow.tracking_uri=sqlite:///{store}",
+                           "train.steps=3000", "train.checkpoint_every=1000", "train.eval_every=0",
+                           "hydra.output_subdir=null", f"hydra.run.dir={out_dir}"],
+                          cwd=work, capture_output=True, text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "error:" in out and "Traceback" not in out, out[-3000:]
+    assert "RunLog.start first" not in out
+    meta = json.loads((out_dir / "checkpoint" / "meta.json").read_text())
+    assert meta["steps_done"] >= 1000 and meta["mlflow_run_id"] is None and not meta["finished"]
+
+
+@pytest.mark.skipif(not _mlflow_refuses_directory_stores(), reason="this MLflow (< 3.13) opens directory stores")
+def test_a_run_that_did_not_start_gives_its_reason_at_every_call_that_waits(tmp_path, monkeypatch):
+    """The helper process answers each waiting call after a failed ``start`` with that failure, the
+    run's end too (a checkpoint's ``where`` after the first refusal got "RunLog.start first")."""
+    from agents.tracking import RunLogProcess, RunSpec
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "false")  # read by the helper process
+    with pytest.raises(ConfigError, match="opens no directory store") as ended:
+        with RunLogProcess() as log:
+            log.start(RunSpec(f"file:{tmp_path}/mlruns", "mpsched", "dqn-bbr2", None, {}))
+            for _ in range(2):
+                with pytest.raises(ConfigError, match="opens no directory store"):
+                    log.where()
+    assert "RunLog.start first" not in str(ended.value)
+
+
 def test_a_capped_run_says_so_in_table_and_json(work):
     args = ["file_mb=1000000", "env.max_duration_s=2", "runs=2", f"hydra.run.dir={work}/runs/capped"]
     got, out = cli("evaluate.py", args, work)
