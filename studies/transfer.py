@@ -17,7 +17,8 @@ cell (default: ispras_s1-s3 x cubic, bbr, bbr2), each scenario's own file (ISPRA
   blocked decisions (the fast path without window, another path with; ``envs.sim.roles``), in
   the simulator from the policy's own decisions, live from XQUIC's sampled decision records;
 - per input feature of the policy, its quantiles at the policy's blocked decisions in both;
-- the acceptance figures: live policy / live minRTT per cell (>= 0.95), the cells where a live
+- the acceptance figures: live policy / live minRTT per cell (>= 0.95), with its 95% CI and
+  whether the runs tell it from 0.95 (else about how many would, given their spread), the cells where a live
   heuristic or fixed split has more than 10% headroom over minRTT and whether the policy is above
   minRTT beyond the CI there, and the count of sign matches;
 - ``report.md``, ``cells.csv``, ``transfer.png`` and the measurements (``record.json``, with
@@ -433,6 +434,45 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     return float(x.mean() - y.mean()), float(stats.t.ppf(0.975, dof) * se)
 
 
+@dataclass(frozen=True)
+class RatioCI:
+    """Live policy / live minRTT with its 95% CI, and what the runs can tell about the acceptance
+    threshold: the ratio of means, its CI from the delta method on log(ratio) (the relative standard
+    errors of the two means add, Welch-Satterthwaite degrees of freedom), and the runs per scheduler at
+    which a CI of that width would just clear the threshold, given the spread measured."""
+
+    ratio: float
+    lo: float
+    hi: float
+    runs_to_tell: float  # inf: the ratio is at the threshold; nan: unknown
+
+    def verdict(self, threshold: float) -> str:
+        """``at least`` / ``below`` when the CI is on one side of ``threshold``, else ``undecided``."""
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return "n/a"
+        return "at least" if self.lo >= threshold else "below" if self.hi < threshold else "undecided"
+
+
+def ratio_ci(a: Sequence[float], b: Sequence[float], threshold: float = ACCEPT_RATIO) -> RatioCI:
+    """``RatioCI`` of mean(a) / mean(b) (finite runs only; nan with < 2 runs each or a mean <= 0)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) < 2 or len(y) < 2 or x.mean() <= 0 or y.mean() <= 0:
+        return RatioCI(math.nan, math.nan, math.nan, math.nan)
+    r = float(x.mean() / y.mean())
+    cx, cy = x.var(ddof=1) / x.mean() ** 2, y.var(ddof=1) / y.mean() ** 2  # squared coefficients of variation
+    vx, vy = cx / len(x), cy / len(y)
+    se = math.sqrt(vx + vy)
+    if se == 0:
+        return RatioCI(r, r, r, 1.0 if r != threshold else math.inf)
+    dof = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    half = float(stats.t.ppf(0.975, dof) * se)
+    gap = abs(math.log(r / threshold))
+    # n runs of each: z * sqrt((cx + cy) / n) = gap (the normal quantile: many runs)
+    runs = math.inf if gap == 0 else math.ceil((stats.norm.ppf(0.975) ** 2) * (cx + cy) / gap ** 2)
+    return RatioCI(r, r * math.exp(-half), r * math.exp(half), float(runs))
+
+
 def sign(diff: float, half: float) -> str:
     """``+`` / ``-`` when the difference is beyond its CI, ``0`` when within, ``?`` when unknown."""
     if not math.isfinite(diff):
@@ -454,6 +494,7 @@ class CellSummary:
     ratio_live: float  # live policy / live minRTT
     headroom_live: float  # best live heuristic / live minRTT - 1
     headroom_by: str
+    ratio_ci_live: RatioCI  # ratio_live with its CI, and the runs it would take to tell it from ACCEPT_RATIO
 
     @property
     def sign_match(self) -> bool | None:
@@ -483,9 +524,12 @@ def summarise(record: Record) -> list[CellSummary]:
         pol = g.get(("live", POLICY), (math.nan,))[0]
         heur = {s: v[0] for (side, s), v in g.items() if side == "live" and s not in (POLICY, "minrtt")}
         best = max(heur, key=lambda s: heur[s]) if heur else ""
+        lp, lb = record.get("live", scen, cc, POLICY), record.get("live", scen, cc, "minrtt")
         out.append(CellSummary(scen, cc, g, diff, sign(*diff["sim"]), sign(*diff["live"]),
                                pol / base if base > 0 else math.nan,
-                               heur[best] / base - 1 if best and base > 0 else math.nan, best))
+                               heur[best] / base - 1 if best and base > 0 else math.nan, best,
+                               ratio_ci(lp.goodput_mbps, lb.goodput_mbps) if lp and lb
+                               else RatioCI(math.nan, math.nan, math.nan, math.nan)))
     return out
 
 
@@ -506,6 +550,14 @@ def _cell(v: tuple[float, float, int] | None) -> str:
     if v is None or not math.isfinite(v[0]):
         return "n/a"
     return f"{v[0]:.2f} ± {v[1]:.2f} ({v[2]})"
+
+
+def _ratio_ci(r: RatioCI) -> str:
+    verdict = r.verdict(ACCEPT_RATIO)
+    if verdict == "n/a":
+        return "n/a"
+    tell = f" (~{r.runs_to_tell:.0f} runs)" if verdict == "undecided" and math.isfinite(r.runs_to_tell) else ""
+    return f"[{r.lo:.3f}, {r.hi:.3f}]: {verdict}{tell}"
 
 
 def _pct(x: float, signed: bool = True) -> str:
@@ -553,10 +605,16 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
               f"where a live heuristic or fixed split ({', '.join(FIXED_SPLITS)}, when measured) shows more than "
               f"{100 * HEADROOM:.0f}% headroom over minRTT.", ""]
     rows = [[c.scenario, c.cc, f"{c.ratio_live:.3f}" if math.isfinite(c.ratio_live) else "n/a",
-             {True: "yes", False: "no", None: "n/a"}[c.accepted], f"{_pct(c.headroom_live)} ({c.headroom_by})" if c.headroom_by else "n/a",
+             {True: "yes", False: "no", None: "n/a"}[c.accepted], _ratio_ci(c.ratio_ci_live),
+             f"{_pct(c.headroom_live)} ({c.headroom_by})" if c.headroom_by else "n/a",
              c.sign_live] for c in cells]
-    lines += [_md(["scenario", "cc", "policy/minRTT live", f">= {ACCEPT_RATIO}", "best live heuristic/split headroom",
-                   "policy vs minRTT live"], rows), ""]
+    lines += [_md(["scenario", "cc", "policy/minRTT live", f">= {ACCEPT_RATIO}", "95% CI: what the runs tell",
+                   "best live heuristic/split headroom", "policy vs minRTT live"], rows), ""]
+    told = [c.ratio_ci_live.verdict(ACCEPT_RATIO) for c in cells]
+    lines += [f"The CI of the ratio (delta method on its logarithm) shows it at least {ACCEPT_RATIO} in "
+              f"{told.count('at least')} cells and below in {told.count('below')}; {told.count('undecided')} "
+              "are undecided by these runs (the runs per scheduler that would tell, given the spread measured, "
+              "in brackets).", ""]
     wins = [c for c in cells if c.headroom_live > HEADROOM and c.sign_live == "+"]
     chances = [c for c in cells if c.headroom_live > HEADROOM]
     measured = [c.accepted for c in cells if c.accepted is not None]
@@ -606,7 +664,8 @@ def _csv(record: Record, cells: list[CellSummary], path: Path) -> None:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["scenario", "cc", "scheduler", "side", "goodput_mbps", "ci95", "runs", "path1_share",
-                    "blocked_decisions", "wait_share", "sign", "sign_match", "ratio_to_minrtt"])
+                    "blocked_decisions", "wait_share", "sign", "sign_match", "ratio_to_minrtt", "ratio_ci95_lo",
+                    "ratio_ci95_hi", "ratio_verdict", "runs_to_tell"])
         for c in cells:
             for s in record.schedulers():
                 for side in SIDES:
@@ -615,9 +674,11 @@ def _csv(record: Record, cells: list[CellSummary], path: Path) -> None:
                         continue
                     mean, ci, n = c.goodput[side, s]
                     base = c.goodput.get((side, "minrtt"), (math.nan,))[0]
+                    r = c.ratio_ci_live if (side, s) == ("live", POLICY) else None
                     w.writerow([c.scenario, c.cc, s, side, mean, ci, n, m.path_share[0], m.blocked, m.wait_share,
                                 c.sign_sim if side == "sim" else c.sign_live if s == POLICY else "",
-                                c.sign_match if s == POLICY else "", mean / base if base else math.nan])
+                                c.sign_match if s == POLICY else "", mean / base if base else math.nan,
+                                *((r.lo, r.hi, r.verdict(ACCEPT_RATIO), r.runs_to_tell) if r else ("", "", "", ""))])
 
 
 def _figure(cells: list[CellSummary], scheds: list[str], path: Path) -> None:

@@ -439,6 +439,34 @@ def test_the_main_job_with_paths_challenged_again_is_a_minrtt_clone_on_both_side
     cells = {(c.scenario, c.cc): c for c in summarise(r)}
     assert all(cells[k].sign_match for k in CELLS)
     assert [k for k in CELLS if not cells[k].accepted] == [("ispras_s1", "bbr2")]
+    # the miss is not told from 0.95 by five runs: its CI spans 0.73-1.10 and about 40 runs of each
+    # would tell a ratio of 0.89 at that spread; s2 under BBRv2 (0.99) is undecided too
+    verdicts = {k: cells[k].ratio_ci_live.verdict(transfer.ACCEPT_RATIO) for k in CELLS}
+    assert [k for k in CELLS if verdicts[k] != "at least"] == [("ispras_s1", "bbr2"), ("ispras_s2", "bbr2")]
+    assert set(verdicts.values()) == {"at least", "undecided"}
+    miss = cells["ispras_s1", "bbr2"].ratio_ci_live
+    assert miss.lo < transfer.ACCEPT_RATIO < miss.hi and 30 <= miss.runs_to_tell <= 50
+
+
+def test_the_ratio_ci_is_the_delta_method_on_the_log_ratio():
+    """``ratio_ci``: a policy whose runs are minRTT's times 0.9 has a ratio of 0.9 whose CI is
+    symmetric in log around it, of the width the two samples' coefficients of variation give; the
+    runs to tell it from 0.95 fall as the gap widens; too few runs or a CI on one side give n/a or
+    a verdict."""
+    base = np.array([10.0, 12.0, 8.0, 11.0, 9.0])
+    r = transfer.ratio_ci(0.9 * base, base)
+    assert r.ratio == pytest.approx(0.9) and math.log(r.hi / r.ratio) == pytest.approx(math.log(r.ratio / r.lo))
+    cv2 = base.var(ddof=1) / base.mean() ** 2
+    from scipy import stats
+    half = stats.t.ppf(0.975, 8) * math.sqrt(2 * cv2 / 5)  # equal variances: Welch's dof is n1 + n2 - 2
+    assert math.log(r.hi / r.ratio) == pytest.approx(half)
+    assert r.verdict(0.95) == "undecided"
+    assert transfer.ratio_ci(0.7 * base, base).runs_to_tell < r.runs_to_tell
+    assert transfer.ratio_ci(0.5 * base, base).verdict(0.95) == "below"
+    assert transfer.ratio_ci(base, base).verdict(0.95) == "undecided"  # equal means, too spread for five runs
+    steady = np.array([10.0, 10.1, 9.9, 10.05, 9.95])
+    assert transfer.ratio_ci(steady, steady).verdict(0.95) == "at least"
+    assert transfer.ratio_ci([10.0], base).verdict(0.95) == "n/a"
 
 
 @pytest.mark.parametrize("seed", SEED_RECORDS)
