@@ -25,7 +25,7 @@ re-recorded, with the reason) are kept, as text, in the cell's ``failed``. A liv
 also keep ``path_bytes`` (the bytes each path delivered, XQUIC's per-path receive counters or the
 kernel's per-subflow acknowledged bytes) and ``paths_validated`` (how many paths XQUIC found active;
 ``paths_created``, how many it created), one entry per run, ``null`` for a run recorded without them
-(every run before 2026-11-29 07:00 UTC: a cell of those simply lacks the fields).
+(every run before 2026-11-29 06:05 UTC: a cell of those simply lacks the fields).
 
 A table re-recorded after a change of the harness replaces the served one only once every cell has
 its runs; the table it replaces is kept in ``tests/data/live/pfifo/`` (recorded on the
