@@ -23,7 +23,11 @@ before its runs (``envs.live.verification``; a testbed that fails it is refused,
 written to the table's notes and the testbed is tried once more). A table already on disk is
 continued: a cell gets only the runs it lacks, so an interrupted recording resumes where it
 stopped (delete the file to record afresh). Each run's 1-minute load average is stored beside
-its value. Needs root and the live setup (``python -m envs.live.setup --xquic``).
+its value; an ``ispras`` or ``grid`` run also keeps the bytes each path delivered (``path_bytes``)
+and, on XQUIC, how many paths it created and validated. ``ispras --replace-unsplit`` records the
+named cells afresh: their runs kept without per-path bytes move to the cell's ``failed`` (value,
+load, outcome; a note says when), so an interrupted re-recording resumes too. Needs root and the
+live setup (``python -m envs.live.setup --xquic``).
 """
 
 from __future__ import annotations
@@ -108,12 +112,39 @@ class Recorder:
         have = self.cells.get(self._id(key, metric))
         return max(0, runs - (len(have["runs"]) if have else 0))
 
-    def add(self, key: dict, metric: str, value: float, outcome: str, load: float) -> None:
+    def add(self, key: dict, metric: str, value: float, outcome: str, load: float,
+            per_run: dict | None = None) -> None:
+        """One run's value; ``per_run`` its optional per-run fields (``path_bytes``, ``paths_created``,
+        ``paths_validated``; envs/live/reference.py), ``null`` for earlier runs recorded without them."""
         c = self.cell(key, metric)
+        for name in per_run or {}:
+            c.setdefault(name, [None] * len(c["runs"]))
+        for name in [n for n in ("path_bytes", "paths_created", "paths_validated") if n in c]:
+            c[name].append((per_run or {}).get(name))
         c["runs"].append(round(float(value), 4))
         c["load"].append(load)
         c["outcomes"].append(outcome)
         self.write()
+
+    def replace_unsplit(self, key: dict, metric: str, why: str) -> int:
+        """Move the cell's runs kept without per-path bytes to its ``failed`` (value, load, outcome),
+        so that the cell is recorded afresh with them; how many were moved."""
+        c = self.cells.get(self._id(key, metric))
+        if c is None:
+            return 0
+        split = c.get("path_bytes", [None] * len(c["runs"]))
+        keep = [i for i, b in enumerate(split) if b is not None]
+        moved = [i for i in range(len(c["runs"])) if i not in keep]
+        for i in moved:
+            outcome = c["outcomes"][i] if i < len(c.get("outcomes", [])) else "not recorded"
+            c["failed"].append(f"replaced {utc_now()} ({why}), recorded at load {c['load'][i]:.2f}: "
+                               f"{metric} {c['runs'][i]} (outcome {outcome})")
+        for name in ("runs", "load", "outcomes", "path_bytes", "paths_created", "paths_validated"):
+            if name in c and len(c[name]) == len(split):
+                c[name] = [c[name][i] for i in keep]
+        if moved:
+            self.write()
+        return len(moved)
 
     def fail(self, key: dict, metric: str, error: str, load: float) -> None:
         self.cell(key, metric)["failed"].append(f"{utc_now()} (load {load:.2f}): {error}")
@@ -167,15 +198,19 @@ def verified_testbed(rec: Recorder, scenario: Scenario, label: str) -> Iterator[
 
 
 def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
-                measure: Callable[[], tuple[tuple[float, ...] | None, str]]) -> None:
-    """Run ``measure`` (-> one value per metric, or None on failure; the outcome or the error) for
+                measure: Callable[[], tuple]) -> None:
+    """Run ``measure`` (-> one value per metric, or None on failure; the outcome or the error;
+    optionally a third item, the run's per-path fields for ``Recorder.add``) for
     each run ``key`` lacks, keeping every value (and every failure) as soon as it is measured. A cell
     that had runs already and gets more says so in the table's notes (when, how many, the load, the
     kernel and the command), so an extended cell is told apart from one recorded in one session."""
     had, start, loads = len(rec.cell(key, metrics[0])["runs"]), utc_now(), []
     for _ in range(rec.missing(key, metrics[0], runs)):
+        per_run: dict | None = None
         try:
-            values, outcome = measure()
+            got = measure()
+            values, outcome = got[0], got[1]
+            per_run = got[2] if len(got) > 2 else None
         except LiveError as err:
             values, outcome = None, f"{type(err).__name__}: {err}"
         load = load1()
@@ -184,8 +219,12 @@ def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
             rec.fail(key, metrics[0], outcome, load)
         else:
             for metric, value in zip(metrics, values):
-                rec.add(key, metric, value, outcome, load)
+                rec.add(key, metric, value, outcome, load, per_run)
         shown = ", ".join(f"{m} {v:.3f}" for m, v in zip(metrics, values)) if values is not None else "FAILED"
+        if per_run and per_run.get("path_bytes") is not None:
+            shown += ", paths " + "/".join(f"{b / 1e6:.2f}" for b in per_run["path_bytes"]) + " MB"
+            if per_run.get("paths_validated") is not None:
+                shown += f" ({per_run['paths_created']} created, {per_run['paths_validated']} validated)"
         print(f"  {json.dumps(key)}: {shown} ({outcome}, load {load:.2f})", flush=True)
     now = len(rec.cell(key, metrics[0])["runs"])
     if had and loads:
@@ -195,9 +234,12 @@ def record_runs(rec: Recorder, key: dict, metrics: tuple[str, ...], runs: int,
 
 
 def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,
-                     capped: bool) -> tuple[tuple[float, ...] | None, str]:
-    """One transfer's goodput (Mbit/s) and outcome; None and the error for a failed run. A
-    ``capped`` XQUIC transfer ends at its time cap by design (outcome ``timeout``)."""
+                     capped: bool) -> tuple[tuple[float, ...] | None, str, dict | None]:
+    """One transfer's goodput (Mbit/s), outcome and per-path fields (the bytes each path delivered,
+    ``TransferResult.path_bytes``: XQUIC's per-path receive counters, as the transfer report keeps
+    them; on XQUIC the paths created and validated, ``envs.live.xquic.paths_validated``); None and the
+    error for a failed run. A ``capped`` XQUIC transfer ends at its time cap by design (outcome
+    ``timeout``)."""
     backend = get_backend(LIVE_BACKEND[stack])
     sched = {"scheduler": "minrtt"} if stack == "xquic" else {}
     result, retried = run_transfer(backend, tb, cc, workload, LiveOptions(backend=LIVE_BACKEND[stack]), sched)
@@ -205,13 +247,18 @@ def transfer_goodput(stack: str, tb: Testbed, cc: str, workload: WorkloadSpec,
     if capped and outcome == "timeout":
         outcome = f"capped at {workload.duration_s:g} s"
     elif result.error:
-        return None, f"{outcome}: {result.error}"
+        return None, f"{outcome}: {result.error}", None
     if retried:
         outcome += f" (after {retried} MPTCP fallback retries)"
     resumed = int(result.extra.get("sends_resumed", 0))
     if resumed:  # XQUIC had left the connection stuck and the event loop resumed it (envs/live/xquic.py)
         outcome += f" ({resumed} stuck send{'s' if resumed > 1 else ''} resumed)"
-    return (float(result.metrics()["goodput_mbps"][0]),), outcome
+    per_run: dict = {"path_bytes": [round(float(b)) for b in result.path_bytes]}
+    if stack == "xquic":
+        from envs.live.xquic import paths_validated
+        per_run.update(paths_created=int(result.extra.get("paths_created", 0)),
+                       paths_validated=paths_validated(result.extra))
+    return (float(result.metrics()["goodput_mbps"][0]),), outcome, per_run
 
 
 def stack_version(stack: str) -> str:
@@ -227,6 +274,15 @@ def record_ispras(a: argparse.Namespace) -> None:
                    "(configs/scenario) otherwise unchanged; scheduler: "
                    + ("XQUIC's minrtt." if a.stack == "xquic" else "the kernel's default MPTCP scheduler."))
     sched = "minrtt" if a.stack == "xquic" else "kernel"
+    if a.replace_unsplit:
+        why = "re-recorded with per-path bytes by record_reference.py --replace-unsplit"
+        for name in a.scenarios.split(","):
+            for cc in a.ccs.split(","):
+                moved = rec.replace_unsplit({"scenario": name, "cc": cc, "scheduler": sched}, "goodput_mbps", why)
+                if moved:
+                    rec.note(f"[{utc_now()}, load {load1():.2f}] Cell scenario={name}, cc={cc}: its {moved} runs "
+                             "without per-path bytes moved to its failed, the cell recorded afresh with them "
+                             f"by: {rec.command}.")
     for name in a.scenarios.split(","):
         scen = load_scenario(name).with_workload(file_mb=a.file_mib * MIB / 1e6)
         todo = [cc for cc in a.ccs.split(",") if rec.missing(
@@ -312,6 +368,8 @@ def main() -> int:
     p.add_argument("--scenarios", default="ispras_s1,ispras_s2,ispras_s3")
     p.add_argument("--ccs")
     p.add_argument("--file-mib", type=float, default=ISPRAS_FILE_MIB)
+    p.add_argument("--replace-unsplit", action="store_true",
+                   help="record the named cells afresh: runs kept without per-path bytes move to the cell's failed")
     p = sub.add_parser("grid", parents=[common], help="single path: random loss x jitter x CCs, bulk")
     p.add_argument("--stack", choices=tuple(STACK_CCS), required=True)
     p.add_argument("--loss", default="0,0.5,2", help="random loss, %% per direction")

@@ -67,6 +67,7 @@ from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.features import feature_set
 from envs.live.provenance import load_average, utc_now
 from envs.live.provenance import provenance as live_provenance
+from envs.live.xquic import paths_validated  # one home: the reference recorder keeps it too
 from envs.metrics import mean_ci
 from envs.scenario import Scenario, resolve_scenarios
 from envs.schema import LiveOptions
@@ -384,15 +385,6 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                                len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date,
                                t.paths_created, t.paths_validated))
     return out
-
-
-def paths_validated(extra: dict) -> int:
-    """How many paths of a live XQUIC run the client found active (``path_validated_s`` not NaN; the
-    first path counts from the handshake); ``paths_created`` for an extension without the field."""
-    times = extra.get("path_validated_s")
-    if times is None:
-        return int(extra.get("paths_created", 0))
-    return sum(1 for x in times if not math.isnan(float(x)))
 
 
 def live_scheduler(p: Policy, name: str) -> str:

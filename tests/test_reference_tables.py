@@ -147,3 +147,53 @@ def test_an_extended_cell_says_so_in_the_notes(tmp_path, monkeypatch):
     notes = table.provenance.notes
     assert "scenario=ispras_s1, cc=cubic, scheduler=kernel extended from 3 to 5 runs" in notes
     assert f"kernel {platform.release()}" in notes and "--runs 5" in notes
+
+
+def test_per_path_fields_load_and_old_cells_lack_them(tmp_path):
+    """A run may keep the bytes each path delivered and the paths XQUIC created and validated
+    (null for a run recorded without them); a cell recorded before them has none and still loads."""
+    raw = copy.deepcopy(FIXTURE)
+    raw["cells"][0].update(path_bytes=[[2e7, 1e6], None, [1.5e7, 6e6]], paths_created=[2, None, 2],
+                           paths_validated=[2, None, 1])
+    table = load_reference("tiny", write(tmp_path, raw))
+    c = table.cell(scenario="ispras_s1", cc="bbr", scheduler="minrtt")
+    assert c.path_bytes == ((2e7, 1e6), None, (1.5e7, 6e6)) and c.paths_validated == (2, None, 1)
+    assert c.path_share() == pytest.approx((3.5e7 / 4.2e7, 7e6 / 4.2e7))
+    old = table.cell(scenario="ispras_s1", cc="cubic", scheduler="minrtt")
+    assert old.path_bytes == () and old.path_share() == ()
+    assert "path_bytes" not in table.to_dict()["cells"][1]  # an old cell is written back as it was
+    assert table_from_dict(table.to_dict(), "tiny") == table
+    for bad, message in (({"path_bytes": [[1.0, 2.0]]}, "one entry per run"),
+                         ({"paths_validated": [2, 2, "yes"]}, "counts")):
+        broken = copy.deepcopy(FIXTURE)
+        broken["cells"][0].update(bad)
+        with pytest.raises(ConfigError, match=message):
+            load_reference("tiny", write(tmp_path, broken))
+
+
+def test_the_recorder_keeps_per_path_bytes_and_replaces_unsplit_runs(tmp_path, monkeypatch):
+    """record_runs keeps a measure's per-path fields beside its value (earlier runs without them
+    null); replace_unsplit moves the runs without them to the cell's failed, so the cell is
+    recorded afresh, and leaves the split runs of an interrupted re-recording in place."""
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import record_reference
+
+    monkeypatch.setattr(sys, "argv", ["record_reference.py", "ispras", "--stack", "xquic", "--runs", "3"])
+    key = {"scenario": "ispras_s1", "cc": "bbr", "scheduler": "minrtt"}
+    rec = record_reference.Recorder("ispras_xquic", "xquic", "d67938db705c", tmp_path, "A note.")
+    for value in (40.0, 41.0, 42.0):
+        rec.add(key, "goodput_mbps", value, "finished", 4.0)  # an old run: no per-path fields
+    assert record_reference.Recorder("ispras_xquic", "xquic", "x", tmp_path, "").replace_unsplit(
+        key, "goodput_mbps", "test") == 3
+    rec = record_reference.Recorder("ispras_xquic", "xquic", "x", tmp_path, "")
+    split = {"path_bytes": [19000000, 1971520], "paths_created": 2, "paths_validated": 2}
+    record_reference.record_runs(rec, key, ("goodput_mbps",), 3, lambda: ((47.0,), "finished", split))
+    c = load_reference("ispras_xquic", tmp_path).cell(**key)
+    assert c.runs == (47.0,) * 3 and c.path_bytes == ((19000000.0, 1971520.0),) * 3 and c.paths_validated == (2,) * 3
+    assert len(c.failed) == 3 and "goodput_mbps 40.0 (outcome finished)" in c.failed[0]
+    assert rec.replace_unsplit(key, "goodput_mbps", "test") == 0  # a resumed re-recording keeps its runs
+    rec.add(key, "goodput_mbps", 46.0, "finished", 1.0)  # a run without them: null beside the others
+    assert load_reference("ispras_xquic", tmp_path).cell(**key).path_bytes[-1] is None

@@ -19,10 +19,6 @@ from envs.live.reference import ReferenceCell, available_references, load_refere
 
 RUNS = 5  # simulated connections per cell
 
-BBR2_MODEL = ("modelled: xqc_bbr2.c's loss response judged against the acknowledged packets' send-time flight "
-              "(rs.tx_in_flight), its whole-packet loss threshold, RECOVERY and LOSS modes and constants, and "
-              "delivery-rate samples over the longer of the ACK and send intervals (xqc_sample.c), under which "
-              "XQUIC's BBRv2 collapses towards CUBIC's level on these paths, as live")
 LINUX_BBR = ("modelled: tcp_bbr.c's packet conservation in recovery, cwnd -= rs->losses and long-term "
              "bandwidth sampling (bbr_lt_bw_sampling), the per-packet min_rtt that sets RACK's window, and "
              "delivery-rate samples over the longer of the ACK and send intervals (tcp_rate.c). Identified "
@@ -62,16 +58,6 @@ LINUX_BBR = ("modelled: tcp_bbr.c's packet conservation in recovery, cwnd -= rs-
              "to 11.9 ms, the least of RTT samples with 7 ms of round-trip jitter, and cwnd (2 x bw x min_rtt, "
              "63 packets at bw 18.9) binds in 30% of the samples, where the model's rtprop is 14.5 ms and its "
              "bandwidth estimate twice as high (36.4): that part is not identified")
-BBR2_LONG_PATH = ("live per-path telemetry (one transfer each, ispras_s1 and s2, load average 2.7-4.3): the gap is "
-                  "on the 80 ms path, whose bandwidth estimate is 1.96 and 2.84 Mbit/s live against 4.36 and 3.81 "
-                  "in the model (cwnd 17 and 28 kB against 43 and 36), the 20 ms path within a third (2.05 and 2.07 "
-                  "against 2.57 and 2.63 Mbit/s, cwnd 5.7 against 5.8 kB); XQUIC declares 5-7% of the long path's "
-                  "packets lost, the model 4.4% (2.5-6.8% over its runs); candidate: xqc_pacing.c's burst allowance "
-                  "(xqc_pacing_max_burst_size: XQC_MAX_BURST_NUM, 10 MSS, or 2 ms at the pacing rate if more) lets a "
-                  "window-limited paced flow send short trains that "
-                  "the jitter reorders past the packet threshold, where the model spaces paced packets evenly (with "
-                  "trains of up to 10 packets the model falls to 2.71 and 3.07 Mbit/s, below live, but BBRv1 rises "
-                  "to 57: a bound, not the mechanism)")
 CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC and Reno run level on these lossy, "
               "jittery paths and a 3-run cell is one draw from a wide spread. benchmarks/slow_start_live.py "
               "(2026-11-28, the tables' testbed and transfer, load average 3.3-5.5) gave ispras_s1 CUBIC 10.06, 9.41, "
@@ -140,22 +126,30 @@ GAPS: dict[tuple[str, str], str] = {
         "rests on the 1448-byte packet, which hides a mechanism under jitter that keeps live XQUIC faster "
         "than the model (docs/transport.md, \"Stack profiles\": CUBIC)",
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
-        "sim 31.21 vs live 47.65 [44.83-51.08] Mbit/s over 10 runs (x0.65) recorded afresh 2026-11-29 with the "
-        "bindings that challenge a path left validating again (revalidate_paths; load 4.2-5.0, a CPU-bound "
-        "simulation beside it, which can only slow a live sender). It passed (x0.80) against the earlier 3 runs of "
-        "the older bindings, 38.97 [28.14-45.03], only inside the range their one run at 28.14 widened (that "
-        "table keeps no per-path bytes, so whether it ran on one path is not known); their low-load check gave "
-        "43.56 [42.64-44.65] (x0.72), the packet-buffer record 44.1 [43.2-44.9] (x0.71), and live minRTT's s1 "
-        "BBRv1 cells of the transfer records 45.8-50.3 (10 MB files, README). The simulated BBRv1 under XQUIC's "
-        "constants (xqc_bbr.c: cwnd gain 2.5, twice the extra_acked term) overflows the 1 BDP buffers and resends "
-        "every spurious declaration; missing: the burstier live ACK stream (extra_acked is small in the fluid "
-        "core's per-step ACKs, see the two-flow queue) and the loss pattern it leaves; not identified further",
-    ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
-        "sim 6.22 vs live 4.69 [3.73-6.15] Mbit/s over 10 runs (x1.33; 0.07 above the range) recorded afresh "
-        "2026-11-29 with the bindings that challenge a path left validating again (revalidate_paths; the earlier "
-        "3 runs of the older bindings, 4.87 [4.18-5.62], x1.28; the packet-buffer record 4.64 [4.04-5.06], x1.34; "
-        "13.2 before; 6.39 before the path setup): " + BBR2_MODEL
-        + "; here it stays a third above; " + BBR2_LONG_PATH,
+        "sim 31.21 vs live 43.85 [39.85-45.90] Mbit/s over 10 runs (x0.71) recorded afresh 2026-11-29 06:05 UTC with "
+        "each run's per-path bytes, the machine otherwise idle (the stored load 1.7-2.5 is the runs' own); the record "
+        "it replaced, at load 4.2-5.0 beside a simulation, 47.65 [44.83-51.08] (x0.65), the older bindings' 3 runs "
+        "38.97 [28.14-45.03] (x0.80), the packet-buffer record 44.1 [43.2-44.9] (x0.71). The gap is on path 1 (70 "
+        "Mbit/s, 80 ms): live it carries 72.7% of the bytes (31.9 Mbit/s; path 2 12.0, both paths validated in "
+        "every run), the model 13.60 MB of 20.97 (20.2 Mbit/s; path 2 11.0, x0.92). Live per-path telemetry "
+        "(XquicTransfer every 5 ms, 5 transfers of 42.6-51.2 Mbit/s, load 2.5-2.9): Startup fills the queue as in "
+        "the model (srtt 166-172 ms), then XQUIC's path-1 bandwidth estimate (xqc_bbr_get_bandwidth) stays at "
+        "31-63 Mbit/s, below the link's 70, and falls through ProbeBW (59.2, 53.3, 48.9 in one transfer) although "
+        "the sender sends at its pacing rate (sent/pacing 1.00 over 80 ms windows) and its 1.25 probes reach 66-79; "
+        "it paces below capacity, keeps no standing queue (srtt 74-77 ms, min_rtt 66-70), loses 7.7-11.2% of "
+        "path 1's packets in the network, mostly in Startup, and sends copies of 33-37% of them (ctl_lost_count "
+        "counts copies sent: XQUIC drops a copy whose original is acknowledged before it leaves, xqc_conn.c "
+        "xqc_path_send_packets -> xqc_check_acked_or_dropped_pkt -> xqc_send_ctl.c "
+        "xqc_send_ctl_indirectly_ack_or_drop_po): 23.6-25.6 MB sent for 14.8-15.9 delivered. The model's path 1 "
+        "estimates the link's rate (bw up to 74.7, pacing 73.5 on average), keeps the 1 BDP buffer full (srtt 148 "
+        "ms, queue 523 kB on average) and declares 75% of its packets lost (reordering.py's rfc9002 table at 0.165 "
+        "ms spacing against 3.16 ms of round-trip jitter: 0.75), every one resent (FL_SPUR_PENDING, never "
+        "cancelled): 48 MB sent for 13.6 delivered; with no spurious resend at all it gives 74.5 Mbit/s (path 1 "
+        "58.0), so the resends set the cell and live lies between. ispras_s2 BBRv1 (x0.89, passes) shows both "
+        "errors on its 70 Mbit/s path, cancelling there: live bw 20-42 Mbit/s, pacing 24-34, srtt 14 ms against "
+        "min_rtt 7, copies of 32-34% (2 transfers, load 1.5-1.6); the model bw up to 76, pacing 75, declared 76%. "
+        "Not identified: why XQUIC's delivery-rate samples (xqc_sample.c) stay below what it sends, and how many "
+        "packets it declares lost (detected_loss of its close report, which these runs left empty)",
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
         "sim 68.53 vs live 40.10 [29.38-53.06] Mbit/s over 10 runs (x1.71; its first 3 runs 43.8 [29.9-53.1], "
         "x1.57; the runs fall near 30, 29.4-31.3 in 5, or near 50, 46.9-53.1 in 5, the model above both) on the "

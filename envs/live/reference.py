@@ -21,7 +21,11 @@ Every cell holds every run's value and the 1-minute load average of the machine 
 ended (the recording machine is shared; the load says how busy it was). A cell holds at least
 ``MIN_RUNS`` runs; cells recorded with fewer (an interrupted recording) are kept apart in
 ``incomplete`` and never served by ``cell()``. Runs not counted (an error, or a run found distorted and
-re-recorded, with the reason) are kept, as text, in the cell's ``failed``.
+re-recorded, with the reason) are kept, as text, in the cell's ``failed``. A live transfer's run may
+also keep ``path_bytes`` (the bytes each path delivered, XQUIC's per-path receive counters or the
+kernel's per-subflow acknowledged bytes) and ``paths_validated`` (how many paths XQUIC found active;
+``paths_created``, how many it created), one entry per run, ``null`` for a run recorded without them
+(every run before 2026-11-29 06:05 UTC: a cell of those simply lacks the fields).
 
 A table re-recorded after a change of the harness replaces the served one only once every cell has
 its runs; the table it replaces is kept in ``tests/data/live/pfifo/`` (recorded on the
@@ -79,6 +83,11 @@ class ReferenceCell:
     load: tuple[float, ...]  # 1-minute load average at each run
     outcomes: tuple[str, ...] = ()  # per run, how the transfer ended (e.g. "finished", "ooo_abort")
     failed: tuple[str, ...] = ()  # runs not in ``runs`` (an error, or replaced as distorted): what and why
+    # per run, when recorded (else () or None for that run): the bytes each path delivered, and how many
+    # paths XQUIC created and found active (README, "XQUIC": a path left validating carries nothing)
+    path_bytes: tuple[tuple[float, ...] | None, ...] = ()
+    paths_created: tuple[int | None, ...] = ()
+    paths_validated: tuple[int | None, ...] = ()
 
     @property
     def mean(self) -> float:
@@ -94,6 +103,14 @@ class ReferenceCell:
 
     def label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.key.items()) + f" ({self.metric})"
+
+    def path_share(self) -> tuple[float, ...]:
+        """Each path's share of the bytes delivered over the runs that kept them (() if none did)."""
+        kept = [b for b in self.path_bytes if b is not None]
+        if not kept:
+            return ()
+        tot = [math.fsum(b[i] for b in kept) for i in range(len(kept[0]))]
+        return tuple(t / math.fsum(tot) for t in tot) if math.fsum(tot) > 0 else ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +140,9 @@ class ReferenceTable:
         def cell(c: ReferenceCell) -> dict[str, Any]:
             d = asdict(c)
             d["key"] = dict(c.key)
-            return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
+            d["path_bytes"] = [None if b is None else list(b) for b in c.path_bytes]
+            return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items()
+                    if not (k in _PER_RUN_OPTIONAL and not v)}  # a cell without them lacks the fields
 
         return {"name": self.name, "provenance": asdict(self.provenance),
                 "cells": [cell(c) for c in self.cells], "incomplete": [cell(c) for c in self.incomplete]}
@@ -148,6 +167,32 @@ def _numbers(table: str, where: str, field_name: str, raw: Any) -> tuple[float, 
     return tuple(float(x) for x in raw)
 
 
+_PER_RUN_OPTIONAL = ("path_bytes", "paths_created", "paths_validated")
+
+
+def _per_run(table: str, where: str, raw: dict, n: int) -> dict[str, tuple]:
+    """The optional per-run fields (absent from cells recorded before them), each entry of a run
+    recorded without them ``None``."""
+    out: dict[str, tuple] = {}
+    for name in _PER_RUN_OPTIONAL:
+        vals = raw.get(name)
+        if vals is None:
+            continue
+        if not isinstance(vals, list) or len(vals) != n:
+            raise ConfigError(f"reference table {table!r}, {where}: {name} must be a list of one entry per run "
+                              f"({n}), got {vals!r}")
+        if name == "path_bytes":
+            for v in vals:
+                if v is not None:
+                    _numbers(table, where, name, v)
+            out[name] = tuple(None if v is None else tuple(float(x) for x in v) for v in vals)
+        else:
+            if not all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) for v in vals):
+                raise ConfigError(f"reference table {table!r}, {where}: {name} must hold counts (or null), got {vals!r}")
+            out[name] = tuple(vals)
+    return out
+
+
 def _cell(table: str, index: int, raw: Any, min_runs: int) -> ReferenceCell:
     where = f"cell {index}"
     if not isinstance(raw, dict):
@@ -161,7 +206,7 @@ def _cell(table: str, index: int, raw: Any, min_runs: int) -> ReferenceCell:
     if not isinstance(key, dict) or not key or not all(isinstance(v, str | int | float) for v in key.values()):
         raise ConfigError(f"reference table {table!r}, {where}: key must be a non-empty mapping of names to "
                           f"strings or numbers, got {key!r}")
-    unknown = set(raw) - {"key", "metric", "runs", "load", "outcomes", "failed"}
+    unknown = set(raw) - {"key", "metric", "runs", "load", "outcomes", "failed", *_PER_RUN_OPTIONAL}
     if unknown:
         raise ConfigError(f"reference table {table!r}, {where}: unknown field(s) {', '.join(sorted(unknown))}")
     runs = _numbers(table, where, "runs", raw["runs"])
@@ -176,7 +221,7 @@ def _cell(table: str, index: int, raw: Any, min_runs: int) -> ReferenceCell:
     if outcomes and len(outcomes) != len(runs):
         raise ConfigError(f"reference table {table!r}, {where}: {len(outcomes)} outcomes for {len(runs)} runs")
     return ReferenceCell(key=dict(key), metric=str(raw["metric"]), runs=runs, load=load, outcomes=outcomes,
-                         failed=tuple(str(x) for x in raw.get("failed", ())))
+                         failed=tuple(str(x) for x in raw.get("failed", ())), **_per_run(table, where, raw, len(runs)))
 
 
 def table_from_dict(raw: Any, name: str) -> ReferenceTable:

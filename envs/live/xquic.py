@@ -175,6 +175,15 @@ def close_line(report: str) -> str:
     return " ".join(f"{k}={fields[k]}" for k in CLOSE_FIELDS if k in fields)
 
 
+def paths_validated(extra: dict) -> int:
+    """How many paths of a live XQUIC run the client found active (``path_validated_s`` not NaN; the
+    first path counts from the handshake); ``paths_created`` for an extension without the field."""
+    times = extra.get("path_validated_s")
+    if times is None:
+        return int(extra.get("paths_created", 0))
+    return sum(1 for x in times if not math.isnan(float(x)))
+
+
 class XquicResult(TransferResult):
     """A TransferResult whose per-path bytes are what the server received on each path (XQUIC's
     path statistics), with XQUIC's own counters in ``extra``."""
@@ -422,5 +431,5 @@ class XquicBackend:
                              scheduler_params=scheduler_params)
 
 
-__all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension",
+__all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension", "paths_validated",
            "parse_scheduler", "records_to_sim", "rule_params"]
