@@ -126,7 +126,7 @@ GAPS: dict[tuple[str, str], str] = {
         "rests on the 1448-byte packet, which hides a mechanism under jitter that keeps live XQUIC faster "
         "than the model (docs/transport.md, \"Stack profiles\": CUBIC)",
     ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
-        "sim 31.21 vs live 43.85 [39.85-45.90] Mbit/s over 10 runs (x0.71) recorded afresh 2026-11-29 06:05 UTC with "
+        "sim 31.37 vs live 43.85 [39.85-45.90] Mbit/s over 10 runs (x0.71) recorded afresh 2026-11-29 06:05 UTC with "
         "each run's per-path bytes, the machine otherwise idle (the stored load 1.7-2.5 is the runs' own); the record "
         "it replaced, at load 4.2-5.0 beside a simulation, 47.65 [44.83-51.08] (x0.65), the older bindings' 3 runs "
         "38.97 [28.14-45.03] (x0.80), the packet-buffer record 44.1 [43.2-44.9] (x0.71). The gap is on path 1 (70 "
@@ -151,7 +151,7 @@ GAPS: dict[tuple[str, str], str] = {
         "Not identified: why XQUIC's delivery-rate samples (xqc_sample.c) stay below what it sends, and how many "
         "packets it declares lost (detected_loss of its close report, which these runs left empty)",
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
-        "sim 68.53 vs live 40.10 [29.38-53.06] Mbit/s over 10 runs (x1.71; its first 3 runs 43.8 [29.9-53.1], "
+        "sim 68.56 vs live 40.10 [29.38-53.06] Mbit/s over 10 runs (x1.71; its first 3 runs 43.8 [29.9-53.1], "
         "x1.57; the runs fall near 30, 29.4-31.3 in 5, or near 50, 46.9-53.1 in 5, the model above both) on the "
         "byte buffer (packet buffer: 41.8 [27.9-49.4], x1.64): " + LINUX_BBR,
     ("ispras_linux", "scenario=ispras_s2, cc=reno"):
@@ -163,7 +163,7 @@ GAPS: dict[tuple[str, str], str] = {
         "(x1.25). Kernel TCP's full-size frames have the same room on both buffers, so the move is run-to-run "
         "spread; better measured, the model sits on the mark's edge: " + CUBIC_RENO,
     ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
-        "sim 74.97 vs live 55.03 [49.28-58.09] Mbit/s over 10 runs (x1.36; its first 3 runs 53.9 [49.3-57.1], "
+        "sim 74.67 vs live 55.03 [49.28-58.09] Mbit/s over 10 runs (x1.36; its first 3 runs 53.9 [49.3-57.1], "
         "x1.39) on the byte buffer (packet buffer: 57.3 [54.5-59.0], x1.31): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
         "sim 6.76 vs live 5.06 [4.60-5.91] Mbit/s (x1.34; 10 runs: 6.97, x1.38; before the CUBIC target one least RTT ahead 6.61 and, 10 runs, 6.51) on the byte buffer; it passed (x1.04) "
@@ -171,16 +171,16 @@ GAPS: dict[tuple[str, str], str] = {
         "[5.05-6.81] (x1.11). Kernel TCP's full-size frames have the same room on both buffers, so the move is "
         "run-to-run spread (Reno beside it: 6.25 -> 6.33): " + CUBIC_RENO,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
-        "sim 47.54 vs live 33.67 [33.13-34.40] Mbit/s (x1.41) on the byte buffer (packet buffer: 34.78 "
+        "sim 47.59 vs live 33.67 [33.13-34.40] Mbit/s (x1.41) on the byte buffer (packet buffer: 34.78 "
         "[34.53-35.24], x1.37): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=bbr"):
-        "sim 32.59 vs live 20.01 [18.24-22.50] Mbit/s (x1.63) on the byte buffer (packet buffer: 16.59 "
+        "sim 32.28 vs live 20.01 [18.24-22.50] Mbit/s (x1.61; x1.63 before the ProbeBW loss test) on the byte buffer (packet buffer: 16.59 "
         "[15.28-17.41], x1.96; x2.53 before the delivery-rate intervals): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=2.0, cc=bbr"):
-        "sim 43.07 vs live 29.37 [27.96-31.34] Mbit/s (x1.47) on the byte buffer (packet buffer: 30.56 "
+        "sim 42.95 vs live 29.37 [27.96-31.34] Mbit/s (x1.47) on the byte buffer (packet buffer: 30.56 "
         "[28.35-31.69], x1.41): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
-        "sim 26.31 vs live 11.83 [11.21-12.32] Mbit/s (x2.22) on the byte buffer (packet buffer: 11.65 "
+        "sim 25.12 vs live 11.83 [11.21-12.32] Mbit/s (x2.12; x2.22 before the ProbeBW loss test) on the byte buffer (packet buffer: 11.65 "
         "[11.35-12.07], x2.26; x3.04 before the delivery-rate intervals): " + LINUX_BBR,
 }
 # CC orderings the model misses: (stack, scenario) -> why

@@ -4,7 +4,11 @@ BtlBw is a windowed maximum of delivery-rate samples over 10 packet-timed rounds
 windowed minimum over 10 s. Startup paces at 2/ln2 until the bandwidth stops growing by 25% for 3
 rounds, Drain empties the queue, ProbeBW cycles pacing gains (1.25, 0.75, 1 x 6) starting from a
 random phase, ProbeRTT holds cwnd at 4 packets for 200 ms and one round when RTprop is 10 s old.
-cwnd = 2 x BDP plus the ACK aggregation term (``envs/cc/aggregation.py``). The defaults are
+cwnd = 2 x BDP plus the ACK aggregation term (``envs/cc/aggregation.py``) plus Linux's quantization
+budget of 3 packets (tcp_bbr.c bbr_quantization_budget, with one segment per TSO burst; XQUIC's
+xqc_bbr_target_cwnd adds none). The 1.25 phase of ProbeBW ends once it has lasted RTprop and either
+in flight has reached 1.25 x BDP or the ACK reports a loss (tcp_bbr.c bbr_is_next_cycle_phase
+``rs->losses``, xqc_bbr.c xqc_bbr_is_next_cycle_phase ``sampler->loss``). The defaults are
 Linux's tcp_bbr.c constants; each stack sets its own (envs/sim/stacks.py: XQUIC's xqc_bbr.c has
 cwnd gain 2.5, a 1.1 full-bandwidth threshold, 100 ms ProbeRTT and twice the aggregation term).
 
@@ -58,11 +62,12 @@ LOSS_CWND_CUT = 9  # 1: every lost packet comes off cwnd
 LT_BW = 10  # 1: long-term bandwidth sampling (policer detection)
 INIT_CWND = 11  # 10: initial window, packets (RFC 6928); also the target before the first RTT sample
 PROBE_RTT_CWND_GAIN = 12  # 0: ProbeRTT's cwnd, max(4 packets, this x BtlBw x RTprop)
+QUANTA = 13  # 3: cwnd_quanta_packets, added to the target window (tcp_bbr.c bbr_quantization_budget; 0: none)
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "probe_rtt_s": 0.2,
             "rtprop_window_s": 10.0, "full_bw_thresh": 1.25, "extra_acked_gain": 1.0,
             "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0, "conservation": 1.0,
             "loss_cwnd_cut": 1.0, "lt_bw": 1.0, "init_cwnd_packets": INIT_CWND_PACKETS,
-            "probe_rtt_cwnd_gain": 0.0}
+            "probe_rtt_cwnd_gain": 0.0, "cwnd_quanta_packets": 3.0}
 # tcp_bbr.c long-term sampling: bbr_lt_intvl_min_rtts, 4 x that, bbr_lt_loss_thresh (50 / BBR_UNIT),
 # bbr_lt_bw_ratio (BBR_UNIT / 8), bbr_lt_bw_diff (4000 bit/s, in bytes/s), bbr_lt_bw_max_rtts
 LT_MIN_RTTS, LT_MAX_RTTS, LT_LOSS_THRESH = 4.0, 16.0, 50.0 / 256.0
@@ -225,6 +230,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     C[f, DELIVERED] += acked
     if P[f, LT_BW] > 0.0:
         _lt_sampling(C, P, f, now, round_start, rng, b)
+    losses = C[f, LOSS_SEEN] > 0.0
     C[f, LOSS_SEEN] = 0.0
     bw = 0.0
     for i in range(BW_ROUNDS):
@@ -263,8 +269,8 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     if mode == PROBE_BW:
         gain = C[f, PACING_GAIN]
         advance = now - C[f, CYCLE_STAMP] > rtprop
-        if gain > 1.0:
-            advance = advance and inflight >= gain * bdp
+        if gain > 1.0:  # the probe ends at its full length once in flight reaches gain x BDP or a loss is seen
+            advance = advance and (losses or inflight >= gain * bdp)
         elif gain < 1.0:
             advance = advance or inflight <= bdp
         if advance:
@@ -301,7 +307,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
         C[f, PACING] = C[f, PACING_GAIN] * bw
     elif rtt > 0.0:
         C[f, PACING] = P[f, HIGH_GAIN] * P[f, INIT_CWND] * mss / rtt
-    target = C[f, CWND_GAIN_NOW] * bdp + 3.0 * mss \
+    target = C[f, CWND_GAIN_NOW] * bdp + P[f, QUANTA] * mss \
         + aggregation.cwnd(C, f, AGG, bw, P[f, EXTRA_GAIN], P[f, EXTRA_MAX_S],
                            C[f, FILLED] > 0.0 or P[f, EXTRA_IN_STARTUP] > 0.0)
     if C[f, IN_RECOVERY] > 0.0 and now - C[f, EPISODE] >= rtt:

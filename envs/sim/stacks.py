@@ -155,11 +155,12 @@ XQUIC = StackProfile(
         # min_rtt just taken afresh (xqc_bbr_update_min_rtt), not tcp_bbr.c's 4 packets;
         # xqc_bbr_modulate_cwnd_for_recovery: packet conservation in an episode every loss extends
         # (xqc_bbr_on_lost refreshes recovery_start_time), the cut per lost packet "#if 0"'d;
-        # xqc_bbr_update_lt_bw_sampling only with cc_params.bbr_enable_lt_bw, unset in bindings/
+        # xqc_bbr_update_lt_bw_sampling only with cc_params.bbr_enable_lt_bw, unset in bindings/;
+        # xqc_bbr_target_cwnd: gain x BDP (at least min_cwnd), no quantization budget
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
                 "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0,
-                "init_cwnd_packets": 32.0, "probe_rtt_cwnd_gain": 0.75},
+                "init_cwnd_packets": 32.0, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
