@@ -186,6 +186,9 @@ CASES = [
     ("evaluate.py", ["seed=-1"], 1, "seed must be an integer >= 0, got -1"),
     ("evaluate.py", ["scheduler=fastest"], 1, "unknown scheduler 'fastest'"),
     ("evaluate.py", ["scheduler=kato", "+scheduler_params.alpha=2"], 1, "alpha"),
+    # a path the scenario does not have: 600 simulated seconds of nothing, reported as a capped run
+    ("evaluate.py", ["scheduler=fixed", "+scheduler_params.path=9"], 1,
+     "scheduler 'fixed': path must be an integer in [-1, 1] (-1: never send), got 9.0"),
     ("evaluate.py", ["metrics=[goodput_mbps,happiness]"], 1, "unknown metric 'happiness'"),
     ("evaluate.py", ["window_s=0"], 1, "window_s must be > 0, got 0"),
     ("evaluate.py", ["scenario.ispras_s1.paths.0.loss_pct=200"], 1, "loss_pct"),
