@@ -69,7 +69,9 @@ def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> 
         if key not in taken:
             raise unknown_name(f"agent.hyperparams key for {cls.__name__}", key, taken)
         rule = RULES.get(key)
-        if rule is not None and not isinstance(value, (list, tuple, str)) and not rule[0](value):
+        # a schedule (a callable, from Python) is SB3's to check; a string or list is no number
+        # (learning_rate=fast ended in SB3's own words at the first update, gamma=[0.9] in torch's)
+        if rule is not None and not callable(value) and not rule[0](value):
             raise out_of_range(f"agent.hyperparams.{key}", value, rule[1])
     arch = (hyperparams.get("policy_kwargs") or {}).get("net_arch")
     layers = [w for part in arch.values() for w in part] if isinstance(arch, dict) else arch

@@ -25,6 +25,8 @@ from ray import tune
 from envs import config
 from agents import cluster, tracking
 from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.plugins import cc_id
+from envs.sim import stacks
 
 if TYPE_CHECKING:
     from agents.training import Progress
@@ -80,6 +82,21 @@ def search_space(space: Any, prefix: str = "") -> dict[str, Any]:
             out[path] = DISTRIBUTIONS[name](path, args)
         elif isinstance(node, dict):
             out.update(search_space(node, path))
+        else:
+            out[path] = node
+    return out
+
+
+def first_point(space: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One point of ``tune.space`` (as ``search_space`` reads it): each searched key at its first
+    value (a range's lower end, the first choice), each fixed key at its value."""
+    out: dict[str, Any] = {}
+    for key, node in space.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(node, dict) and len(node) == 1 and next(iter(node)) in DISTRIBUTIONS:
+            out[path] = next(iter(node.values()))[0]
+        elif isinstance(node, dict):
+            out.update(first_point(node, path))
         else:
             out[path] = node
     return out
@@ -182,6 +199,13 @@ def _validate(cfg: DictConfig) -> None:
     t, train = cfg.tune, cfg.train
     if t.objective.name == "cc_robust" and not list(t.objective.ccs or []):
         raise ConfigError("tune.objective.ccs: cc_robust needs a list of CCs, e.g. [reno, cubic, bbr, bbr2]")
+    try:  # known CCs, also while another objective leaves them unread; of the simulated stack where they are read
+        for cc in t.objective.ccs or []:
+            cc_id(str(cc))  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
+        if t.objective.name == "cc_robust":
+            stacks.check_ccs(str(cfg.env.stack), list(t.objective.ccs))
+    except ConfigError as err:
+        raise ConfigError(f"tune.objective.ccs: {err}") from None
     if train.eval_every < 1:
         raise out_of_range("train.eval_every", train.eval_every,
                            "an integer >= 1 in a sweep (each evaluation reports the objective)")
@@ -223,8 +247,18 @@ def sweep(cfg: DictConfig) -> SweepResult:
                           f"configs/tune/{cfg.agent.name}.yaml or give keys on the command line, e.g. "
                           "tune.space.agent.params.lr='{uniform:[0.01,0.5]}'")
     check_paths(base_cfg, space)
-    from agents.training import prepare
-    prepare(base_cfg, Path.cwd())  # the training config itself (seed, agent hyperparameters, ...) before Ray starts
+    from agents.registry import make_agent
+    from agents.training import prepare, setup
+    s = prepare(base_cfg, Path.cwd())[0]  # the training config itself (seed, agent hyperparameters, ...) before Ray starts
+    # and as a trial gets it, at one point of the space: a searched key the training config has no place for
+    # (+tune.space.foo=...) or the agent does not take is refused here, not by every trial
+    point = first_point(cast(dict[str, Any], OmegaConf.to_container(t.space, resolve=True)))
+    try:
+        at = setup(apply_params(cast(dict[str, Any], OmegaConf.to_container(base_cfg, resolve=True)), point), Path.cwd())
+        make_agent(at.agent_spec, s.interface["n_features"], s.interface["n_actions"], at.seed)
+    except ConfigError as err:
+        raise ConfigError(f"tune.space: a trial's config (each searched key at its first value) is refused: {err}") \
+            from None
     if base_cfg.get("scenario_file"):
         base_cfg.scenario_file = str(Path(base_cfg.scenario_file).resolve())
     path = _sweep_path(t, str(cfg.agent.name))

@@ -22,6 +22,10 @@ LOCAL_DEFAULT = "sqlite:///mlflow.db"  # MLflow's own default: mlflow.db in the 
 # (its ``mlflow.environment_variables.MLFLOW_ALLOW_FILE_STORE``; mlflow/mlflow#18534)
 FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
 PROBE_TIMEOUT_S = 3.0
+# the URI schemes MLflow's tracking store registry knows (mlflow/tracking/_tracking_service/utils.py:
+# file, sqlite and the other SQLAlchemy databases, http(s), databricks), plus plug-ins' ("mlflow.tracking_store")
+STORE_SCHEMES = ("", "file", "sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc",
+                 "uc")
 LOCK_TIMEOUT_S = 120.0
 
 
@@ -50,6 +54,7 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
     written, naming ``field``: its lock would otherwise wait LOCK_TIMEOUT_S for a lock file it can
     never create. Needs no MLflow (train.py checks before training, in its own process)."""
     uri = _resolved(uri)
+    check_scheme(uri, field)
     if not is_local(uri):
         return
     from envs.errors import ConfigError, make_writable_dir  # not at the top: the helper process imports no envs
@@ -65,6 +70,20 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
         raise ConfigError(f"{field}={uri}: the local store's directory {directory} cannot be written "
                           f"({err.strerror or type(err).__name__}); give a writable one, or leave {field} unset "
                           f"for the local default store ({LOCAL_DEFAULT}, in the working directory)") from None
+
+
+def check_scheme(uri: str, field: str = "mlflow.tracking_uri") -> None:
+    """Refuse a URI scheme MLflow has no store for (``ftp://...``), listing the ones it has: MLflow
+    itself ended in a TypeError of its own exception (UnsupportedModelRegistryStoreURIException)."""
+    from importlib.metadata import entry_points
+
+    from envs.errors import unknown_name
+    scheme = urlparse(uri).scheme.split("+")[0]  # postgresql+psycopg2: a database and its driver
+    if len(scheme) == 1:  # a Windows drive letter (C:\runs): a directory
+        return
+    plugins = [e.name for e in entry_points(group="mlflow.tracking_store")]
+    if scheme not in STORE_SCHEMES and scheme not in plugins:
+        raise unknown_name(f"{field} scheme", scheme, [s for s in (*STORE_SCHEMES, *plugins) if s])
 
 
 def _mlflow_version() -> str:
@@ -93,7 +112,9 @@ def _resolved(uri: str | None) -> str:
 
 def probe(uri: str, field: str = "mlflow.tracking_uri") -> None:
     """Refuse a tracking server (http, https) that does not answer its health check within
-    PROBE_TIMEOUT_S (MLflow's client would retry for minutes); other stores pass."""
+    PROBE_TIMEOUT_S (MLflow's client would retry for minutes), and a scheme MLflow has no store for;
+    other stores pass."""
+    check_scheme(uri, field)
     if urlparse(uri).scheme not in ("http", "https"):
         return
     import requests

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.errors import ConfigError, debug_argv, ending, make_writable_dir  # noqa: E402
 from envs.fidelity import Report, markdown, report  # noqa: E402
 from envs.live.reference import MIN_RUNS  # noqa: E402
 from envs.sim.stacks import STACKS  # noqa: E402
@@ -45,7 +46,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for word in argv:
         key, eq, value = word.partition("=")
         words += [f"--{key.replace('_', '-')}", value] if eq and not word.startswith("-") else [word]
-    return ap.parse_args(words)
+    a = ap.parse_args(words)
+    if a.runs < 1:  # the simulator's batch: "batch must be ..." in a traceback
+        ap.error(f"--runs must be an integer >= 1, got {a.runs}")
+    if a.live_runs < MIN_RUNS:
+        ap.error(f"--live-runs must be an integer >= {MIN_RUNS} (envs.live.reference.MIN_RUNS), got {a.live_runs}")
+    return a
 
 
 def record_live(stack: str, runs: int, out: Path) -> Path:
@@ -106,6 +112,11 @@ def figure(rep: Report, path: Path) -> None:
 
 def main(argv: list[str]) -> int:
     a = parse(argv)
+    try:  # before the cells are simulated (or recorded live), not after
+        make_writable_dir(a.out)
+    except OSError as err:
+        raise ConfigError(f"out={a.out}: cannot write the report there ({err.strerror or err}); give a writable "
+                          "out=<dir>") from None
     data_dir = None
     if a.live:
         data_dir = record_live(a.stack, a.live_runs, a.out / "live")
@@ -121,4 +132,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    with ending(bad_input_code=2):
+        sys.exit(main(debug_argv(sys.argv[1:])))

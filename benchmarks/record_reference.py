@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -43,6 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.errors import ConfigError, make_writable_dir  # noqa: E402
 from envs.evaluation import shared_bottleneck  # noqa: E402
 from envs.live.backends import get_backend  # noqa: E402
 from envs.live.bottleneck import two_flow_queue  # noqa: E402
@@ -357,6 +359,46 @@ def record_queue(a: argparse.Namespace) -> None:
                             a.runs, measure)
 
 
+def _numbers(ap: argparse.ArgumentParser, option: str, text: str, ok: Callable[[float], bool],
+             allowed: str) -> list[float]:
+    """The comma-separated numbers of ``option``, each ``ok``, or the parser's usage error."""
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        ap.error(f"{option} takes comma-separated numbers, got {text!r}")
+    bad = [x for x in values if not ok(x)]
+    if bad:
+        ap.error(f"{option} values must be {allowed}, got {', '.join(f'{x:g}' for x in bad)}")
+    return values
+
+
+def check_values(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Every value of the command line, before any live work: a recording takes an hour, and a bad
+    scenario name or number in its lists ended it in a traceback when its turn came, after the
+    cells before it were measured."""
+    if a.table == "ispras":
+        for name in a.scenarios.split(","):
+            try:
+                load_scenario(name)
+            except ConfigError as err:
+                ap.error(f"--scenarios: {err}")
+        if not a.file_mib > 0:
+            ap.error(f"--file-mib must be > 0, got {a.file_mib:g}")
+    elif a.table == "grid":  # each cell's path, checked by the scenario schema (loss_pct, jitter_ms, duration_s)
+        for loss in _numbers(ap, "--loss", a.loss, math.isfinite, "finite"):
+            for jitter in _numbers(ap, "--jitter", a.jitter, math.isfinite, "finite"):
+                try:
+                    grid_scenario(loss, jitter, a.seconds)
+                except ConfigError as err:
+                    ap.error(f"--loss {loss:g} --jitter {jitter:g} --seconds {a.seconds:g}: {err}")
+    else:
+        _numbers(ap, "--buffers", a.buffers, lambda x: x > 0 and math.isfinite(x), "finite and > 0 (BDP)")
+    try:
+        make_writable_dir(a.out)
+    except OSError as err:
+        ap.error(f"--out {a.out}: cannot write the tables there ({err.strerror or err})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="table", required=True)
@@ -392,6 +434,7 @@ def main() -> int:
         bad = [s for s in a.stacks.split(",") if s not in STACK_CCS]
         if bad:
             ap.error(f"--stacks: unknown {', '.join(bad)}; valid: {', '.join(STACK_CCS)}")
+    check_values(ap, a)
     reason = unavailable_reason()
     if reason:
         print(f"live runs unavailable: {reason}", file=sys.stderr)

@@ -186,6 +186,35 @@ def main(quick: bool) -> None:
           f"{r['us_per_conn_step']:6.3f} us per connection-step ({r['pkts_per_conn_step']:.1f} packets)")
 
 
+# ``--case KIND ARGS...``: each kind's arguments, as (name, type) in order; the ones after the
+# required count may be left out
+CASES = {"core": ([("B", int), ("PATHS", int), ("SIM_S", float), ("STACK", str), ("CC", str)], 3),
+         "gym": ([("DECISION", str), ("SIM_S", float), ("fixed|sample", str), ("SCENARIO", str)], 3),
+         "cold": ([], 0), "mesh": ([("B", int), ("SIM_S", float)], 2)}
+
+
+def case_args(parser: argparse.ArgumentParser, words: list[str]) -> tuple[str, list]:
+    """``--case``'s kind and its arguments converted, or the parser's usage error naming what is
+    wrong (a bad word ended in a KeyError or IndexError of the dispatch below)."""
+    kind, *rest = words
+    if kind not in CASES:
+        parser.error(f"--case: unknown case {kind!r}; valid: {', '.join(CASES)}")
+    spec, required = CASES[kind]
+    usage = f"--case {kind} {' '.join(n if i < required else f'[{n}]' for i, (n, _) in enumerate(spec))}".rstrip()
+    if not required <= len(rest) <= len(spec):
+        parser.error(f"{usage}: expected {required}{'' if required == len(spec) else f'-{len(spec)}'} "
+                     f"arguments, got {len(rest)}")
+    values = []
+    for (name, kind_of), word in zip(spec, rest):
+        try:
+            values.append(kind_of(word))
+        except ValueError:
+            parser.error(f"{usage}: {name} must be {'an integer' if kind_of is int else 'a number'}, got {word!r}")
+    if kind == "gym" and values[2] not in ("fixed", "sample"):
+        parser.error(f"{usage}: the third argument must be fixed or sample, got {values[2]!r}")
+    return kind, values
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", nargs="+")
@@ -194,9 +223,11 @@ if __name__ == "__main__":
     if ns.case is None:
         main(ns.quick)
     else:
-        kind, *rest = ns.case
-        result = {"core": lambda: case_core(int(rest[0]), int(rest[1]), float(rest[2]), *rest[3:]),
-                  "gym": lambda: case_gym(rest[0], float(rest[1]), rest[2] == "sample", *rest[3:]), "cold": case_cold,
-                  "mesh": lambda: case_mesh(int(rest[0]), float(rest[1]))}[kind]()
+        from envs.errors import ending
+
+        kind, v = case_args(parser, ns.case)
+        with ending(bad_input_code=2):  # a value the simulator refuses (batch 0, an unknown stack): its one line
+            result = {"core": lambda: case_core(*v), "gym": lambda: case_gym(v[0], v[1], v[2] == "sample", *v[3:]),
+                      "cold": case_cold, "mesh": lambda: case_mesh(*v)}[kind]()
         result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))

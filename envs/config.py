@@ -75,6 +75,9 @@ def metric_request(cfg: DictConfig, scenario: Scenario) -> tuple[str, ...]:
     if asked is None:
         return metric_names(scenario.workload)
     asked = [asked] if isinstance(asked, str) else list(asked)
+    if not asked:  # printed a table of no columns
+        raise ConfigError("metrics: the list is empty; give at least one, e.g. metrics=[goodput_mbps,completion_s], "
+                          "or leave it out for every metric that applies")
     for name in asked:
         if name not in ALL_METRICS:
             raise unknown_name("metric", name, ALL_METRICS)

@@ -45,6 +45,12 @@ class DecisionSpec:
             raise out_of_range("interval_ms", self.interval_ms, "> 0")
         if self.mode == "interval" and not self.modes:
             raise ConfigError("modes: interval mode needs at least one mode")
+        for m in self.modes:  # checked in every mode: a typo is refused even where interval mode is off
+            name = m if isinstance(m, str) else m.get("scheduler") if isinstance(m, Mapping) else None
+            if name is None:
+                raise ConfigError(f"modes: each mode is a scheduler name or {{scheduler: <name>, params: {{...}}}}, "
+                                  f"got {m!r}")
+            scheduler_id(name)  # an unknown name lists the valid ones
 
 
 class DecisionProcess:
@@ -158,7 +164,10 @@ class DecisionProcess:
         Applying the actions, the simulation, the rewards and the next features (``last_obs``)
         are one compiled call.
         """
-        actions = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
+        try:
+            actions = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {actions!r}") from None
         metrics = self._decide(actions)
         if metrics is None:
             terminated, truncated = np.zeros((2, self.sim.B), dtype=bool)
@@ -170,7 +179,10 @@ class DecisionProcess:
     def step_one(self, action: int) -> tuple[float, bool, bool, dict]:
         """``step`` of a process of one connection, as Gymnasium's single env returns it: reward,
         terminated, truncated and the info dict (no per-step arrays to allocate or copy)."""
-        self._one[0] = action
+        try:
+            self._one[0] = action
+        except (TypeError, ValueError):
+            raise ConfigError(f"action must be an integer in [0, {self.n_actions - 1}], got {action!r}") from None
         metrics = self._decide(self._one)
         info = info_dict(self._info[0], self.sim.current_cc[0], metrics, 0)
         if metrics is None:

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.decision import DecisionProcess
-from envs.errors import ConfigError
+from envs.errors import ConfigError, out_of_range
 from envs.features import CLIP
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import EnvConfig
@@ -35,6 +35,8 @@ def build_process(batch: int, /, scenario: ScenarioLike | Sequence[ScenarioLike]
     stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused.
     ``stack_draw``: a stack profile drawn per episode around it (``envs.randomisation.stack_draw``)."""
     settings = EnvConfig.from_kwargs(**env)
+    if isinstance(cc, Mapping):  # as configs/cc reads it; here it ended in "unhashable type: 'dict'"
+        raise out_of_range("cc", cc, "a CC name or a list of names (their parameters: cc_params={name: {...}})")
     names = list(cc) if isinstance(cc, (list, tuple)) else [str(cc)]
     check_ccs(str(settings.stack), names)
     sim = Simulator(resolve_scenarios(scenario), names if isinstance(cc, (list, tuple)) else cc,

@@ -7,6 +7,7 @@ snapshot) and now; both the reward and the snapshot are computed in one compiled
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +41,15 @@ class RewardSpec:
         if self.name not in REWARDS:
             raise unknown_name("reward", self.name, REWARDS)
         for k in ("alpha", "beta", "gamma", "credit", "per_ms", "rate_mbps"):
-            if getattr(self, k) < 0:
+            if not getattr(self, k) >= 0:  # NaN too: it would make every reward NaN
                 raise out_of_range(f"reward.{k}", getattr(self, k), ">= 0")
         for k in ("thr_norm_mbps", "rtt_norm_ms", "time_norm_s"):
             if not getattr(self, k) > 0:
                 raise out_of_range(f"reward.{k}", getattr(self, k), "> 0")
+        for k in ("alpha", "beta", "gamma", "credit", "per_ms", "rate_mbps", "thr_norm_mbps", "rtt_norm_ms",
+                  "time_norm_s"):
+            if not math.isfinite(getattr(self, k)):
+                raise out_of_range(f"reward.{k}", getattr(self, k), "a finite number")
 
     def vector(self) -> np.ndarray:
         """Parameters in the order the compiled evaluator reads them."""

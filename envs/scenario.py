@@ -762,6 +762,10 @@ def load_scenario(name_or_path: str) -> Scenario:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") or len(candidate.parts) > 1:
         path = candidate
+        if path.is_dir():
+            found = sorted(path.glob("*.yaml"))
+            raise ScenarioError(f"scenario file {path} is a directory; give a scenario YAML file"
+                                + (f", e.g. {found[0]}" if found else ""))
         if not path.is_file():
             raise ScenarioError(f"scenario file not found: {path}")
     else:

@@ -14,9 +14,11 @@ checks by building them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
+
+import numpy as np
 
 from envs.decision import DecisionSpec
 from envs.errors import ConfigError, out_of_range, unknown_name
@@ -141,20 +143,24 @@ class EnvConfig:
         return cls(**kwargs, reward=RewardConfig(**reward))
 
     def sim_config(self) -> SimConfig:
-        return SimConfig(dt_ms=float(self.dt_ms), mss=int(self.mss), max_duration_s=float(self.max_duration_s),
-                         ooo_limit_bytes=float(self.ooo_limit_bytes), end_on_ooo=bool(self.end_on_ooo),
-                         record_bin_ms=float(self.record_bin_ms), stack=str(self.stack))
+        return SimConfig(dt_ms=_number("dt_ms", self.dt_ms), mss=_integer("mss", self.mss),
+                         max_duration_s=_number("max_duration_s", self.max_duration_s),
+                         ooo_limit_bytes=_number("ooo_limit_bytes", self.ooo_limit_bytes),
+                         end_on_ooo=_flag("end_on_ooo", self.end_on_ooo),
+                         record_bin_ms=_number("record_bin_ms", self.record_bin_ms), stack=str(self.stack))
 
     def decision_spec(self) -> DecisionSpec:
+        if self.modes is not None and (isinstance(self.modes, (str, Mapping)) or not isinstance(self.modes, Iterable)):
+            raise out_of_range("modes", self.modes, "a list of modes, e.g. [minrtt, rr]")
         modes = tuple(self.modes) if self.modes else DecisionSpec.modes
-        return DecisionSpec(self.decision, float(self.interval_ms), modes)
+        return DecisionSpec(self.decision, _number("interval_ms", self.interval_ms), modes)
 
     def reward_spec(self) -> RewardSpec:
         r = self.reward
-        return RewardSpec(name=r.name, alpha=float(r.alpha), beta=float(r.beta), gamma=float(r.gamma),
-                          thr_norm_mbps=float(r.thr_norm_mbps), rtt_norm_ms=float(r.rtt_norm_ms),
-                          time_norm_s=float(r.time_norm_s), credit=float(r.credit), inorder=bool(r.inorder),
-                          per_ms=float(r.per_ms), rate_mbps=float(r.rate_mbps))
+        w = {k: _number(f"reward.{k}", getattr(r, k)) for k in ("alpha", "beta", "gamma", "thr_norm_mbps",
+                                                                "rtt_norm_ms", "time_norm_s", "credit", "per_ms",
+                                                                "rate_mbps")}
+        return RewardSpec(name=r.name, inorder=_flag("reward.inorder", r.inorder), **w)
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
@@ -170,6 +176,32 @@ class EnvConfig:
             text = str(err)
             raise ConfigError(f"{prefix.rstrip('.')}: {text}" if text.startswith("unknown ") else f"{prefix}{text}") \
                 from None
+
+
+def _number(name: str, value: Any) -> float:
+    """``value`` as a float (a number, or a string of one as ``gym.make`` may be given), else a
+    ConfigError naming the setting (``float('fast')`` would end in a ValueError of no name)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise out_of_range(name, value, "a number") from None
+
+
+def _integer(name: str, value: Any) -> int:
+    """``value`` as an int; a fraction is refused, not cut (``int(1448.5)`` is 1448)."""
+    number = _number(name, value)
+    if not number.is_integer():
+        raise out_of_range(name, value, "an integer")
+    return int(number)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """``value`` as a bool: true or false only (``bool('false')`` is True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise out_of_range(name, value, "true or false")
+    return bool(value)
 
 
 def env_config(node: Any) -> EnvConfig:
@@ -207,7 +239,12 @@ class RandomiseSettings:
 
     @staticmethod
     def check_more(node: Any, prefix: str) -> None:
-        """Each range is ``[lo, hi]`` with lo <= hi; factors > 0."""
+        """Each range is ``[lo, hi]`` with lo <= hi; factors > 0; ``stacks`` names stacks (also
+        while ``enabled`` is false: a typo is refused, not kept for the day it is turned on)."""
+        stacks: Any = node.get("stacks") if hasattr(node, "get") else getattr(node, "stacks", None)
+        for name in stacks or ():
+            if name not in STACKS:
+                raise unknown_name(f"{prefix}stacks entry", name, STACKS)
         for f in fields(RandomiseSettings):
             if f.name in ("enabled", "stacks"):
                 continue

@@ -24,7 +24,9 @@ def parse(argv: list[str]) -> dict[str, str | None]:
         args[key] = value
     if not args["checkpoint"]:
         raise ConfigError(f"checkpoint= is required\n{USAGE}")
-    if args["out"] and os.path.isdir(str(args["out"])):
+    if not args["out"]:  # out= (say, a shell variable that was not set): renaming onto '.' ended in an OSError
+        raise ConfigError("out= is empty; give the header's file name, e.g. out=policy.h")
+    if os.path.isdir(str(args["out"])):
         raise ConfigError(f"out={args['out']} is a directory; give the header's file name, e.g. "
                           f"out={os.path.join(str(args['out']), 'policy.h')}")
     if str(args["fixed_point"]).lower() not in ("true", "false", "1", "0", "yes", "no"):

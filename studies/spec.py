@@ -306,7 +306,14 @@ def compose_train(overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    if GlobalHydra.instance().is_initialized():
-        return compose(config_name="train", overrides=overrides)
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        return compose(config_name="train", overrides=overrides)
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        if GlobalHydra.instance().is_initialized():
+            return compose(config_name="train", overrides=overrides)
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            return compose(config_name="train", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:  # cc=bbr9, seed=abc: Hydra's words, as train.py's
+        text = str(err).split("\nConfig search path:")[0].rstrip()  # the options, without Hydra's search path
+        raise ConfigError(f"train.py {' '.join(overrides)}: {text}") from None

@@ -69,9 +69,10 @@ from envs.live.provenance import load_average, utc_now
 from envs.live.provenance import provenance as live_provenance
 from envs.live.xquic import paths_validated  # one home: the reference recorder keeps it too
 from envs.metrics import mean_ci
+from envs.plugins import cc_id
 from envs.scenario import Scenario, resolve_scenarios
 from envs.schema import LiveOptions
-from envs.sim.stacks import BACKEND_STACK
+from envs.sim.stacks import BACKEND_STACK, check_ccs
 
 POLICY = "policy"
 HEURISTICS = ("minrtt", "ecf", "blest")  # simulator and XQUIC both have them; measured by default
@@ -178,10 +179,19 @@ class Record:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise ConfigError(f"cannot read the transfer record {path}: {err}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a transfer record is a JSON object (format, policy, features, "
+                              f"measurements), got a {type(data).__name__}")
         if data.get("format") != RECORD_FORMAT:
             raise ConfigError(f"{path}: transfer record format {data.get('format')!r}, expected {RECORD_FORMAT}")
-        return cls(data["policy"], list(data["features"]), dict(data.get("provenance") or {}),
-                   [Measurement(**m) for m in data["measurements"]])
+        missing = [k for k in ("policy", "features", "measurements") if k not in data]
+        if missing:
+            raise ConfigError(f"{path}: the transfer record has no {', '.join(missing)}")
+        try:
+            measurements = [Measurement(**m) for m in data["measurements"]]
+            return cls(dict(data["policy"]), list(data["features"]), dict(data.get("provenance") or {}), measurements)
+        except (TypeError, ValueError) as err:  # a measurement with other fields, a policy that is no mapping
+            raise ConfigError(f"{path}: not a transfer record of this version ({err})") from None
 
 
 def say_now(text: str) -> None:
@@ -837,6 +847,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise out_of_range("--file-mb", a.file_mb, "> 0")
     if a.side != "none" and not a.policy:
         raise ConfigError("--policy is required unless --side none (a report from --record)")
+    if a.record is not None and not a.record.is_file():  # was ignored by a measuring run, which began a new record
+        raise ConfigError(f"no measurements: --record {a.record} " + (
+            f"is a directory; give its record file, e.g. {a.record / 'record.json'}" if a.record.is_dir()
+            else "does not exist"))
+    try:  # before the policy (a preset is trained first): both sides run the CCs of XQUIC's stack
+        for cc in a.ccs:
+            cc_id(cc)  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
+        check_ccs(BACKEND_STACK["xquic"], a.ccs)
+    except ConfigError as err:
+        raise ConfigError(f"--ccs: {err}") from None
     out = a.out or Path("outputs") / "transfer" / (a.label or (Path(a.policy).name if a.policy else "report"))
     path = out / "record.json"
     source = a.record or path

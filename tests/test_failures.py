@@ -1,5 +1,7 @@
 """Failure paths end clean: every bad value, file or combination given to ``train.py``,
-``evaluate.py``, ``tune.py``, ``python -m export`` or the Gymnasium API ends with one message
+``evaluate.py``, ``tune.py``, ``python -m export``, ``python -m studies.transfer``, the benchmarks'
+command lines (``benchmarks.fidelity``, ``sim_speed.py``, ``record_reference.py``) or the
+Gymnasium API ends with one message
 naming it (no traceback, no hang), and runs survive what people do to them (Ctrl-C, kill -9,
 damaged checkpoints, two first runs at once, a tracking server that does not answer).
 
@@ -184,6 +186,9 @@ CASES = [
     ("evaluate.py", ["seed=-1"], 1, "seed must be an integer >= 0, got -1"),
     ("evaluate.py", ["scheduler=fastest"], 1, "unknown scheduler 'fastest'"),
     ("evaluate.py", ["scheduler=kato", "+scheduler_params.alpha=2"], 1, "alpha"),
+    # a path the scenario does not have: 600 simulated seconds of nothing, reported as a capped run
+    ("evaluate.py", ["scheduler=fixed", "+scheduler_params.path=9"], 1,
+     "scheduler 'fixed': path must be an integer in [-1, 1] (-1: never send), got 9.0"),
     ("evaluate.py", ["metrics=[goodput_mbps,happiness]"], 1, "unknown metric 'happiness'"),
     ("evaluate.py", ["window_s=0"], 1, "window_s must be > 0, got 0"),
     ("evaluate.py", ["scenario.ispras_s1.paths.0.loss_pct=200"], 1, "loss_pct"),
@@ -276,6 +281,31 @@ def test_bad_input_ends_with_one_message(script, args, code, fragment, fill, wor
     assert time.monotonic() - t < 30  # "a few seconds", with this process's first imports
 
 
+RECORD_REFERENCE = [  # every value is checked before live work (a recording takes an hour per stack)
+    (["ispras", "--stack", "xquic", "--scenarios", "ispras_s1,ispras_s9"], "--scenarios: unknown scenario 'ispras_s9'"),
+    (["ispras", "--stack", "xquic", "--file-mib", "-1"], "--file-mib must be > 0, got -1"),
+    (["grid", "--stack", "xquic", "--loss", "0,x"], "--loss takes comma-separated numbers, got '0,x'"),
+    (["grid", "--stack", "xquic", "--loss", "150"], "paths[0].loss_pct: must be >= 0 and < 100, got 150"),
+    (["grid", "--stack", "xquic", "--jitter", "-2"], "paths[0].jitter_ms: must be >= 0"),
+    (["grid", "--stack", "xquic", "--seconds", "0"], "workload.duration_s: must be > 0, got 0"),
+    (["queue", "--buffers", "1,0"], "--buffers values must be finite and > 0 (BDP), got 0"),
+    (["queue", "--out", "/dev/null/x"], "--out /dev/null/x: cannot write the tables there"),
+    (["queue", "--stacks", "quic"], "--stacks: unknown quic; valid: xquic, linux"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", RECORD_REFERENCE, ids=[" ".join(a) for a, _ in RECORD_REFERENCE])
+def test_record_reference_refuses_bad_values_before_any_live_work(args, fragment, work, monkeypatch):
+    """``benchmarks/record_reference.py``: a bad scenario or number ended the recording in a
+    traceback when its cell's turn came (after the cells before it were measured). The live setup
+    is reported unavailable here, so a value let through ends the test, not in a live run."""
+    import envs.live.setup
+    monkeypatch.setattr(envs.live.setup, "unavailable_reason", lambda: "the test allows no live runs")
+    got, out = cli("benchmarks/record_reference.py", args, work)
+    assert got == 2 and fragment in out and "Traceback" not in out, out[-3000:]
+    assert "live runs unavailable" not in out
+
+
 def test_debug_flag_shows_the_traceback(work):
     out = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "runs=0", "--debug",
                           f"hydra.run.dir={work}/runs/debug"], cwd=work, capture_output=True, text=True, timeout=120)
@@ -306,6 +336,11 @@ def gym_cases():
 
     def simulator_before_reset():
         Simulator(resolve_scenarios("ispras_s1"), "bbr").advance(10)
+
+    def action_of_a_wrong_type():
+        env = MultipathEnv(scenario="ispras_s1", cc="bbr")
+        env.reset(seed=0)
+        env.step("x")
 
     def action_out_of_range():
         env = MultipathEnv(scenario="ispras_s1", cc="bbr")
@@ -338,13 +373,38 @@ def gym_cases():
          "gymnasium.make_vec('mpsched/Multipath-v0', num_envs=N)"),
         ("batch on the vector env", lambda: gym.make_vec("mpsched/Multipath-v0", num_envs=2, batch=4), ConfigError,
          "unknown environment setting 'batch'; valid: decision"),
+        # a wrong type: each ended in a ValueError, TypeError or AttributeError of no name, or was read wrong
+        ("scenario with a wrong type", lambda: gym.make("mpsched/Multipath-v0", scenario={
+            "name": "x", "paths": "two", "workload": {"type": "file", "file_mb": 1}}), ConfigError,
+         "paths: Input should be a valid list, got 'two'"),
+        ("cc list with an unknown name", lambda: gym.make("mpsched/Multipath-v0", cc=["bbr", "bbr9"]), ConfigError,
+         "unknown cc 'bbr9'; valid: "),
+        ("cc as a mapping", lambda: gym.make("mpsched/Multipath-v0", cc={"bbr": {}}), ConfigError,
+         "cc must be a CC name or a list of names (their parameters: cc_params={name: {...}})"),
+        ("string for a number", lambda: gym.make("mpsched/Multipath-v0", dt_ms="fast"), ConfigError,
+         "dt_ms must be a number, got 'fast'"),
+        ("fraction for an integer", lambda: gym.make("mpsched/Multipath-v0", mss=1448.5), ConfigError,
+         "mss must be an integer, got 1448.5"),  # was cut to 1448
+        ("string for a flag", lambda: gym.make("mpsched/Multipath-v0", end_on_ooo="false"), ConfigError,
+         "end_on_ooo must be true or false, got 'false'"),  # was read as true
+        ("NaN reward weight", lambda: gym.make("mpsched/Multipath-v0", reward_params={"alpha": float("nan")}),
+         ConfigError, "reward.alpha must be >= 0, got nan"),
+        ("infinite episode cap", lambda: gym.make("mpsched/Multipath-v0", max_duration_s=float("inf")), ConfigError,
+         "max_duration_s must be a finite number > 0, got inf"),
+        ("unknown mode outside interval mode", lambda: gym.make("mpsched/Multipath-v0", modes=["foo"]), ConfigError,
+         "unknown scheduler 'foo'"),
+        ("mode of a wrong type", lambda: gym.make("mpsched/Multipath-v0", decision="interval", modes=[5]), ConfigError,
+         "modes: each mode is a scheduler name or {scheduler: <name>, params: {...}}, got 5"),
+        ("action of a wrong type", action_of_a_wrong_type, ConfigError, "action must be an integer in [0, 1], got 'x'"),
     ]
 
 
 GYM_IDS = ["step before reset", "packet step before reset", "simulator before reset", "action out of range",
            "negative seed", "unknown cc", "unknown decision", "unknown observation", "unknown reward",
            "unknown scenario", "negative bandwidth", "dt out of range", "blocked on one path", "batch on one connection",
-           "batch on the vector env"]
+           "batch on the vector env", "scenario with a wrong type", "cc list with an unknown name", "cc as a mapping",
+           "string for a number", "fraction for an integer", "string for a flag", "NaN reward weight",
+           "infinite episode cap", "unknown mode outside interval mode", "mode of a wrong type", "action of a wrong type"]
 
 
 @pytest.mark.parametrize("name", GYM_IDS)

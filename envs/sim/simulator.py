@@ -52,6 +52,10 @@ class SimConfig:
             raise out_of_range("mss", self.mss, "in [500, 9000]")
         if not self.max_duration_s > 0:
             raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
+        if not math.isfinite(self.max_duration_s):  # an episode's step budget is an integer
+            raise out_of_range("max_duration_s", self.max_duration_s, "a finite number > 0")
+        if not self.ooo_limit_bytes >= 0:  # inf (the default): never
+            raise out_of_range("ooo_limit_bytes", self.ooo_limit_bytes, ">= 0 (inf: no limit)")
         if not self.record_bin_ms >= self.dt_ms:
             raise out_of_range("record_bin_ms", self.record_bin_ms, f">= dt_ms ({self.dt_ms})")
         stacks.profile(self.stack)  # an unknown stack lists the valid ones
