@@ -18,7 +18,10 @@ runs each generation stratified by (scenario, CC) cell: another policy, every ce
 Re-measured 2026-11-29: transfer_policy_search_strat_20261129.json, the same command at 1ebc035
 (the same policy, its header to the byte) live with the bindings that challenge a path again after
 a lost PATH_RESPONSE (README, "XQUIC"); and transfer_dqn_bbr2_20261129.json, the main job trained
-by the report on the model of a5a588f, measured with those bindings."""
+by the report on the model of a5a588f, measured with those bindings. Measured 2026-11-29:
+transfer_dqn_completion_20261129.json, the shipped ``agent=dqn_completion`` preset trained by the
+report on the ISPRAS scenarios and hetero_file together (``scenario=[ispras_s1,ispras_s2,ispras_s3,
+hetero_file] cc=[cubic,bbr,bbr2] train.steps=200000``), every cell live."""
 
 import json
 import math
@@ -41,21 +44,23 @@ RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn
            "policy_search": DATA / "transfer_policy_search_20261128.json",
            "policy_search_strat": DATA / "transfer_policy_search_strat_20261128.json",
            "policy_search_strat_paths": DATA / "transfer_policy_search_strat_20261129.json",
-           "main_paths": DATA / "transfer_dqn_bbr2_20261129.json"}
+           "main_paths": DATA / "transfer_dqn_bbr2_20261129.json",
+           "dqn_completion": DATA / "transfer_dqn_completion_20261129.json"}
 # the same preset with seed=1 and seed=2: the simulator side, and live only the BBRv1 cell where each forecasts a gain
 SEED_RECORDS = {1: (DATA / "transfer_policy_search_seed1_20261128.json", "ispras_s1"),
                 2: (DATA / "transfer_policy_search_seed2_20261128.json", "ispras_s2")}
 AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb", "main": "dqn",
           "linucb_now": "linucb", "dqn_backlog": "dqn_backlog", "dqn_backlog_pace": "dqn_backlog",
           "policy_search": "policy_search", "policy_search_strat": "policy_search",
-          "policy_search_strat_paths": "policy_search", "main_paths": "dqn"}
+          "policy_search_strat_paths": "policy_search", "main_paths": "dqn", "dqn_completion": "dqn_completion"}
 TRAINING_CCS = {"dqn_backlog": ["reno", "cubic", "bbr", "bbr2"], "dqn_backlog_pace": ["reno", "cubic", "bbr", "bbr2"],
                 "policy_search": ["cubic", "bbr", "bbr2"],  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
-                "policy_search_strat": ["cubic", "bbr", "bbr2"], "policy_search_strat_paths": ["cubic", "bbr", "bbr2"]}
+                "policy_search_strat": ["cubic", "bbr", "bbr2"], "policy_search_strat_paths": ["cubic", "bbr", "bbr2"],
+                "dqn_completion": ["cubic", "bbr", "bbr2"]}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HETERO = [("hetero_file", "bbr"), ("hetero_file", "bbr2")]
 HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO,  # beside the ISPRAS ones
-                  "policy_search_strat_paths": HETERO}
+                  "policy_search_strat_paths": HETERO, "dqn_completion": HETERO}
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
@@ -494,3 +499,36 @@ def test_other_seeds_of_the_mixed_policy_search_forecast_a_bbr_gain_live_does_no
     assert (cell.sign_sim, cell.sign_live, cell.sign_match) == ("+", "0", False) and cell.accepted
     sim, live = r.get("sim", scen, "bbr", POLICY), r.get("live", scen, "bbr", POLICY)
     assert live.waits / live.blocked < 0.5 * sim.waits / sim.blocked
+
+
+def test_the_completion_dqn_waits_everywhere_wins_hetero_file_and_loses_every_ispras_cell():
+    """``agent=dqn_completion`` as the report trains it (2026-11-29, 200,000 steps on ispras_s1-s3
+    and hetero_file under CUBIC, BBRv1 and BBRv2): it waits at every simulated and every sampled
+    live blocked decision in all eleven cells, fast_only's answer, with both paths created and
+    validated in every live run. On hetero_file that is the headroom: above live minRTT beyond the
+    CI under both CCs, where fast_only shows +11.9% (BBRv2, the acceptance's win) and +9.6% (BBRv1);
+    on the ISPRAS cells it is far below minRTT (0.21-0.72x live), so the first clause fails in all
+    nine, and in the one ISPRAS cell where a live heuristic shows more than 10% headroom (ECF on s1
+    under BBRv2, three runs) the policy is below minRTT. The simulator's sign is right in every
+    cell: `-` on the nine ISPRAS cells, `+` on hetero_file (README, "Will a policy transfer?")."""
+    r = recorded("dqn_completion")
+    assert r.policy["header_sha256"] == "17290b01dbd59936" and r.policy["steps_done"] == 200000
+    for m in r.measurements:
+        if m.scheduler == POLICY:
+            assert m.blocked > 0 and m.waits == m.blocked, (m.side, m.scenario, m.cc)
+        if m.side == "live":
+            assert m.paths_created == m.paths_validated == [2] * len(m.goodput_mbps), (m.scenario, m.cc, m.scheduler)
+            assert set(m.outcomes) == {"finished"}
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    assert all(cells[k].sign_match for k in CELLS + HETERO)
+    assert all(cells[k].sign_sim == cells[k].sign_live == "-" for k in CELLS)
+    assert [k for k in CELLS if cells[k].accepted] == []  # the first clause fails in every ISPRAS cell
+    assert max(cells[k].ratio_live for k in CELLS) < 0.75
+    assert 0.25 < cells["ispras_s1", "bbr"].ratio_live < 0.3  # s1 under BBRv1: where sending pays, it waits
+    for cell in HETERO:
+        c = cells[cell]
+        assert c.accepted and c.sign_live == "+" and c.headroom_by == "fast_only", cell
+    assert cells["hetero_file", "bbr2"].headroom_live > transfer.HEADROOM  # the acceptance's win
+    assert cells["hetero_file", "bbr"].headroom_live < transfer.HEADROOM
+    assert [k for k in CELLS if cells[k].headroom_live > transfer.HEADROOM] == [("ispras_s1", "bbr2")]
+    assert cells["ispras_s1", "bbr2"].headroom_by == "ecf" and cells["ispras_s1", "bbr2"].sign_live == "-"
