@@ -32,7 +32,8 @@ LOCK_TIMEOUT_S = 120.0
 def open_store(uri: str | None, experiment: str, field: str = "mlflow.tracking_uri") -> str:
     """Point MLflow at ``uri`` (None: its local default) and select ``experiment``; returns the
     URI in use. A server (http/https) must answer within PROBE_TIMEOUT_S, else a ConfigError names
-    ``field``; a local store (sqlite or a directory) is created once, under a file lock beside it."""
+    ``field``; a local store (sqlite or a directory) is created once, under a file lock beside it,
+    a database store's new experiment keeping its artifacts beside it too (``<its directory>/mlruns``)."""
     import mlflow
     from filelock import FileLock
 
@@ -45,6 +46,10 @@ def open_store(uri: str | None, experiment: str, field: str = "mlflow.tracking_u
         return uri
     check_local_store(uri, field)
     with FileLock(str(_local_path(uri)) + ".lock", timeout=LOCK_TIMEOUT_S):
+        if urlparse(uri).scheme == "sqlite" and mlflow.get_experiment_by_name(experiment) is None:
+            # its artifacts beside the store: MLflow's default for a database store is ./mlruns in
+            # the working directory, wherever the store is (for the local default store, the same place)
+            mlflow.create_experiment(experiment, artifact_location=(_local_path(uri).parent / "mlruns").as_uri())
         mlflow.set_experiment(experiment)
     return uri
 

@@ -233,13 +233,14 @@ class Policy:
 
 
 def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | None = None,
-                   sim_overrides: Sequence[str] = ()) -> Policy:
-    """The policy of ``ref``: a checkpoint directory, ``runs:/<id>/checkpoint``, ``mlflow:<id>``,
-    or train.py overrides (``"agent=dqn cc=bbr2"``: trained into ``work/agents`` unless there)."""
+                   sim_overrides: Sequence[str] = (), train_store: str | None = None) -> Policy:
+    """The policy of ``ref``: a checkpoint directory, ``runs:/<id>/checkpoint``, ``mlflow:<id>``
+    (found in ``tracking_uri``), or train.py overrides (``"agent=dqn cc=bbr2"``: trained into
+    ``work/agents`` unless there, its MLflow run in ``train_store``, else in ``tracking_uri``)."""
     from export import export_checkpoint, resolve_checkpoint
 
     if "=" in ref and not Path(ref).exists() and not ref.startswith(("runs:/", "mlflow:")):
-        directory = train_preset(shlex.split(ref), work / "agents", tracking_uri)
+        directory = train_preset(shlex.split(ref), work / "agents", train_store or tracking_uri)
     else:
         run_id = ref.removeprefix("mlflow:").removeprefix("runs:/").split("/")[0] \
             if ref.startswith(("mlflow:", "runs:/")) else ref
@@ -838,7 +839,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--record", type=Path, help="measurements to start from (default: <out>/record.json)")
     ap.add_argument("--tracking-uri")
-    ap.add_argument("--no-mlflow", action="store_true")
+    ap.add_argument("--no-mlflow", action="store_true",
+                    help="log no MLflow run of the report; a preset trained first keeps its run in <out>/agents/mlflow.db")
     a = ap.parse_args(argv)
     for h in a.heuristics:
         if h not in HEURISTICS + FIXED_SPLITS:
@@ -863,7 +865,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     record = Record.load(source) if source.is_file() else None
     if a.side != "none":
         scenarios = [file_workload(s, a.file_mb) for s in resolve_scenarios(a.scenarios)]
-        p = resolve_policy(a.policy, out, a.label, a.tracking_uri, a.sim_override)
+        # --no-mlflow: a preset's training run (train.py always tracks one) goes to a store of the
+        # report's own, not to the working directory's
+        train_store = None if a.tracking_uri or not a.no_mlflow else \
+            f"sqlite:///{(out / 'agents').resolve() / 'mlflow.db'}"
+        p = resolve_policy(a.policy, out, a.label, a.tracking_uri, a.sim_override, train_store)
         names = [f.name for f in feature_set(p.meta["observation"], len(scenarios[0].paths))]
         fresh = policy_record(p, names)
         if record is None or record.policy.get("header_sha256") != fresh.policy["header_sha256"]:

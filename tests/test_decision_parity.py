@@ -68,10 +68,12 @@ def test_xquic_blocked_decisions_carry_the_backlog_as_the_simulator_counts_it(li
     assert len(live) == 233 and live.waits == len(live)  # fast_only waits at every one
     assert (b > 0).all()  # the old hook: 0 at the 5-95% quantiles
     assert 0.40 < b.max() < 0.50 and b.min() < 0.01  # 0.45 MB when the slow path opens, 2.7 kB at the last
-    # both sides ask down to the last few kB, their medians inside the simulated span (0.27 MB
-    # live, 0.14 MB simulated, of 0.35)
+    # both sides ask down to the last few kB, their medians inside the simulated span, away from
+    # its ends (0.27 MB live, 0.14 MB simulated, of 0.35). The simulated median is one transfer's
+    # (seed 0): 0.408 of the span before BBRv1's ProbeBW loss test and XQUIC's target window
+    # without the quantization budget (envs/cc/bbr.py), 0.400 after
     for med in (np.median(b), np.median(sim)):
-        assert 0.4 < med / sim.max() < 0.85
+        assert 0.35 < med / sim.max() < 0.85
 
 
 @pytest.mark.xfail(strict=True, reason="with XQUIC's path buffer the simulator asks first with 0.352 MB left, XQUIC "

@@ -318,6 +318,19 @@ def test_simulator_side_of_a_checkpoint_and_a_sim_override(tmp_path):
         transfer.main(args[:-3] + ["--out", str(tmp_path / "bad"), "--sim-override", "env.dt_ms=-1"])
 
 
+def test_a_preset_trained_for_a_report_without_mlflow_keeps_its_run_in_the_reports_store(tmp_path, monkeypatch):
+    """``--no-mlflow`` logs no run of the report, and the preset's training run (train.py always
+    tracks one) goes to ``<out>/agents/mlflow.db``, not to the working directory's store."""
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    out = tmp_path / "out"
+    transfer.main(["--policy", "agent=dqn cc=bbr2 train.steps=300 train.eval_every=0 train.eval_runs=2 file_mb=1",
+                   "--side", "sim", "--scenarios", "ispras_s3", "--ccs", "bbr", "--runs", "2", "--heuristic-runs", "2",
+                   "--file-mb", "1", "--out", str(out), "--no-mlflow"])
+    assert (out / "agents" / "mlflow.db").is_file() and not list(here.iterdir())
+
+
 def test_the_record_says_how_the_policy_was_trained(tmp_path):
     from conftest import compose_config
 
