@@ -201,7 +201,7 @@ def _validate(cfg: DictConfig) -> None:
         raise ConfigError("tune.objective.ccs: cc_robust needs a list of CCs, e.g. [reno, cubic, bbr, bbr2]")
     try:  # known CCs, also while another objective leaves them unread; of the simulated stack where they are read
         for cc in t.objective.ccs or []:
-            cc_id(str(cc))  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
+            cc_id(str(cc))  # an unknown name lists the valid ones, also where the stack check below does not run
         if t.objective.name == "cc_robust":
             stacks.check_ccs(str(cfg.env.stack), list(t.objective.ccs))
     except ConfigError as err:

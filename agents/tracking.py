@@ -80,14 +80,14 @@ def check_local_store(uri: str | None, field: str = "mlflow.tracking_uri") -> No
 def check_scheme(uri: str, field: str = "mlflow.tracking_uri") -> None:
     """Refuse a URI scheme MLflow has no store for (``ftp://...``), listing the ones it has: MLflow
     itself ended in a TypeError of its own exception (UnsupportedModelRegistryStoreURIException)."""
-    from importlib.metadata import entry_points
+    scheme = urlparse(uri).scheme.split("+")[0]  # postgresql+psycopg2: a database and its driver
+    if len(scheme) == 1 or scheme in STORE_SCHEMES:  # a Windows drive letter (C:\runs) is a directory
+        return
+    from importlib.metadata import entry_points  # only now: reading every installed package's entry points takes ~0.3 s
 
     from envs.errors import unknown_name
-    scheme = urlparse(uri).scheme.split("+")[0]  # postgresql+psycopg2: a database and its driver
-    if len(scheme) == 1:  # a Windows drive letter (C:\runs): a directory
-        return
     plugins = [e.name for e in entry_points(group="mlflow.tracking_store")]
-    if scheme not in STORE_SCHEMES and scheme not in plugins:
+    if scheme not in plugins:
         raise unknown_name(f"{field} scheme", scheme, [s for s in (*STORE_SCHEMES, *plugins) if s])
 
 

@@ -69,7 +69,6 @@ from envs.live.provenance import load_average, utc_now
 from envs.live.provenance import provenance as live_provenance
 from envs.live.xquic import paths_validated  # one home: the reference recorder keeps it too
 from envs.metrics import mean_ci
-from envs.plugins import cc_id
 from envs.scenario import Scenario, resolve_scenarios
 from envs.schema import LiveOptions
 from envs.sim.stacks import BACKEND_STACK, check_ccs
@@ -429,12 +428,17 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     if len(x) < 2 or len(y) < 2:
         return (float(x.mean() - y.mean()) if len(x) and len(y) else math.nan), math.nan
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    return float(x.mean() - y.mean()), _welch_half(x.var(ddof=1) / len(x), y.var(ddof=1) / len(y), len(x), len(y))
+
+
+def _welch_half(vx: float, vy: float, nx: int, ny: int) -> float:
+    """Half-width of the 95% CI of a difference of two means whose squared standard errors are
+    ``vx`` and ``vy`` (from ``nx`` and ``ny`` runs), Welch-Satterthwaite degrees of freedom."""
     se = math.sqrt(vx + vy)
     if se == 0:
-        return float(x.mean() - y.mean()), 0.0
-    dof = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-    return float(x.mean() - y.mean()), float(stats.t.ppf(0.975, dof) * se)
+        return 0.0
+    dof = (vx + vy) ** 2 / (vx ** 2 / (nx - 1) + vy ** 2 / (ny - 1))
+    return float(stats.t.ppf(0.975, dof) * se)
 
 
 @dataclass(frozen=True)
@@ -464,12 +468,9 @@ def ratio_ci(a: Sequence[float], b: Sequence[float], threshold: float = ACCEPT_R
         return RatioCI(math.nan, math.nan, math.nan, math.nan)
     r = float(x.mean() / y.mean())
     cx, cy = x.var(ddof=1) / x.mean() ** 2, y.var(ddof=1) / y.mean() ** 2  # squared coefficients of variation
-    vx, vy = cx / len(x), cy / len(y)
-    se = math.sqrt(vx + vy)
-    if se == 0:
+    half = _welch_half(cx / len(x), cy / len(y), len(x), len(y))  # of log(mean a) - log(mean b)
+    if half == 0:
         return RatioCI(r, r, r, 1.0 if r != threshold else math.inf)
-    dof = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-    half = float(stats.t.ppf(0.975, dof) * se)
     gap = abs(math.log(r / threshold))
     # n runs of each: z * sqrt((cx + cy) / n) = gap (the normal quantile: many runs)
     runs = math.inf if gap == 0 else math.ceil((stats.norm.ppf(0.975) ** 2) * (cx + cy) / gap ** 2)
@@ -854,8 +855,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"is a directory; give its record file, e.g. {a.record / 'record.json'}" if a.record.is_dir()
             else "does not exist"))
     try:  # before the policy (a preset is trained first): both sides run the CCs of XQUIC's stack
-        for cc in a.ccs:
-            cc_id(cc)  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
         check_ccs(BACKEND_STACK["xquic"], a.ccs)
     except ConfigError as err:
         raise ConfigError(f"--ccs: {err}") from None

@@ -209,6 +209,19 @@ CASES = [
      "runs= is not read with study=headroom, whose file sets runs: 10; override that instead: study.runs=..."),
     ("evaluate.py", ["study=ispras", "scheduler=[minrtt,ecf]"], 1,
      "scheduler= is not read with study=ispras, whose file sets schedulers: ['minrtt', 'ecf', 'blest', "),
+    # values the schema or MLflow let through (an OverflowError, NaN rewards, a silent typo, SB3's or torch's
+    # own words after start-up, MLflow's TypeError)
+    ("train.py", ["env.max_duration_s=inf"], 1, "env.max_duration_s must be a finite number > 0, got inf"),
+    ("train.py", ["env.ooo_limit_bytes=-1"], 1, "env.ooo_limit_bytes must be >= 0 (inf: no limit), got -1.0"),
+    ("train.py", ["env.reward.alpha=nan"], 1, "env.reward.alpha must be >= 0, got nan"),
+    ("train.py", ["env.modes=[minrtt,foo]"], 1, "env: unknown scheduler 'foo'; valid: "),
+    ("train.py", ["train.randomise.stacks=[foo]"], 1, "unknown train.randomise.stacks entry 'foo'; valid: linux, xquic"),
+    ("train.py", ["agent.hyperparams.learning_rate=fast"], 1,
+     "agent.hyperparams.learning_rate must be a number > 0.0, got 'fast'"),
+    ("train.py", ["agent.hyperparams.gamma=[0.9]"], 1, "agent.hyperparams.gamma must be a number >= 0.0 and <= 1.0"),
+    ("train.py", ["mlflow.tracking_uri=ftp://x"], 1, "unknown mlflow.tracking_uri scheme 'ftp'; valid: "),
+    ("evaluate.py", ["metrics=[]"], 1, "metrics: the list is empty"),
+    ("evaluate.py", ["scenario_file={work}"], 1, "scenario file {work} is a directory; give a scenario YAML file"),
     # tune.py (refused before Ray starts)
     ("tune.py", ["tune.num_samples=0"], 1, "tune.num_samples must be an integer >= 1"),
     ("tune.py", ["tune=dqnx"], 1, "no search space for agent 'dqn': tune=<name> picks one of configs/tune/ (a2c, dqn, "),
@@ -219,7 +232,11 @@ CASES = [
     ("tune.py", ["agent.hyperparams.learning_rate=-1"], 1, "agent.hyperparams.learning_rate must be a number > 0.0"),
     ("tune.py", ["tune.space.agent.hyperparams.learning_rate={{uniform:[0.1,0.01]}}"], 1, "learning_rate"),
     ("tune.py", ["mlflow.tracking_uri={blackhole}"], 1, "the tracking server did not answer within 3 s"),
+    ("tune.py", ["+tune.space.foo=bar"], 1,
+     "tune.space: a trial's config (each searched key at its first value) is refused: unknown key 'foo'"),
+    ("tune.py", ["tune.objective.ccs=[bbr9]"], 1, "tune.objective.ccs: unknown cc 'bbr9'; valid: "),
     # python -m export
+    ("export", ["checkpoint=x", "out="], 2, "out= is empty; give the header's file name"),
     ("export", [], 2, "checkpoint= is required"),
     ("export", ["checkpoint=x", "bogus=1"], 2, "unknown argument 'bogus=1'"),
     ("export", ["checkpoint={work}/nowhere", "out={work}/p.h"], 2, "neither a directory nor an MLflow run id"),
@@ -292,6 +309,33 @@ RECORD_REFERENCE = [  # every value is checked before live work (a recording tak
     (["queue", "--out", "/dev/null/x"], "--out /dev/null/x: cannot write the tables there"),
     (["queue", "--stacks", "quic"], "--stacks: unknown quic; valid: xquic, linux"),
 ]
+
+
+COMMAND_LINES = [  # the argparse tools: their options, before any work (a preset would be trained first)
+    ("studies.transfer", ["--record", "{work}/list.json", "--side", "none"], 1,
+     "list.json: a transfer record is a JSON object (format, policy, features, measurements), got a list"),
+    ("studies.transfer", ["--record", "{work}/nokeys.json", "--side", "none"], 1,
+     "nokeys.json: the transfer record has no policy, features, measurements"),
+    ("studies.transfer", ["--record", "{work}", "--side", "none"], 1,
+     "no measurements: --record {work} is a directory; give its record file"),
+    ("studies.transfer", ["--record", "{work}/missing.json", "--side", "sim", "--policy", "agent=dqn"], 1,
+     "no measurements: --record {work}/missing.json does not exist"),
+    ("studies.transfer", ["--policy", "agent=dqn", "--ccs", "bbr9"], 1, "--ccs: unknown cc 'bbr9'; valid: "),
+    ("benchmarks/fidelity.py", ["runs=0"], 2, "--runs must be an integer >= 1, got 0"),
+    ("benchmarks/fidelity.py", ["out=/dev/null/x"], 2, "out=/dev/null/x: cannot write the report there"),
+    ("benchmarks/sim_speed.py", ["--case", "foo"], 2, "--case: unknown case 'foo'; valid: core, gym, cold, mesh"),
+    ("benchmarks/sim_speed.py", ["--case", "core", "a", "b", "c"], 2, "B must be an integer, got 'a'"),
+]
+
+
+@pytest.mark.parametrize("script, args, code, fragment", COMMAND_LINES,
+                         ids=[f"{c[0]}:{' '.join(c[1])}" for c in COMMAND_LINES])
+def test_the_argparse_tools_refuse_bad_options_in_one_line(script, args, code, fragment, work):
+    (work / "list.json").write_text("[1, 2]")
+    (work / "nokeys.json").write_text('{"format": 1}')
+    args = [a.format(work=work) for a in args]
+    got, out = cli(script, args, work)
+    assert got == code and fragment.format(work=work) in out and "Traceback" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize("args, fragment", RECORD_REFERENCE, ids=[" ".join(a) for a, _ in RECORD_REFERENCE])
