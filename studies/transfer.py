@@ -69,6 +69,7 @@ from envs.live.provenance import load_average, utc_now
 from envs.live.provenance import provenance as live_provenance
 from envs.live.xquic import paths_validated  # one home: the reference recorder keeps it too
 from envs.metrics import mean_ci
+from envs.plugins import cc_id
 from envs.scenario import Scenario, resolve_scenarios
 from envs.schema import LiveOptions
 from envs.sim.stacks import BACKEND_STACK, check_ccs
@@ -855,6 +856,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"is a directory; give its record file, e.g. {a.record / 'record.json'}" if a.record.is_dir()
             else "does not exist"))
     try:  # before the policy (a preset is trained first): both sides run the CCs of XQUIC's stack
+        for cc in a.ccs:
+            cc_id(cc)  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
         check_ccs(BACKEND_STACK["xquic"], a.ccs)
     except ConfigError as err:
         raise ConfigError(f"--ccs: {err}") from None

@@ -251,13 +251,9 @@ def profile(name: str) -> StackProfile:
 
 
 def check_ccs(stack: str, ccs: Iterable[str]) -> None:
-    """Refuse a CC no plug-in registers (listing the registered ones) and a CC the stack does not
-    have (bbr2 on Linux, listing the ones it has)."""
-    from envs.plugins import cc_plugin  # the registry imports the CC modules, which read this one
-
+    """Refuse a CC the stack does not have (bbr2 on Linux), listing the ones it has."""
     prof = profile(stack)
     for cc in ccs:
-        cc_plugin(cc)
         if not prof.offers(cc):
             others = "; ".join(f"stack={p.name} has {', '.join(p.ccs)}" for p in PROFILES.values() if p is not prof)
             raise ConfigError(f"cc {cc!r} is not in stack {stack!r}; valid: {', '.join(prof.ccs)} ({others})")
