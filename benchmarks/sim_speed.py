@@ -189,7 +189,7 @@ def main(quick: bool) -> None:
 # ``--case KIND ARGS...``: each kind's arguments, as (name, type) in order; the ones after the
 # required count may be left out
 CASES = {"core": ([("B", int), ("PATHS", int), ("SIM_S", float), ("STACK", str), ("CC", str)], 3),
-         "gym": ([("DECISION", str), ("SIM_S", float), ("fixed|sample", str), ("SCENARIO", str)], 3),
+         "gym": ([("DECISION", str), ("SIM_S", float), ("drawn|sample", str), ("SCENARIO", str)], 3),
          "cold": ([], 0), "mesh": ([("B", int), ("SIM_S", float)], 2)}
 
 
@@ -210,8 +210,8 @@ def case_args(parser: argparse.ArgumentParser, words: list[str]) -> tuple[str, l
             values.append(kind_of(word))
         except ValueError:
             parser.error(f"{usage}: {name} must be {'an integer' if kind_of is int else 'a number'}, got {word!r}")
-    if kind == "gym" and values[2] not in ("fixed", "sample"):
-        parser.error(f"{usage}: the third argument must be fixed or sample, got {values[2]!r}")
+    if kind == "gym" and values[2] not in ("drawn", "sample"):  # actions drawn in advance, or by action_space.sample()
+        parser.error(f"{usage}: the third argument must be drawn or sample, got {values[2]!r}")
     return kind, values
 
 

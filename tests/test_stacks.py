@@ -15,9 +15,10 @@ from envs.plugins import cc_params
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim import recovery, stacks
 from envs.cc.base import CWND, SSTHRESH
-from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, N_FL, N_OBS, OBS_AVAILABLE, OBS_LATEST_RTT,
-                             OBS_MIN_RTT, OBS_SENT, OBS_SRTT, PAUSE_DECISION, PAUSE_NONE)
-from envs.sim.reordering import GRID, W_GRID, spurious_table
+from envs.sim import kernel
+from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SPUR_PENDING, N_FL, N_OBS, OBS_AVAILABLE,
+                             OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT, PAUSE_DECISION, PAUSE_NONE)
+from envs.sim.reordering import GRID, W_GRID, lead_table, rack_row, rfc9002_row, spurious_table
 from envs.sim.simulator import SimConfig, Simulator
 from tests.conftest import compose_config
 
@@ -118,6 +119,45 @@ def test_detection_tables() -> None:
     r = np.searchsorted(GRID, 0.05)
     w = np.searchsorted(W_GRID, 10.0)
     assert rack[w, r] < 1e-6 < 0.1 < rfc[w, r]
+
+
+def test_declaration_leads_agree_with_a_monte_carlo() -> None:
+    """The mean lead of a declaration over its packet's ACK (envs/sim/reordering.py), integrated,
+    against declarations drawn packet by packet: the packet's delay x and its later packets'
+    arrivals j r + y_j, declared at D (RFC 9002: the third later arrival, or the first once the
+    packet is w late; RACK: y_j + w for a later packet whose spacing is within w, else its arrival),
+    and the shipped tables hold the integral."""
+    rng = np.random.default_rng(0)
+    for r, w in ((0.05, 3.25), (0.2, 3.25), (0.5, 1.75)):
+        n, later = 20000, int(np.ceil(12.0 / r))
+        x = rng.standard_normal(n)
+        spacing = r * np.arange(1, later + 1)
+        z = spacing + rng.standard_normal((n, later))
+        first3 = np.sort(z, axis=1)[:, :3]
+        d_rfc = np.minimum(first3[:, 2], np.maximum(first3[:, 0], w))
+        d_rack = np.where(spacing < w, z - spacing + w, z).min(axis=1)
+        i = int(np.searchsorted(W_GRID, w))
+        for d, row in ((d_rfc, rfc9002_row(r)), (d_rack, rack_row(r))):
+            declared = d < x
+            assert row[0, i] == pytest.approx(declared.mean(), abs=0.01)
+            assert row[1, i] == pytest.approx(np.mean(x[declared] - d[declared]), abs=0.03)
+    g = int(np.searchsorted(GRID, 0.05))
+    assert np.allclose(lead_table("rfc9002")[:, g], rfc9002_row(GRID[g])[1])
+    assert np.allclose(lead_table("rack")[:, g], rack_row(GRID[g])[1])
+
+
+def test_copies_that_would_leave_after_their_originals_ack_are_dropped() -> None:
+    """A spurious declaration's copies leave first at the flow's sending rate (pacing, at most the
+    window per round trip); those that would wait past the declaration's lead are never queued."""
+    o, fb, C = np.zeros((1, N_OBS)), np.zeros((1, N_FL)), np.zeros((1, 8))
+    o[0, OBS_SRTT], C[0, CWND], o[0, OBS_PACING_RATE] = 0.1, 1e6, 2e6  # window 10 MB/s, pacing 2 MB/s
+    kernel._queue_copies(o, fb, C, 0, 1e4, 3.0, 0.001)  # 3 ms at 2 MB/s: 6000 bytes leave in time
+    assert fb[0, FL_SPUR_PENDING] == pytest.approx(6000.0)
+    kernel._queue_copies(o, fb, C, 0, 1e4, 3.0, 0.001)  # behind those, none
+    assert fb[0, FL_SPUR_PENDING] == pytest.approx(6000.0)
+    fb[0, FL_SPUR_PENDING], o[0, OBS_PACING_RATE] = 0.0, 0.0  # unpaced: the window per round trip
+    kernel._queue_copies(o, fb, C, 0, 1e5, 3.0, 0.001)
+    assert fb[0, FL_SPUR_PENDING] == pytest.approx(3e4)
 
 
 def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:

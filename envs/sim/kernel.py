@@ -7,7 +7,8 @@ One step (default 1 ms) of one connection, in order (docs/transport.md):
    reverse delay, their lost bytes are declared lost after the stack's detection delay, holes
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
-   samples (BBR), the CC, and the retransmission queue; DSACKs widen RACK's window and undo
+   samples (BBR), the CC, and the retransmission queue (a spurious declaration's copies only
+   where they can leave before their originals' ACKs, ``_queue_copies``); DSACKs widen RACK's window and undo
    spurious reductions, retransmission timers fire (the stack's, ``envs/sim/recovery.py``);
    the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: what each path's schedule buffer holds leaves as its pacer and window allow;
@@ -333,6 +334,7 @@ def _receive(t, conn, mss, dt, stks, nsub, nflows):
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur
+                rg[f, sl, RING_SPUR_LEAD] += spur * sg[f, s, SEG_SPUR_LEAD]
                 rg[f, sl, RING_LOST_SENT] = max(rg[f, sl, RING_LOST_SENT], sg[f, s, SEG_SENT])
                 hh = int(sg[f, s, SEG_HOLE])
                 if lost > 0.0 and hh >= 0 and ho[hh, HOLE_UNDET] > 0.0 and ho[hh, HOLE_DETECT_AT] < 0.0:
@@ -442,6 +444,7 @@ def _rto(b, t, f, conn, mss, dt):
     for s in range(rg.shape[1]):
         rg[f, s, RING_LOST] = 0.0
         rg[f, s, RING_SPUR] = 0.0
+        rg[f, s, RING_SPUR_LEAD] = 0.0
     Qm = sg.shape[1] - 1
     for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
         sg[f, i & Qm, SEG_LOST] = 0.0
@@ -520,6 +523,22 @@ def _unschedule(f, o, fb, c, ho):
     fb[f, FL_SCHED] = 0.0
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _queue_copies(o, fb, C, f, nbytes, lead, dt):
+    """Queue the copies of ``nbytes`` declared lost spuriously, ``lead`` steps (the rule's mean,
+    ``envs/sim/reordering.py``) before their originals' ACKs. A copy whose original is acknowledged
+    before it leaves is dropped (XQUIC: xqc_conn.c ``xqc_check_acked_or_dropped_pkt`` ->
+    xqc_send_ctl.c ``xqc_send_ctl_indirectly_ack_or_drop_po``, ``po_origin->po_acked``; Linux:
+    ``tcp_xmit_retransmit_queue`` skips a SACKed segment). Copies leave first, in order, at the
+    flow's sending rate (its pacing rate, at most its window per round trip), so those that would
+    wait longer than the lead behind the copies already queued are never sent."""
+    rate = C[f, CWND] / max(o[f, OBS_SRTT], dt)
+    if o[f, OBS_PACING_RATE] > 0.0:
+        rate = min(rate, o[f, OBS_PACING_RATE])
+    room = lead * dt * rate - fb[f, FL_SPUR_PENDING]
+    fb[f, FL_SPUR_PENDING] += min(nbytes, max(room, 0.0))
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
 def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
@@ -573,7 +592,8 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - lost, 0.0)
             fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
             o[f, OBS_LOSSES] += _packets(lost, mss) + spur
-            fb[f, FL_SPUR_PENDING] += spur * mss
+            if spur > 0.0:
+                _queue_copies(o, fb, C, f, spur * mss, rg[f, slot, RING_SPUR_LEAD] / spur, dt)
             before_loss(t, o, fb, C, f, lost, spur, dt, stks[f])
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
                        rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss, rng,
@@ -652,6 +672,7 @@ def _init_segment(sg, f, s, seq, pos, t, deliv, first, fill):
     sg[f, s, SEG_FILL_BYTES] = 0.0
     sg[f, s, SEG_LOST] = 0.0
     sg[f, s, SEG_SPUR] = 0.0
+    sg[f, s, SEG_SPUR_LEAD] = 0.0
     sg[f, s, SEG_NEW] = 0.0
 
 
@@ -1474,7 +1495,8 @@ def _depart(b, t, conn, m, nsub, nflows):
     a fraction of the link is reordered less; a flow that does not pace sends its window as one
     back-to-back train per round trip (the stack's ``unpaced_trains``), whose packets can be
     overtaken only by the later ones of their train. Spacing and window are measured against the
-    jitter of a round trip (the data's and its ACK's)."""
+    jitter of a round trip (the data's and its ACK's). The same tables give the declaration's mean
+    lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave."""
     o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
     stks = m.stack[b]
     mss, dt, spur_r, spur_w = m.mss, m.dt, m.spur_grid, m.spur_wgrid
@@ -1504,6 +1526,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         down = fb[f, FL_DOWN_UNTIL] + dfwd if fb[f, FL_DOWN_UNTIL] > t else 0.0
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
+        lead = 0.0  # steps from a declaration to the declared packet's ACK
         out = 0.0
         while d < tl:
             if sg[f, s, SEG_POS] > deq_eps:
@@ -1517,24 +1540,33 @@ def _depart(b, t, conn, m, nsub, nflows):
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         stk = stks[f]
-                        spur_p = m.spur_prob[int(stk[STK_RULE])]
+                        tables = m.spur_prob[int(stk[STK_RULE])]
+                        half = tables.shape[0] // 2  # probabilities, then leads (reordering.detection_tables)
+                        spur_p = tables[:half]
+                        spur_lead = tables[half:]
                         window = reorder_window(o, fb, f, stk) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
                         rtt_jit = jit * SQRT2
                         if stk[STK_TRAINS] > 0.0 and o[f, OBS_PACING_RATE] <= 0.0:
                             # unpaced: its window's packets, back to back at the bottleneck's rate
-                            prob = _train_prob(mss / max(bnb[p, BN_CAP], 1e-3) / rtt_jit, window / rtt_jit,
-                                               o[f, OBS_SWND] / mss, spur_r, spur_w, spur_p)
+                            r_jit = mss / max(bnb[p, BN_CAP], 1e-3) / rtt_jit
+                            n_train = o[f, OBS_SWND] / mss
+                            prob = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_p)
+                            lead = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_lead)
                         else:
-                            spacing = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3)
-                            prob = _spurious_prob(spacing / rtt_jit, window / rtt_jit, 0, spur_r, spur_w, spur_p)
+                            r_jit = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3) / rtt_jit
+                            prob = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_p)
+                            lead = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_lead)
+                        lead *= rtt_jit  # steps
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
                     for _ in range(int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))):
                         if uniform(rng, b) < prob:
                             n_spur += 1.0
-                    sg[f, s, SEG_SPUR] += n_spur
+                    if n_spur > 0.0:
+                        sg[f, s, SEG_SPUR] += n_spur
+                        sg[f, s, SEG_SPUR_LEAD] = lead
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
             if u < PKT_RTT_TAIL and jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
                 # the least RTT sample among the segment's packets: each packet and its ACK get

@@ -65,7 +65,7 @@ FL_PATH = 6  # index of the link whose queue the flow crosses (its route's bottl
 FL_IS_SUB = 7  # 1 for the connection's own subflows, 0 for competing flows
 FL_RTT_SUM = 8  # sum of RTT samples (metric)
 FL_RTT_CNT = 9  # number of RTT samples (metric)
-FL_SPUR_PENDING = 10  # bytes to resend after spurious (reordering) loss declarations
+FL_SPUR_PENDING = 10  # bytes of copies to send after spurious (reordering) loss declarations
 FL_CC = 11  # congestion-control id (envs.plugins registry)
 FL_SENT_PKTS = 12  # packets sent (metric: loss rate)
 FL_LOST_PKTS = 13  # packets lost in the network (ground truth, metric)
@@ -186,7 +186,8 @@ SEG_LOST = 9  # bytes lost from this segment (ground truth; detected on arrival 
 SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detection threshold
 SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
 SEG_FIRST_SENT = 12  # the flow's FL_FIRST_SENT when it was sent (delivery-rate sample's send interval)
-N_SEG = 13
+SEG_SPUR_LEAD = 13  # steps by which their declaration comes before their ACK (the rule's mean, envs/sim/reordering.py)
+N_SEG = 14
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
 # head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free), and
 # scan: every segment from head up to it carries no new data (the receiver's in-order point skips
@@ -204,7 +205,8 @@ RING_LOST_SENT = 5  # send step of the latest lost segment (congestion-recovery 
 RING_SPUR = 6  # packets spuriously declared lost (reordering)
 RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, each with its own jitter (0: none)
 RING_FIRST_SENT = 8  # SEG_FIRST_SENT of the latest segment acknowledged
-N_RING = 9
+RING_SPUR_LEAD = 9  # RING_SPUR times their SEG_SPUR_LEAD, summed (steps)
+N_RING = 10
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
 HOLE_SEQ = 0  # sequence of the first lost byte

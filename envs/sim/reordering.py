@@ -28,6 +28,14 @@ Two spacings (``spurious_table`` and ``train_table``):
   trip, as long as its window (ACK clocking; Jacobson 1988). A packet then has only the later
   packets of its own train to be overtaken by (the next train is a round trip behind): the
   probability is averaged over the positions of a train of ``n`` packets, ``n`` on ``TRAIN_GRID``.
+
+Beside each probability, the mean lead of a declaration (``lead_table``, ``lead_train_table``), in
+the same units: ``E[x - D | declared]``, how long before the packet's ACK the rule declares it
+(at ``D``). A sender that drops a queued copy whose original is acknowledged before the copy
+leaves (XQUIC ``xqc_send_ctl_indirectly_ack_or_drop_po``; Linux skips a SACKed segment in
+``tcp_xmit_retransmit_queue``) has the lead to send the copy. ``D`` depends on the later packets
+only, so with ``F`` its distribution function (the rows integrate ``F(x)``, the probability of a
+declaration by time x) ``E[(x - D)+ | x]`` is the integral of ``F`` up to ``x``.
 """
 
 from pathlib import Path
@@ -45,6 +53,16 @@ _MAX_TERMS = 20000
 TRAINS_PER_OCTAVE = 2
 TRAIN_GRID = 2.0 ** (np.arange(21) / TRAINS_PER_OCTAVE)  # n = packets in a train, 1 .. 1024
 _W_INDEX = np.searchsorted(_X, W_GRID, side="right")  # x > w from this index of _X on
+# weights of F on _X giving P(declared) and E[(x - D)+], the latter as
+# sum over x of pdf(x) * sum over t <= x of F(t) dt = sum over t of F(t) * dt * P(x >= t)
+_WEIGHTS = np.stack([_PDF, np.cumsum(_PDF[::-1])[::-1] * (_X[1] - _X[0])])
+
+
+def _prob_and_lead(sums: np.ndarray) -> np.ndarray:
+    """(probability, mean lead per declared packet) from the weighted sums of ``_WEIGHTS`` (axis
+    0); the lead is 0 where no packet is declared."""
+    prob = sums[0]
+    return np.array([prob, np.where(prob > 1e-12, sums[1] / np.maximum(prob, 1e-300), 0.0)])
 
 
 def _later(r: float) -> np.ndarray:
@@ -54,7 +72,8 @@ def _later(r: float) -> np.ndarray:
 
 
 def rfc9002_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
-    """P(declared lost) at spacing r for every w of ``W_GRID`` under the RFC 9002 rule."""
+    """P(declared lost) at spacing r for every w of ``W_GRID`` under the RFC 9002 rule, and the
+    mean lead of a declaration (shape 2 x W)."""
     z = _later(r)
     p = ndtr(z)
     # P(no later packet overtakes | x), and P(at least k overtake | x) (Poisson-binomial)
@@ -70,11 +89,12 @@ def rfc9002_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
         dist[:, 0] *= 1 - pj
         dist[:, k] = tail
     some = 1.0 - none
-    return np.array([np.sum(_PDF * np.where(_X > w, some, dist[:, k])) for w in W_GRID])
+    return _prob_and_lead(_WEIGHTS @ np.where(_X[:, None] > W_GRID[None, :], some[:, None], dist[:, k:k + 1]))
 
 
 def rack_row(r: float) -> np.ndarray:
-    """P(declared lost) at spacing r for every reordering window w of ``W_GRID`` (RACK)."""
+    """P(declared lost) at spacing r for every reordering window w of ``W_GRID`` (RACK), and the
+    mean lead of a declaration (shape 2 x W)."""
     z = _later(r)
     logs = log_ndtr(-z)  # log P(the j-th later packet does not overtake by its own spacing)
     suffix = np.concatenate([np.cumsum(logs[:, ::-1], axis=1)[:, ::-1], np.zeros((_X.size, 1))], axis=1)
@@ -82,77 +102,80 @@ def rack_row(r: float) -> np.ndarray:
     for w in W_GRID:
         n_w = min(int(np.floor(w / r)), logs.shape[1])  # later packets whose spacing is below w
         log_none = n_w * log_ndtr(-(_X - w)) + suffix[:, n_w]
-        out.append(np.sum(_PDF * (1.0 - np.exp(log_none))))
-    return np.array(out)
+        out.append(1.0 - np.exp(log_none))
+    return _prob_and_lead(_WEIGHTS @ np.array(out).T)
 
 
 def _train_average(per_m: np.ndarray) -> np.ndarray:
     """P(declared) of a train of n packets for every n of ``TRAIN_GRID`` (rows: w), from
     ``per_m[w, m]``, the probability of a packet with m later packets in its train: the mean over
-    the train's positions, linear between whole train lengths."""
-    whole = np.cumsum(per_m, axis=1) / np.arange(1, per_m.shape[1] + 1)  # n = 1 .. N
-    n = np.arange(1, per_m.shape[1] + 1)
-    return np.array([np.interp(TRAIN_GRID, n, row) for row in whole])
+    the train's positions, linear between whole train lengths (so for each weighted sum)."""
+    whole = np.cumsum(per_m, axis=-1) / np.arange(1, per_m.shape[-1] + 1)  # n = 1 .. N
+    n = np.arange(1, per_m.shape[-1] + 1)
+    return np.apply_along_axis(lambda row: np.interp(TRAIN_GRID, n, row), -1, whole)
 
 
 def rfc9002_train_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
     """P(declared lost) at spacing r, for every w of ``W_GRID`` and train length of
-    ``TRAIN_GRID`` (shape W x N), under the RFC 9002 rule."""
+    ``TRAIN_GRID``, under the RFC 9002 rule, and the mean lead of a declaration (shape 2 x W x N)."""
     n_max = int(TRAIN_GRID[-1])
-    per_m = np.zeros((W_GRID.size, n_max))
+    per_m = np.zeros((len(_WEIGHTS), W_GRID.size, n_max))  # the weighted sums of a packet with m later packets
     dist = np.zeros((_X.size, k + 1))
     dist[:, 0] = 1.0
     for m in range(n_max):  # m later packets in the train: the first m of the stream
         if m > 0:
             pj = ndtr(_X - r * m)
             if pj.max() < 1e-15:
-                per_m[:, m:] = per_m[:, m - 1:m]
+                per_m[..., m:] = per_m[..., m - 1:m]
                 break
             tail = dist[:, k] + dist[:, k - 1] * pj
             dist[:, 1:k] = dist[:, 1:k] * (1 - pj[:, None]) + dist[:, 0:k - 1] * pj[:, None]
             dist[:, 0] *= 1 - pj
             dist[:, k] = tail
         # x > w: one overtaking packet suffices; else k of them
-        some = np.concatenate([[0.0], np.cumsum((_PDF * (1.0 - dist[:, 0]))[::-1])])[::-1]
-        most = np.concatenate([[0.0], np.cumsum(_PDF * dist[:, k])])
-        per_m[:, m] = some[_W_INDEX] + most[_W_INDEX]
-    return _train_average(per_m)
+        for i, weight in enumerate(_WEIGHTS):
+            some = np.concatenate([[0.0], np.cumsum((weight * (1.0 - dist[:, 0]))[::-1])])[::-1]
+            most = np.concatenate([[0.0], np.cumsum(weight * dist[:, k])])
+            per_m[i, :, m] = some[_W_INDEX] + most[_W_INDEX]
+    return _prob_and_lead(_train_average(per_m))
 
 
 def rack_train_row(r: float) -> np.ndarray:
     """P(declared lost) at spacing r, for every reordering window w of ``W_GRID`` and train
-    length of ``TRAIN_GRID`` (shape W x N), under RACK."""
+    length of ``TRAIN_GRID``, under RACK, and the mean lead of a declaration (shape 2 x W x N)."""
     n_max = int(TRAIN_GRID[-1])
-    per_m = np.zeros((W_GRID.size, n_max))
+    per_m = np.zeros((len(_WEIGHTS), W_GRID.size, n_max))
     by_window = log_ndtr(-(_X[:, None] - W_GRID[None, :]))  # a later packet within w: must lead by w
     log_none = np.zeros((_X.size, W_GRID.size))
     for m in range(1, n_max):
         own = log_ndtr(-(_X - r * m))
         if own.max() > -1e-15 and r * m > W_GRID[-1]:
-            per_m[:, m:] = per_m[:, m - 1:m]
+            per_m[..., m:] = per_m[..., m - 1:m]
             break
         log_none += np.where(r * m > W_GRID[None, :], own[:, None], by_window)
-        per_m[:, m] = _PDF @ (1.0 - np.exp(log_none))
-    return _train_average(per_m)
+        per_m[:, :, m] = _WEIGHTS @ (1.0 - np.exp(log_none))
+    return _prob_and_lead(_train_average(per_m))
 
 
 def table_file(rule: str, kind: str = "spurious") -> Path:
     return Path(__file__).with_name(f"{kind}_{rule}.npy")
 
 
-def build_table(rule: str) -> np.ndarray:
-    """Probabilities on ``W_GRID`` x ``GRID`` (seconds; shipped as ``spurious_<rule>.npy``,
-    regenerate with ``python -m envs.sim.reordering``)."""
+def build_tables(rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities and mean leads on ``W_GRID`` x ``GRID`` (shipped as ``spurious_<rule>.npy``
+    and ``lead_<rule>.npy``, regenerate with ``python -m envs.sim.reordering``)."""
     row = rfc9002_row if rule == "rfc9002" else rack_row
-    return np.ascontiguousarray(np.clip(np.array([row(r) for r in GRID]).T, 0.0, 1.0))
+    table = np.array([row(r) for r in GRID])  # R x 2 x W
+    return np.ascontiguousarray(np.clip(table[:, 0].T, 0.0, 1.0)), np.ascontiguousarray(table[:, 1].T)
 
 
-def build_train_table(rule: str) -> np.ndarray:
-    """Probabilities on ``TRAIN_GRID`` x ``W_GRID`` x ``GRID`` (shipped as ``train_<rule>.npy`` in
-    single precision)."""
+def build_train_tables(rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities and mean leads on ``TRAIN_GRID`` x ``W_GRID`` x ``GRID`` (shipped as
+    ``train_<rule>.npy`` and ``lead_train_<rule>.npy`` in single precision)."""
     row = rfc9002_train_row if rule == "rfc9002" else rack_train_row
-    table = np.array([row(r) for r in GRID])  # R x W x N
-    return np.ascontiguousarray(np.clip(table.transpose(2, 1, 0), 0.0, 1.0).astype(np.float32))
+    table = np.array([row(r) for r in GRID]).transpose(1, 3, 2, 0)  # 2 x N x W x R
+    return (np.ascontiguousarray(np.clip(table[0], 0.0, 1.0).astype(np.float32)),
+            np.ascontiguousarray(table[1].astype(np.float32)))
 
 
 def spurious_table(rule: str) -> np.ndarray:
@@ -163,13 +186,27 @@ def train_table(rule: str) -> np.ndarray:
     return np.load(table_file(rule, "train")).astype(np.float64)
 
 
+def lead_table(rule: str) -> np.ndarray:
+    return np.load(table_file(rule, "lead"))
+
+
+def lead_train_table(rule: str) -> np.ndarray:
+    return np.load(table_file(rule, "lead_train")).astype(np.float64)
+
+
 def detection_tables(rule: str) -> np.ndarray:
-    """What the core reads (``kernel.Constants.spur_prob``): slice 0 the evenly spaced table,
-    slices 1.. the trains of ``TRAIN_GRID``."""
-    return np.ascontiguousarray(np.concatenate([spurious_table(rule)[None], train_table(rule)]))
+    """What the core reads (``kernel.Constants.spur_prob``): two blocks of N + 1 slices, the
+    probabilities, then the mean leads; in each, slice 0 the evenly spaced table and slices
+    1 .. N the trains of ``TRAIN_GRID``."""
+    return np.ascontiguousarray(np.concatenate([spurious_table(rule)[None], train_table(rule),
+                                                lead_table(rule)[None], lead_train_table(rule)]))
 
 
 if __name__ == "__main__":
     for name in RULES:
-        np.save(table_file(name), build_table(name))
-        np.save(table_file(name, "train"), build_train_table(name))
+        prob, lead = build_tables(name)
+        np.save(table_file(name), prob)
+        np.save(table_file(name, "lead"), lead)
+        prob, lead = build_train_tables(name)
+        np.save(table_file(name, "train"), prob)
+        np.save(table_file(name, "lead_train"), lead)
