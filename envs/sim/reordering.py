@@ -9,7 +9,8 @@ lost, with the probability tabulated here as a function of two ratios to sigma: 
 spacing ``r`` and the detection's time window ``w``. Two rules (``RULES``):
 
 - ``rfc9002`` (XQUIC): lost when ``k`` later packets arrived first (packet threshold,
-  RFC 9002 sec. 6.1.1, kPacketThreshold = 3), or when one later packet arrived first and the
+  RFC 9002 sec. 6.1.1, kPacketThreshold = 3; XQUIC's source declares when one packet ``k`` or more
+  later is acknowledged, which is more often: docs/transport.md, "Reordering"), or when one later packet arrived first and the
   packet is more than ``w`` late (time threshold, sec. 6.1.2: 9/8 of the RTT, so ``w`` is the
   RTT/8 a packet may lag its expected arrival).
 - ``rack`` (Linux RACK, RFC 8985 sec. 6.2): lost when a packet sent after it arrived and it is
