@@ -47,6 +47,25 @@ def make_writable_dir(directory: Path) -> None:
     os.rmdir(tempfile.mkdtemp(dir=directory))
 
 
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write through a temporary file in the same directory and rename: never a partial file. The
+    file gets the mode a plain ``open`` would give it (0o666 less the umask), not ``mkstemp``'s 0o600."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def hydra_argv(argv: list[str]) -> list[str]:
     """``debug_argv`` for an entry point run by Hydra, which also refuses, in one line (exit code 2)
     and before any work, an output directory that cannot be made (``hydra.run.dir``, or

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import yaml
 
 from agents import checkpoint as ckpt
-from envs.errors import ConfigError
+from envs.errors import ConfigError, write_atomic
 from envs.features import feature_set
 from export import cnames
 from export.errors import ExportError
@@ -99,21 +98,6 @@ def generate(agent: Any, meta: dict[str, Any], prefix: str = DEFAULT_PREFIX, fix
                        seed=int(meta.get("seed", 0) or 0),
                        modes=_interval_modes(directory) if decision == "interval" else [])
     return header(pspec, body)
-
-
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Write through a temporary file in the same directory and rename: never a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def export_agent(agent: Any, meta: dict[str, Any], out: str | Path | None = None, prefix: str = DEFAULT_PREFIX,

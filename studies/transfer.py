@@ -48,10 +48,8 @@ import functools
 import hashlib
 import json
 import math
-import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,7 +60,7 @@ from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
 from agents import checkpoint
-from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.errors import ConfigError, out_of_range, unknown_name, write_atomic
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.features import feature_set
 from envs.live.provenance import load_average, utc_now
@@ -167,11 +165,7 @@ class Record:
     def save(self, path: Path) -> None:
         data = {"format": RECORD_FORMAT, "policy": self.policy, "features": self.features,
                 "provenance": self.provenance, "measurements": [asdict(m) for m in self.measurements]}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".record-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, default=_plain)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=1, default=_plain))
 
     @classmethod
     def load(cls, path: Path) -> Record:

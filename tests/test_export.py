@@ -5,6 +5,7 @@ MLflow run ids; bad input."""
 
 from __future__ import annotations
 
+import os
 import copy
 import re
 import shutil
@@ -25,7 +26,7 @@ from envs.scenario import resolve_scenarios, scenario_from_dict
 from envs.sim.layout import CN_N_SUB, OBS_AVAILABLE, OBS_LOSSES, OBS_SRTT
 from envs.vector_env import SB3VecEnv
 from export import ExportError, export_agent, export_checkpoint
-from export.api import write_atomic
+from envs.errors import write_atomic
 from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
 from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
@@ -781,3 +782,13 @@ def test_write_atomic_never_leaves_a_partial_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         write_atomic(out, "new\n")
     assert out.read_text() == "old\n" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_write_atomic_gives_the_mode_a_plain_open_gives(tmp_path):
+    """Headers and transfer records were written 0o600 (``mkstemp``'s mode): another user could
+    not read an exported header (2026-11-29)."""
+    old = os.umask(0o022)
+    try:
+        assert write_atomic(tmp_path / "p.h", "x\n").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
