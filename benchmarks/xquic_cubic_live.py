@@ -16,9 +16,9 @@ connections, sampled at the same interval; ``--xquic-packet``: with XQUIC's pack
 constants, an experiment, not the profile). Printed per transfer: goodput; reductions per
 second (the window falling by more than a tenth from one sample to the next) and the window
 just before and after them (their ratio is the CC's beta); the sawtooth's growth per srtt (bytes,
-over the samples between reductions, least squares); the packets declared lost (the model) or
-retransmitted (live: XQUIC's ctl_lost_count counts the copies of lost packets it sends, so a copy
-dropped because its original was acknowledged first, as under jitter, is not counted) against the
+over the samples between reductions, least squares); the packets declared lost (live:
+XQUIC's ctl_lost_pkts_number) and the copies of lost packets sent (live: ctl_lost_count; a copy
+dropped because its original was acknowledged first, as under jitter, is not sent) against the
 packets the emulation dropped on the forward path; PTOs; the share of samples in which the window
 binds (in flight within one packet of it), in which the flow-control credit is below a packet; the
 UDP payload and the file's bytes per forward packet. Live windows are in packets of
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
 from envs.live.provenance import load_average  # noqa: E402
 from envs.scenario import WorkloadSpec  # noqa: E402
-from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RTOS,  # noqa: E402
+from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RETRANS, OBS_RTOS,  # noqa: E402
                              OBS_SENT, OBS_SRTT)
 from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
 
@@ -95,6 +95,7 @@ class Trace:
     sent: np.ndarray
     srtt: np.ndarray
     losses: np.ndarray
+    retrans: np.ndarray
     ptos: np.ndarray
     rwnd: np.ndarray
 
@@ -126,6 +127,7 @@ def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float 
         "growth_pkts_per_srtt": float(np.median(slopes) / packet) if slopes else float("nan"),
         "period_s": span / max(len(drop), 1),
         "declared_lost": float(tr.losses[keep][-1] - tr.losses[keep][0]),
+        "retransmitted": float(tr.retrans[keep][-1] - tr.retrans[keep][0]),
         "sent_pkts": float((sent[-1] - sent[0]) / (wire or packet)),
         "ptos": float(tr.ptos[keep][-1] - tr.ptos[keep][0]),
         "cwnd_bound": float(np.mean(tr.inflight[keep] >= cwnd - packet)),
@@ -134,14 +136,15 @@ def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float 
     }
 
 
-def show(label: str, fig: dict[str, float], extra: str = "", lost_label: str = "declared lost") -> None:
+def show(label: str, fig: dict[str, float], extra: str = "") -> None:
     f = fig
     lost_rate = f["declared_lost"] / f["sent_pkts"] if f["sent_pkts"] else float("nan")
+    copy_rate = f["retransmitted"] / f["sent_pkts"] if f["sent_pkts"] else float("nan")
     print(f"== {label}: {f['goodput_mbps']:.2f} Mbit/s (after 1 s), cwnd {f['cwnd_mean_pkts']:.1f} pkts mean; "
           f"{f['reductions_per_s']:.2f} reductions/s (period {f['period_s'] * 1e3:.0f} ms), cwnd "
           f"{f['cwnd_before_pkts']:.1f} -> {f['cwnd_after_pkts']:.1f} pkts (x{f['beta']:.3f}); growth "
-          f"{f['growth_pkts_per_srtt']:.2f} pkts/srtt; {lost_label} {f['declared_lost']:.0f} of "
-          f"{f['sent_pkts']:.0f} sent ({lost_rate:.2%}); PTOs {f['ptos']:.0f}; cwnd binds in "
+          f"{f['growth_pkts_per_srtt']:.2f} pkts/srtt; declared lost {f['declared_lost']:.0f} of "
+          f"{f['sent_pkts']:.0f} sent ({lost_rate:.2%}), copies sent {f['retransmitted']:.0f} ({copy_rate:.2%}); PTOs {f['ptos']:.0f}; cwnd binds in "
           f"{f['cwnd_bound']:.0%} of samples, flow control in {f['flow_control_bound']:.0%}; srtt "
           f"{f['srtt_ms']:.1f} ms{extra}", flush=True)
 
@@ -185,14 +188,13 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                 packet = float(XQUIC_PACKET)
                 trace = Trace(np.asarray(iv["t"], float), obs[:, 0, OBS_CWND], obs[:, 0, OBS_INFLIGHT],
                               obs[:, 0, OBS_ACKED], obs[:, 0, OBS_SENT], obs[:, 0, OBS_SRTT], obs[:, 0, OBS_LOSSES],
-                              obs[:, 0, OBS_RTOS], cobs[:, COBS_RWND])
+                              obs[:, 0, OBS_RETRANS], obs[:, 0, OBS_RTOS], cobs[:, COBS_RWND])
                 fig = sawtooth(trace, packet, wire)
                 show(f"live {cc} run {run + 1}", fig,
                      f"; whole transfer {float(res.metrics()['goodput_mbps'][0]):.2f} Mbit/s, {x['outcome']}; "
                      f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
-                     f"of the file delivered; load {load_average():.2f}",
-                     "retransmitted")
+                     f"of the file delivered; load {load_average():.2f}")
                 if sizes:
                     n = sum(lengths.values())
                     full = lengths.get(max(lengths), 0) if lengths else 0
@@ -224,7 +226,8 @@ def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds
         o, c, t = np.asarray(rows), np.asarray(crows), np.asarray(ts)
         for b in range(runs):
             trace = Trace(t, o[:, b, OBS_CWND], o[:, b, OBS_INFLIGHT], o[:, b, OBS_ACKED], o[:, b, OBS_SENT],
-                          o[:, b, OBS_SRTT], o[:, b, OBS_LOSSES], o[:, b, OBS_RTOS], c[:, b, COBS_RWND])
+                          o[:, b, OBS_SRTT], o[:, b, OBS_LOSSES], o[:, b, OBS_RETRANS], o[:, b, OBS_RTOS],
+                          c[:, b, COBS_RWND])
             show(f"sim{' (XQUIC packet)' if xquic_packet else ''} {cc} run {b + 1}", sawtooth(trace, sim.mss))
 
 

@@ -195,8 +195,12 @@ path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t 
     /* committed to the path and not acknowledged: in flight plus scheduled, not yet sent */
     row[O_INFLIGHT] = (uint64_t)c->ctl_bytes_in_flight + path->path_schedule_bytes;
     row[O_DELIVERY] = cc->xqc_cong_ctl_get_bandwidth_estimate ? cc->xqc_cong_ctl_get_bandwidth_estimate(c->ctl_cong) : 0;
-    row[O_LOSSES] = c->ctl_lost_count;
-    row[O_RETRANS] = c->ctl_lost_count;  /* XQUIC resends the frames of every lost packet */
+    /* declared lost (xqc_send_ctl_detect_lost adds each detection's lost_n), and the copies of
+     * lost packets sent (xqc_send_ctl_on_packet_sent, XQC_POF_LOST): a copy whose original is
+     * acknowledged before it leaves is dropped, so under reordering the second is the smaller,
+     * as the simulator counts them (envs/sim/layout.py OBS_LOSSES, OBS_RETRANS) */
+    row[O_LOSSES] = c->ctl_lost_pkts_number;
+    row[O_RETRANS] = c->ctl_lost_count;
     row[O_RTOS] = c->ctl_tlp_count;
     row[O_PACING] = paces && cc->xqc_cong_ctl_get_pacing_rate ? cc->xqc_cong_ctl_get_pacing_rate(c->ctl_cong) : 0;
     row[O_AVAILABLE] = can_send ? 1 : 0;
