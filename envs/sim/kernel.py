@@ -171,7 +171,7 @@ class Constants(NamedTuple):
     dt: float  # seconds per step
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
-    spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter
+    spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter, then the mean leads (reordering.detection_tables)
     stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
