@@ -5,6 +5,7 @@ loss, no jitter).
     sudo nice -n -10 flock /tmp/mpsched-live.lock python benchmarks/xquic_cubic_live.py grid:0.5/0 \
         --ccs cubic,reno --runs 2 --live-only
     python benchmarks/xquic_cubic_live.py grid:0.5/0 --sim-only [--xquic-packet]   # the simulator's side
+    ... grid:0/2 --ccs bbr,bbr2,cubic,reno --runs 3 --live-only --record tests/data/declarations_xquic_live.json
 
 One verified testbed (envs.live.testbed) for the grid cell (``grid:<loss_pct>/<jitter_ms>``: the
 grid table's path, 50 Mbit/s, 40 ms RTT, 1 BDP buffer), then per run and CC one XQUIC transfer
@@ -30,24 +31,35 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import socket
 import struct
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
-from envs.live.provenance import load_average  # noqa: E402
+from envs.errors import write_atomic  # noqa: E402
+from envs.live.provenance import load_average, provenance  # noqa: E402
 from envs.scenario import WorkloadSpec  # noqa: E402
 from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RETRANS, OBS_RTOS,  # noqa: E402
                              OBS_SENT, OBS_SRTT)
 from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
 
+RECORD_DESCRIPTION = (
+    "Live XQUIC transfers on the grid's path (benchmarks/xquic_cubic_live.py --record): per transfer, after its "
+    "first second, the packets sent (sent_pkts, in packets of wire_bytes_per_packet UDP payload), declared lost "
+    "(declared_lost: ctl_lost_pkts_number) and copied (retransmitted: ctl_lost_count) over span_s seconds, the "
+    "goodput from the bytes acknowledged, the window (packets of 1200 bytes) and how often it binds, srtt; the "
+    "forward packets the emulation carried and dropped; the load average after the run. "
+    "benchmarks/reordering_declarations.py reads it.")
+_OPENED: set[Path] = set()  # records this invocation has opened its entry in
 XQUIC_PACKET = 1200  # xqc_packet_out.h XQC_PACKET_OUT_SIZE (XQC_QUIC_MIN_MSS): a full packet as the window counts it
 # --xquic-packet: the simulator with XQUIC's packet (an experiment, not the profile): the stream
 # data one packet carries, XQC_PACKET_OUT_SIZE (xqc_packet_out.h, = XQC_QUIC_MIN_MSS 1200) less
@@ -133,6 +145,7 @@ def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float 
         "cwnd_bound": float(np.mean(tr.inflight[keep] >= cwnd - packet)),
         "flow_control_bound": float(np.mean(tr.rwnd[keep] < packet)),
         "srtt_ms": float(np.median(srtt) * 1e3),
+        "span_s": span,
     }
 
 
@@ -149,7 +162,8 @@ def show(label: str, fig: dict[str, float], extra: str = "") -> None:
           f"{f['srtt_ms']:.1f} ms{extra}", flush=True)
 
 
-def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool) -> None:
+def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool,
+         record: Path | None = None) -> None:
     from envs.live.mptcp import network_counters
     from envs.live.testbed import Testbed
     from envs.live.verification import verified_testbed
@@ -195,6 +209,11 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
                      f"of the file delivered; load {load_average():.2f}")
+                if record is not None:
+                    _record(record, {"cell": cell, "loss_pct": loss, "jitter_ms": jitter, "cc": cc, "run": run + 1,
+                                     **fig, "wire_bytes_per_packet": wire, "forward_packets": offered,
+                                     "forward_dropped": dropped, "whole_goodput_mbps": float(res.metrics()["goodput_mbps"][0]),
+                                     "outcome": str(x["outcome"]), "load": load_average()})
                 if sizes:
                     n = sum(lengths.values())
                     full = lengths.get(max(lengths), 0) if lengths else 0
@@ -231,6 +250,19 @@ def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds
             show(f"sim{' (XQUIC packet)' if xquic_packet else ''} {cc} run {b + 1}", sawtooth(trace, sim.mss))
 
 
+def _record(path: Path, run: dict[str, object]) -> None:
+    """Append one live transfer's figures to the record at ``path`` (``--record``): this
+    invocation's runs go into one entry of ``recordings``, under its provenance."""
+    data: dict[str, Any] = (json.loads(path.read_text()) if path.exists()
+                            else {"description": RECORD_DESCRIPTION, "recordings": []})
+    recordings: list[dict[str, Any]] = data["recordings"]
+    if path not in _OPENED:
+        recordings.append({"provenance": provenance("python benchmarks/xquic_cubic_live.py", sys.argv[1:]), "runs": []})
+        _OPENED.add(path)
+    recordings[-1]["runs"].append(run)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cell", help="grid:<loss_pct>/<jitter_ms>, e.g. grid:0.5/0")
@@ -242,6 +274,7 @@ def main() -> int:
     ap.add_argument("--sim-only", action="store_true")
     ap.add_argument("--live-only", action="store_true")
     ap.add_argument("--sizes", action="store_true", help="count the sizes of the client's UDP packets (live)")
+    ap.add_argument("--record", type=Path, help="append every live transfer's figures to this JSON record")
     ap.add_argument("--xquic-packet", action="store_true",
                     help="simulate with XQUIC's packet and byte constants (XQUIC_PAYLOAD, XQUIC_MSS_PER_PACKET)")
     a = ap.parse_args()
@@ -249,7 +282,7 @@ def main() -> int:
     if not a.live_only:
         simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.xquic_packet)
     if not a.sim_only:
-        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes)
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record)
     return 0
 
 

@@ -160,6 +160,22 @@ def test_copies_that_would_leave_after_their_originals_ack_are_dropped() -> None
     assert fb[0, FL_SPUR_PENDING] == pytest.approx(3e4)
 
 
+def test_copies_of_spurious_declarations_count_as_retransmissions() -> None:
+    """The path's ``retrans`` counts every copy sent, as XQUIC's ctl_lost_count and Linux's
+    total_retrans do: on a jittery path what it sent (and holds in its schedule buffer) is the new
+    data plus the copies, whether of real losses (queue drops) or of spurious declarations."""
+    from envs.sim.layout import CN_SND_NXT, FL_SCHED, OBS_RETRANS
+    scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 3},
+                               "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 2, "queue_bdp": 1}]})
+    sim = Simulator(scen, "bbr", batch=2, seed=1, config=SimConfig(stack="xquic"))
+    sim.reset()
+    sim.run()
+    copies = sim.obs[:, 0, OBS_RETRANS]
+    assert np.all(copies > 0.2 * sim.obs[:, 0, OBS_SENT] / sim.mss)  # about half of what BBRv1 sends here
+    committed = sim.obs[:, 0, OBS_SENT] + sim.fl[:, 0, FL_SCHED]
+    assert committed == pytest.approx(sim.cn[:, CN_SND_NXT] + copies * sim.mss, rel=1e-4)
+
+
 def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:
     """One jittery, loss-free path (5 ms jitter, reordering), 5 s bulk."""
     scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 5},

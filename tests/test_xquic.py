@@ -615,13 +615,14 @@ def against_tcp(shared: bool, ccs: tuple[str, ...], measure_s: float) -> dict[st
 
 @needs_live
 @pytest.mark.live
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=False, reason=(
     "on this network the coupled pairs take more than one Reno flow, live and in the simulator: on the "
     "testbed's byte buffer LIA 1.37-1.77 (6 samples), OLIA 1.62 (2), BALIA 1.59-2.04 (2) of the kernel flow's rate; the "
     "simulator under XQUIC's profile 1.97, 1.30, 1.64 (its access delays 0 and 2 ms, 10-40 s of one draw, the kernel "
     "Reno flow with Linux's constants; 1.57, 1.45, 1.57 with XQUIC's; docs/transport.md: LIA "
     "0.64-2.70 over one access delay of 0-5 ms). The bound held live (0.73-1.34) only while the buffer counted "
-    "packets and XQUIC's 1244-byte packets drew the drops"))
+    "packets and XQUIC's 1244-byte packets drew the drops. Not strict: one draw in a CI run of 2026-11-29 "
+    "had all three within 1.35 (live spread, one 30 s draw each)"))
 def test_two_coupled_paths_through_one_bottleneck_take_no_more_than_one_reno_flow():
     """RFC 6356 sec. 2 (goals 1-2), live, XQUIC with each coupled CC (bindings/src/mps_coupled.c):
     both paths through one 10 Mbit/s core with one kernel Reno flow, the pair takes no more than

@@ -981,7 +981,7 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
             o[f, OBS_RETRANS] += 1.0
         else:
             c[CN_SND_NXT] += size
-    elif kind == 3 and fill >= 0:
+    elif kind == 1 or (kind == 3 and fill >= 0):  # a copy of a spurious declaration is one too
         o[f, OBS_RETRANS] += 1.0
     # the network: random loss on the way in, then the drop-tail buffer
     q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1164,6 +1164,8 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
         _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
         o[f, OBS_INFLIGHT] = inflight + sched
         o[f, OBS_SENT] = sent_b
+        if kind == 1:  # copies of spurious declarations (as _send_packet counts them)
+            o[f, OBS_RETRANS] += n
         if buffered:
             fb[f, FL_SCHED] = sched
             avail = (inflight + sched + mss <= cwnd_eps) & active

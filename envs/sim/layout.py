@@ -23,7 +23,7 @@ OBS_LATEST_RTT = 5  # latest RTT sample (s)
 OBS_INFLIGHT = 6
 OBS_DELIVERY_RATE = 7  # latest delivery-rate sample (bytes/s), as BBR estimates it
 OBS_LOSSES = 8  # packets declared lost (cumulative)
-OBS_RETRANS = 9  # packets retransmitted (cumulative)
+OBS_RETRANS = 9  # packets retransmitted (cumulative), copies of spurious declarations included (XQUIC ctl_lost_count, Linux total_retrans)
 OBS_RTOS = 10  # RTO/PTO events (cumulative)
 OBS_PACING_RATE = 11  # pacing rate (bytes/s), 0 when the CC does not pace
 # 1 when the path is active and has window space for one MSS beyond OBS_INFLIGHT, and (a stack

@@ -1,0 +1,103 @@
+"""How many packets live XQUIC declares lost under reordering jitter, beside what the simulator's
+reordering tables and the whole loop's Monte Carlo give at the same sending rate
+(docs/transport.md, "Reordering"; issue "Transport profiles").
+
+    python benchmarks/reordering_declarations.py [--record tests/data/declarations_xquic_live.json]
+
+The record holds live transfers on the grid's path (``benchmarks/xquic_cubic_live.py --record``):
+per transfer the packets XQUIC sent and declared lost (``ctl_lost_pkts_number``) after its first
+second, its window and srtt. Per cell (jitter, CC) this prints the live share declared (mean and
+range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQUIC's time window
+(srtt / 8):
+
+- ``table``: the shipped table (``envs/sim/reordering.py``: one ACK per packet, the round trip's
+  jitter, 3 later packets arrived first), as the core reads it for an evenly spaced flow;
+- ``loop 3 later`` and ``loop xquic``: the whole loop (``envs/sim/ack_loop.py``: XQUIC's receiver,
+  each ACK's own jitter back), an evenly spaced stream, under the tables' reading and under
+  XQUIC's source (a packet 3 or more later acknowledged);
+- ``bursts k``: the whole loop under XQUIC's rule, the packets leaving in bursts of k back to back
+  at the bottleneck (1 ms of XQUIC's pacer, ``xqc_pacing.c`` ``XQC_CLOCK_GRANULARITY_US``; its burst
+  budget ``XQC_MAX_BURST_NUM`` 10 packets) at the same mean spacing; for an unpaced CC the
+  window's train per round trip (k = its mean window).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.fidelity import GRID_MBPS  # noqa: E402
+from envs.sim.ack_loop import bursts, declarations, stream  # noqa: E402
+from envs.sim.reordering import GRID, W_GRID, spurious_table  # noqa: E402
+
+RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "declarations_xquic_live.json"
+PACED = ("bbr", "bbr2")  # XQUIC paces these (bindings/: pacing on for BBR and BBRv2)
+HEADERS = 28  # IPv4 + UDP bytes on the bottleneck beside the UDP payload
+BURSTS = (2, 4, 10)
+
+
+def table_value(r: float, w: float) -> float:
+    """The shipped rfc9002 table at spacing r and window w, both over the round trip's jitter."""
+    table = spurious_table("rfc9002")
+    i = min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
+    return float(np.interp(math.log(r), np.log(GRID), table[i]))
+
+
+def cells(record: dict) -> dict[tuple[float, str], list[dict]]:
+    out: dict[tuple[float, str], list[dict]] = defaultdict(list)
+    for rec in record["recordings"]:
+        for run in rec["runs"]:
+            out[(float(run["jitter_ms"]), str(run["cc"]))].append(run)
+    return out
+
+
+def row(jitter_ms: float, cc: str, runs: list[dict]) -> dict[str, float]:
+    """The live figures of one cell and the models' at its mean spacing."""
+    share = np.array([r["declared_lost"] / r["sent_pkts"] for r in runs])
+    spacing_ms = float(np.mean([r["span_s"] / r["sent_pkts"] * 1e3 for r in runs]))
+    r = spacing_ms / jitter_ms
+    w = float(np.mean([r_["srtt_ms"] for r_ in runs])) / 8 / jitter_ms
+    wi = min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
+    wire = float(np.mean([r_["wire_bytes_per_packet"] for r_ in runs])) + HEADERS
+    r_link = min(wire * 8 / (GRID_MBPS * 1e6) * 1e3 / jitter_ms, r)
+    out = {"live": float(share.mean()), "live_min": float(share.min()), "live_max": float(share.max()),
+           "r": r, "table": table_value(r / math.sqrt(2), w / math.sqrt(2)),
+           "loop_three_later": float(declarations("three_later", stream(r))[0, wi]),
+           "loop_xquic": float(declarations("xquic", stream(r))[0, wi])}
+    if cc in PACED:
+        for k in BURSTS:
+            out[f"bursts {k}"] = float(declarations("xquic", bursts(k, r_link, r))[0, wi])
+    else:
+        window = max(int(round(np.mean([r_["cwnd_mean_pkts"] for r_ in runs]))), 1)
+        out[f"train {window}"] = float(declarations("xquic", bursts(window, r_link, r))[0, wi])
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--record", type=Path, default=RECORD)
+    a = ap.parse_args()
+    record = json.loads(a.record.read_text())
+    for rec in record["recordings"]:
+        p = rec["provenance"]
+        print(f"recorded {p['date']} (XQUIC {p['xquic_commit']}, kernel {p['kernel']}, mpsched {p['mpsched_commit']}): "
+              f"{p['command']}")
+    print("\nshare of sent packets declared lost (live: XQUIC's ctl_lost_pkts_number after the first second)")
+    for (jitter, cc), runs in sorted(cells(record).items()):
+        v = row(jitter, cc, runs)
+        models = ", ".join(f"{k} {x:.3f}" for k, x in v.items() if k not in ("live", "live_min", "live_max", "r"))
+        print(f"jitter {jitter:g} ms {cc:5s} ({len(runs)} runs): live {v['live']:.3f} [{v['live_min']:.3f}-"
+              f"{v['live_max']:.3f}] at r {v['r']:.3f}; {models}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

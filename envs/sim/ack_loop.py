@@ -1,0 +1,200 @@
+"""Spurious loss declarations packet by packet: a Monte Carlo of the whole loop, to measure the
+reordering tables of ``envs/sim/reordering.py`` against (docs/transport.md, "Reordering").
+
+The tables integrate one simplification of the loop: every packet's arrival is seen by the
+sender through one ACK of its own, so the round trip's jitter (sqrt(2) x one direction's) decides
+the order the sender sees. The loop here follows every packet and every ACK:
+
+- the data cross the forward path, each with its own jitter ``N(0, 1)`` (units: one direction's
+  jitter), at the send times of a ``SendPattern`` (an evenly spaced stream, or bursts);
+- the receiver acknowledges by its stack's policy (``RECEIVERS``): every second packet, and at
+  once on a sign of reordering. XQUIC (``xqc_recv_record.c`` ``xqc_maybe_should_ack``,
+  ``ack_frequency`` 2 in ``xqc_conn.c``): at once when a packet arrives below the largest received
+  (``out_of_order`` in ``xqc_conn.c``). Linux (``tcp_input.c`` ``tcp_data_queue`` and
+  ``__tcp_ack_snd_check``): at once on a packet out of order or one that fills a gap in the
+  out-of-order queue (RFC 5681 sec. 4.2);
+- each ACK crosses the reverse path with its own jitter and covers every packet received before
+  it was sent (QUIC's ACK ranges, RFC 9000 sec. 19.3; SACK's limit of 3-4 blocks is not
+  followed). The sender learns of an arrival from the first ACK to come back that covers it, so
+  the way back cannot show the sender an order the receiver did not see (an ACK overtaken by a
+  later one covers nothing new); its jitter hides reordering instead (the later ACK covers the
+  late packet too), while stretching the gaps a time window measures;
+- the sender's rule (``RULES``):
+
+  - ``xquic``: ``xqc_send_ctl.c`` ``xqc_send_ctl_detect_lost``, lost once a packet sent 3 or
+    more after it is acknowledged (``xqc_send_ctl_get_lost_sent_pn``: largest acked -
+    ``XQC_kPacketThreshold``; RFC 9002 sec. 6.1.1), or once a later packet is acknowledged and
+    the packet is more than ``w`` later than the mean (the time threshold, sec. 6.1.2);
+  - ``three_later``: the reading the tables take, lost once 3 packets sent after it are
+    acknowledged (or by the same time threshold);
+  - ``rack``: Linux RACK (RFC 8985 sec. 6.2; ``tcp_recovery.c`` ``tcp_rack_detect_loss``), lost
+    when a packet sent ``g`` after it is acknowledged and ``w - g`` more has passed.
+
+``declarations`` gives, per window ``w`` of ``reordering.W_GRID``, the share of packets declared
+lost and the mean lead of a declaration over the sender learning of the packet's arrival.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from envs.sim.reordering import PACKET_THRESHOLD, W_GRID
+
+RULES = ("xquic", "three_later", "rack")
+# the receiver each stack runs: 0 = ACK at once on a packet below the largest received (XQUIC),
+# 1 = ACK at once on a packet out of order or into a gap (Linux)
+RECEIVERS = {"xquic": 0, "linux": 1}
+ACK_FREQUENCY = 2  # packets per ACK without reordering: XQUIC xqc_conn.c ack_frequency, Linux's delayed ACK (RFC 1122)
+STREAM_PACKETS = 20000  # packets counted of a stream (beside its edges), at least
+STREAM_SPAN = 400.0  # jitters of sending time counted, at least (a close stream's declarations come in clusters)
+EDGE = 10.0  # jitters at either end of a pattern left out (their packets miss earlier or later ones)
+
+
+@dataclass(frozen=True)
+class SendPattern:
+    """When each packet leaves (in jitters, in sending order), and which packets are counted."""
+
+    send: np.ndarray
+    counted: np.ndarray
+
+
+def stream(r: float) -> SendPattern:
+    """An endless, evenly spaced stream at spacing ``r`` (a paced sender)."""
+    return bursts(1, r, r)
+
+
+def bursts(k: int, r_burst: float, r_mean: float) -> SendPattern:
+    """Bursts of ``k`` packets ``r_burst`` apart (back to back at a bottleneck), one burst every
+    ``k r_mean`` (the mean spacing ``r_mean``)."""
+    if not (k >= 1 and 0 < r_burst <= r_mean):
+        raise ValueError(f"bursts: need k >= 1 and 0 < r_burst <= r_mean, got {k}, {r_burst}, {r_mean}")
+    edge = int(np.ceil(EDGE / r_mean))
+    n = max(STREAM_PACKETS, int(np.ceil(STREAM_SPAN / r_mean))) + 2 * edge
+    i = np.arange(n)
+    counted = np.zeros(n, bool)
+    counted[edge:n - edge] = True
+    return SendPattern((i // k) * (k * r_mean) + (i % k) * r_burst, counted)
+
+
+@njit(cache=True)
+def first_acks(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
+               ack_every: int) -> np.ndarray:
+    """When the sender learns of each packet's arrival: the first ACK to come back covering it
+    (inf for a packet no ACK covers). ``send`` in sending order; ``forward`` the packets' and
+    ``reverse`` the ACKs' jitters."""
+    n = send.size
+    arrive = send + forward
+    order = np.argsort(arrive)
+    first = np.full(n + 1, np.inf)  # first[k]: earliest ACK covering the first k arrivals
+    received = np.zeros(n, np.bool_)
+    largest, expected, unacked, acks = -1, 0, 0, 0
+    for i in range(n):
+        p = order[i]
+        received[p] = True
+        if receiver == 0:
+            at_once = p < largest
+        else:  # out of order, or filling a gap in what was queued out of order
+            at_once = p != expected or largest > expected
+        while expected < n and received[expected]:
+            expected += 1
+        largest = max(largest, p)
+        unacked += 1
+        if at_once or unacked >= ack_every or i + 1 == n:
+            first[i + 1] = arrive[p] + reverse[acks]
+            acks += 1
+            unacked = 0
+    for k in range(n - 1, -1, -1):
+        first[k] = min(first[k], first[k + 1])
+    seen = np.empty(n)
+    for i in range(n):
+        seen[order[i]] = first[i + 1]
+    return seen
+
+
+@njit(cache=True)
+def _sparse_min(v: np.ndarray) -> np.ndarray:
+    """Sparse table of range minima of ``v``: row l holds the minima of 2**l elements."""
+    n = v.size
+    levels = max(1, int(np.log2(max(n, 1))) + 1)
+    table = np.full((levels, n), np.inf)
+    table[0] = v
+    for lv in range(1, levels):
+        half = 1 << (lv - 1)
+        for i in range(n - (1 << lv) + 1):
+            table[lv, i] = min(table[lv - 1, i], table[lv - 1, i + half])
+    return table
+
+
+@njit(cache=True)
+def _range_min(table: np.ndarray, a: int, b: int) -> float:
+    """min of v[a:b] (inf if empty)."""
+    if b <= a:
+        return np.inf
+    lv = int(np.log2(b - a))
+    return min(table[lv, a], table[lv, b - (1 << lv)])
+
+
+@njit(cache=True)
+def _declare(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int, w_grid: np.ndarray) -> np.ndarray:
+    """Per window of ``w_grid``: packets declared and their summed lead, over the ``counted``
+    packets (``rule``: the index in ``RULES``)."""
+    n, nw = send.size, w_grid.size
+    out = np.zeros((2, nw))
+    later = np.full(n + 1, np.inf)  # later[p]: the first ACK covering any packet from p on
+    third = np.full(n + 1, np.inf)  # third[p]: the first ACK covering 3 packets from p on
+    low = np.full(PACKET_THRESHOLD, np.inf)  # the least PACKET_THRESHOLD of seen[p:], ascending
+    for p in range(n - 1, -1, -1):
+        later[p] = min(later[p + 1], seen[p])
+        v = seen[p]
+        for j in range(PACKET_THRESHOLD):
+            if v < low[j]:
+                low[j], v = v, low[j]
+        third[p] = low[PACKET_THRESHOLD - 1]
+    expect, m = 0.0, 0  # the mean time to the ACK: the srtt the time threshold scales
+    for p in range(n):
+        if counted[p] and np.isfinite(seen[p]):
+            expect += seen[p] - send[p]
+            m += 1
+    expect /= max(m, 1)
+    d = np.empty(nw)
+    ahead = np.zeros(nw, np.int64)  # per window: the first packet sent that long after p, or later
+    sparse = _sparse_min(seen - send) if rule == 2 else np.zeros((1, 1))
+    for p in range(n):
+        if not counted[p] or not np.isfinite(seen[p]):
+            continue
+        o = seen[p]
+        if rule < 2:
+            by_count = later[min(p + PACKET_THRESHOLD, n)] if rule == 0 else third[p + 1]
+            for i in range(nw):
+                d[i] = min(by_count, max(later[p + 1], send[p] + expect + w_grid[i]))
+        else:  # the ACK of a packet sent g later, plus what is left of the window after g
+            for i in range(nw):
+                while ahead[i] < n and send[ahead[i]] - send[p] < w_grid[i]:
+                    ahead[i] += 1
+                ahead[i] = max(ahead[i], p + 1)
+                d[i] = min(later[ahead[i]], send[p] + w_grid[i] + _range_min(sparse, p + 1, ahead[i]))
+        for i in range(nw):
+            if d[i] < o:
+                out[0, i] += 1.0
+                out[1, i] += o - d[i]
+    return out
+
+
+def declarations(rule: str, pattern: SendPattern, receiver: str = "xquic", seed: int = 0,
+                 ack_every: int = ACK_FREQUENCY, reverse_jitter: bool = True) -> np.ndarray:
+    """(share of packets declared lost, mean lead of a declaration) for every w of ``W_GRID``
+    (2 x W), in jitters, with ``receiver``'s ACK policy; ``ack_every`` 1 and no
+    ``reverse_jitter``: the sender sees each arrival as it happens."""
+    if rule not in RULES or receiver not in RECEIVERS:
+        raise ValueError(f"unknown rule {rule!r} or receiver {receiver!r}; rules: {', '.join(RULES)}, "
+                         f"receivers: {', '.join(RECEIVERS)}")
+    rng = np.random.default_rng(seed)
+    n = pattern.send.size
+    forward, reverse = rng.standard_normal(n), rng.standard_normal(n)
+    seen = first_acks(pattern.send, forward, reverse if reverse_jitter else np.zeros(n), RECEIVERS[receiver], ack_every)
+    sums = _declare(pattern.send, seen, pattern.counted, RULES.index(rule), W_GRID)
+    total = np.count_nonzero(pattern.counted & np.isfinite(seen))
+    return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])

@@ -1,0 +1,108 @@
+"""The whole loop of spurious declarations, packet by packet (envs/sim/ack_loop.py), against the
+shipped reordering tables (envs/sim/reordering.py) and the live record it is measured with."""
+
+import json
+
+import numpy as np
+import pytest
+
+from envs.sim.ack_loop import RECEIVERS, RULES, bursts, declarations, first_acks, stream
+from envs.sim.reordering import GRID, lead_table, spurious_table
+
+
+@pytest.mark.parametrize("r", [0.05, 0.2, 0.6])
+def test_the_loop_is_the_tables_when_the_sender_sees_each_arrival(r: float) -> None:
+    """With an ACK per packet and no jitter on the way back, the sender sees the arrivals as they
+    happen, which is what the tables integrate (their jitter standing for the round trip's): the
+    loop under the tables' reading of the packet threshold, and under RACK, gives their
+    probabilities and mean leads."""
+    g = int(np.searchsorted(GRID, r))
+    for rule, table, receiver in (("three_later", "rfc9002", "xquic"), ("rack", "rack", "linux")):
+        loop = declarations(rule, stream(float(GRID[g])), receiver, ack_every=1, reverse_jitter=False)
+        prob, lead = spurious_table(table)[:, g], lead_table(table)[:, g]
+        assert np.abs(loop[0] - prob).max() < 0.015
+        some = prob > 0.01
+        assert np.abs(loop[1] - lead)[some].max() < 0.04
+
+
+def test_the_way_back_never_shows_an_order_the_receiver_did_not_see() -> None:
+    """An ACK covers every packet received before it was sent, so the first ACK covering a packet
+    comes no earlier than the first covering one that arrived before it: the sender learns of the
+    arrivals in the receiver's order (ties where one ACK covers several)."""
+    rng = np.random.default_rng(1)
+    send = 0.2 * np.arange(5000)
+    forward = rng.standard_normal(send.size)
+    for receiver in RECEIVERS.values():
+        for ack_every in (1, 2):
+            seen = first_acks(send, forward, rng.standard_normal(send.size), receiver, ack_every)
+            by_arrival = seen[np.argsort(send + forward)]
+            finite = np.isfinite(by_arrival)
+            assert finite[:-1].all()
+            assert np.all(np.diff(by_arrival[finite]) >= 0.0)
+
+
+def test_the_way_back_hides_reordering_from_the_packet_threshold() -> None:
+    """A later ACK covering a late packet too hides it: with XQUIC's receiver and the ACKs' own
+    jitter, fewer packets are declared by the packet threshold (either reading) than when each
+    arrival is seen as it happens; RACK without a window alike, while its window, a time, can
+    fire more often (ACKs that come back late stretch the gaps it measures)."""
+    for rule, receiver in (("xquic", "xquic"), ("three_later", "xquic"), ("rack", "linux")):
+        loop = declarations(rule, stream(0.17), receiver)[0]
+        at_arrival = declarations(rule, stream(0.17), receiver, ack_every=1, reverse_jitter=False)[0]
+        if rule == "rack":
+            assert loop[0] < 0.9 * at_arrival[0]
+        else:
+            assert np.all(loop < 0.9 * at_arrival)
+
+
+def test_xquics_packet_threshold_declares_at_least_what_three_later_arrivals_do() -> None:
+    """XQUIC declares once any packet 3 or more later is acknowledged
+    (xqc_send_ctl_get_lost_sent_pn); three acknowledged later packets include one such, so on
+    the same draws its declarations are a superset of the tables' reading."""
+    for pattern in (stream(0.1), stream(1.0), bursts(4, 0.1, 1.0)):
+        xquic = declarations("xquic", pattern)[0]
+        three = declarations("three_later", pattern)[0]
+        assert np.all(xquic >= three)
+        assert xquic[0] > three[0]
+
+
+def test_bursts_and_rules_refuse_what_they_cannot_model() -> None:
+    with pytest.raises(ValueError, match="r_burst <= r_mean"):
+        bursts(4, 1.0, 0.5)
+    with pytest.raises(ValueError, match="rules: " + ", ".join(RULES)):
+        declarations("cubic", stream(0.1))
+
+
+def _record_rows() -> dict[tuple[float, str], dict[str, float]]:
+    from benchmarks.reordering_declarations import RECORD, cells, row
+    return {key: row(*key, runs) for key, runs in cells(json.loads(RECORD.read_text())).items()}
+
+
+def test_the_live_declarations_record_keeps_every_run_and_its_provenance() -> None:
+    """tests/data/declarations_xquic_live.json (benchmarks/xquic_cubic_live.py --record): every
+    cell of jitter x CC with at least 3 runs, each recording with its provenance; the whole loop
+    declares fewer packets than the tables at BBRv1's spacing (the way back hides reordering), as
+    live XQUIC does."""
+    from benchmarks.reordering_declarations import RECORD, cells
+    record = json.loads(RECORD.read_text())
+    for rec in record["recordings"]:
+        assert {"xquic_commit", "kernel", "date", "command", "load_avg", "mpsched_commit"} <= set(rec["provenance"])
+    by_cell = cells(record)
+    assert {cc for _, cc in by_cell} == {"bbr", "bbr2", "cubic", "reno"} and {j for j, _ in by_cell} == {2.0, 5.0}
+    for runs in by_cell.values():
+        assert len(runs) >= 3
+        assert all(0 < r["declared_lost"] <= r["sent_pkts"] and r["span_s"] > 0 for r in runs)
+    rows = _record_rows()
+    for jitter in (2.0, 5.0):
+        v = rows[(jitter, "bbr")]
+        assert v["live"] < v["table"] and v["loop_xquic"] < v["table"] and v["loop_three_later"] < v["loop_xquic"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the reordering tables miss live XQUIC's declarations (docs/transport.md, 'Reordering'): at BBRv1's "
+    "evenly paced spacing they give 0.57-0.62 where live declares 0.34-0.38 (the way back, which they leave "
+    "out, hides reordering: the whole loop gives 0.47-0.54 under XQUIC's rule); for BBRv2, CUBIC and Reno, "
+    "whose packets leave in bursts or trains, 0.009-0.04 at 2 ms of jitter where live declares 0.055-0.085"))
+def test_the_tables_declare_what_live_xquic_declares() -> None:
+    for (jitter, cc), v in _record_rows().items():
+        assert v["live_min"] <= v["table"] <= v["live_max"] or abs(v["table"] / v["live"] - 1) <= 0.25, (jitter, cc, v)
