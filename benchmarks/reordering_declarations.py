@@ -18,7 +18,10 @@ range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQU
 - ``bursts k``: the whole loop under XQUIC's rule, the packets leaving in bursts of k back to back
   at the bottleneck (1 ms of XQUIC's pacer, ``xqc_pacing.c`` ``XQC_CLOCK_GRANULARITY_US``; its burst
   budget ``XQC_MAX_BURST_NUM`` 10 packets) at the same mean spacing; for an unpaced CC the
-  window's train per round trip (k = its mean window).
+  window's train per round trip (k = its mean window);
+- ``measured pattern``: for the runs recorded with ``--pattern``, the whole loop on the packets as
+  they left the bottleneck in that very transfer (captured before the delay line), under XQUIC's
+  rule and under the tables' reading, beside those runs' own live share.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.fidelity import GRID_MBPS  # noqa: E402
-from envs.sim.ack_loop import bursts, declarations, stream  # noqa: E402
+from envs.sim.ack_loop import EDGE, SendPattern, bursts, declarations, stream  # noqa: E402
 from envs.sim.reordering import GRID, W_GRID, spurious_table  # noqa: E402
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "declarations_xquic_live.json"
+PATTERNS = RECORD.parent / "declarations_patterns"  # the captures of runs recorded with --pattern
 PACED = ("bbr", "bbr2")  # XQUIC paces these (bindings/: pacing on for BBR and BBRv2)
 HEADERS = 28  # IPv4 + UDP bytes on the bottleneck beside the UDP payload
 BURSTS = (2, 4, 10)
@@ -59,6 +63,16 @@ def cells(record: dict) -> dict[tuple[float, str], list[dict]]:
     return out
 
 
+def measured_pattern(path: Path, jitter_ms: float, skip_s: float = 1.0) -> SendPattern:
+    """A run's captured departures (``xquic_cubic_live.py --pattern``) from ``skip_s`` after its
+    first data packet, in jitters, the first and last ``EDGE`` jitters not counted."""
+    t_us = np.cumsum(np.load(path)["gap_us"].astype(np.int64))
+    send = t_us[t_us >= skip_s * 1e6] / 1e3 / jitter_ms
+    send = send - send[0]
+    counted = (send >= EDGE) & (send <= send[-1] - EDGE)
+    return SendPattern(send, counted)
+
+
 def row(jitter_ms: float, cc: str, runs: list[dict]) -> dict[str, float]:
     """The live figures of one cell and the models' at its mean spacing."""
     share = np.array([r["declared_lost"] / r["sent_pkts"] for r in runs])
@@ -72,6 +86,13 @@ def row(jitter_ms: float, cc: str, runs: list[dict]) -> dict[str, float]:
            "r": r, "table": table_value(r / math.sqrt(2), w / math.sqrt(2)),
            "loop_three_later": float(declarations("three_later", stream(r))[0, wi]),
            "loop_xquic": float(declarations("xquic", stream(r))[0, wi])}
+    captured = [r_ for r_ in runs if r_.get("pattern")]
+    if captured:
+        share_c = [r_["declared_lost"] / r_["sent_pkts"] for r_ in captured]
+        out["live, captured runs"] = float(np.mean(share_c))
+        for rule in ("xquic", "three_later"):
+            out[f"measured pattern {rule}"] = float(np.mean([
+                declarations(rule, measured_pattern(PATTERNS / r_["pattern"], jitter_ms))[0, wi] for r_ in captured]))
     if cc in PACED:
         for k in BURSTS:
             out[f"bursts {k}"] = float(declarations("xquic", bursts(k, r_link, r))[0, wi])

@@ -5,7 +5,8 @@ loss, no jitter).
     sudo nice -n -10 flock /tmp/mpsched-live.lock python benchmarks/xquic_cubic_live.py grid:0.5/0 \
         --ccs cubic,reno --runs 2 --live-only
     python benchmarks/xquic_cubic_live.py grid:0.5/0 --sim-only [--xquic-packet]   # the simulator's side
-    ... grid:0/2 --ccs bbr,bbr2,cubic,reno --runs 3 --live-only --record tests/data/declarations_xquic_live.json
+    ... grid:0/2 --ccs bbr,bbr2,cubic,reno --runs 3 --live-only --record tests/data/declarations_xquic_live.json \
+        [--pattern tests/data/declarations_patterns]
 
 One verified testbed (envs.live.testbed) for the grid cell (``grid:<loss_pct>/<jitter_ms>``: the
 grid table's path, 50 Mbit/s, 40 ms RTT, 1 BDP buffer), then per run and CC one XQUIC transfer
@@ -46,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
 from envs.errors import write_atomic  # noqa: E402
-from envs.live.provenance import load_average, provenance  # noqa: E402
+from envs.live.provenance import load_average, provenance, utc_now  # noqa: E402
 from envs.scenario import WorkloadSpec  # noqa: E402
 from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RETRANS, OBS_RTOS,  # noqa: E402
                              OBS_SENT, OBS_SRTT)
@@ -72,27 +73,42 @@ XQUIC_MSS_PER_PACKET = 1436 / XQUIC_PACKET
 
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4  # linux/if_packet.h
+SO_TIMESTAMPNS = 35  # asm-generic/socket.h: the kernel's receive time of each packet
+PATTERN_MIN_BYTES = 1000  # IP length above which a client packet carries data (XQUIC's are 1244 bytes)
 
 
-def size_sampler(tb, stop: threading.Event, out: collections.Counter) -> None:
-    """Count the IP lengths of the client's UDP packets as the server receives them on path 1
-    (``--sizes``): a raw AF_PACKET socket in the server's namespace."""
+def packet_sampler(tb, stop: threading.Event, out: list[tuple[int, int]]) -> None:
+    """The client's UDP packets as they reach the server's interface on path 1, before its delay
+    line (the bottleneck's departures, before the jitter): (kernel receive time in ns, IP length)
+    each, from a raw AF_PACKET socket in the server's namespace (``--sizes``, ``--pattern``)."""
     from envs.live.system import netns
     with netns(tb.host_pid("server")):
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
     sock.bind((tb.paths[0].server_if, 0))
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     client = socket.inet_aton(tb.paths[0].client_ip)
     sock.settimeout(0.1)
     try:
         while not stop.is_set():
             try:
-                frame, addr = sock.recvfrom(64)
+                frame, ancillary, _, addr = sock.recvmsg(64, 64)
             except TimeoutError:
                 continue
             if addr[2] != PACKET_OUTGOING and len(frame) >= 34 and frame[14 + 9] == 17 and frame[26:30] == client:
-                out[struct.unpack_from("!H", frame, 16)[0]] += 1
+                stamp = next((struct.unpack("qq", data[:16]) for _, kind, data in ancillary if kind == SO_TIMESTAMPNS),
+                             None)
+                if stamp is not None:
+                    out.append((stamp[0] * 1_000_000_000 + stamp[1], struct.unpack_from("!H", frame, 16)[0]))
     finally:
         sock.close()
+
+
+def save_pattern(path: Path, packets: list[tuple[int, int]]) -> None:
+    """The data packets (IP length above ``PATTERN_MIN_BYTES``) of a capture as microsecond gaps
+    from the first (``--pattern``; benchmarks/reordering_declarations.py reads them)."""
+    t = np.array([ns for ns, length in packets if length > PATTERN_MIN_BYTES], dtype=np.int64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, gap_us=np.diff(t, prepend=t[:1]) // 1000)
 
 
 @dataclass
@@ -163,7 +179,7 @@ def show(label: str, fig: dict[str, float], extra: str = "") -> None:
 
 
 def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool,
-         record: Path | None = None) -> None:
+         record: Path | None = None, pattern: Path | None = None) -> None:
     from envs.live.mptcp import network_counters
     from envs.live.testbed import Testbed
     from envs.live.verification import verified_testbed
@@ -181,15 +197,15 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
             for cc in ccs:
                 c0 = network_counters(tb)
                 tr = XquicTransfer(tb, cc, work, telemetry_ms=telemetry_ms)
-                stop, lengths = threading.Event(), collections.Counter[int]()
-                sampler = threading.Thread(target=size_sampler, args=(tb, stop, lengths), daemon=True)
-                if sizes:
+                stop, packets = threading.Event(), list[tuple[int, int]]()
+                sampler = threading.Thread(target=packet_sampler, args=(tb, stop, packets), daemon=True)
+                if sizes or pattern is not None:
                     sampler.start()
                 try:
                     res = tr.run(seconds + 30.0)
                 finally:
                     stop.set()
-                    if sizes:
+                    if sampler.is_alive():
                         sampler.join()
                 c1 = network_counters(tb)
                 iv = tr._concat(tr._intervals, len(tb.paths))
@@ -209,12 +225,18 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
                      f"of the file delivered; load {load_average():.2f}")
+                saved = None
+                if pattern is not None:
+                    saved = pattern / f"{utc_now().replace(':', '')}_{loss:g}_{jitter:g}_{cc}_{run + 1}.npz"
+                    save_pattern(saved, packets)
                 if record is not None:
                     _record(record, {"cell": cell, "loss_pct": loss, "jitter_ms": jitter, "cc": cc, "run": run + 1,
                                      **fig, "wire_bytes_per_packet": wire, "forward_packets": offered,
                                      "forward_dropped": dropped, "whole_goodput_mbps": float(res.metrics()["goodput_mbps"][0]),
-                                     "outcome": str(x["outcome"]), "load": load_average()})
+                                     "outcome": str(x["outcome"]), "load": load_average(),
+                                     **({"pattern": saved.name} if saved is not None else {})})
                 if sizes:
+                    lengths = collections.Counter(length for _, length in packets)
                     n = sum(lengths.values())
                     full = lengths.get(max(lengths), 0) if lengths else 0
                     print(f"   client's UDP packets at the server (IP length: count) of {n}, the largest {max(lengths, default=0)} "
@@ -275,6 +297,8 @@ def main() -> int:
     ap.add_argument("--live-only", action="store_true")
     ap.add_argument("--sizes", action="store_true", help="count the sizes of the client's UDP packets (live)")
     ap.add_argument("--record", type=Path, help="append every live transfer's figures to this JSON record")
+    ap.add_argument("--pattern", type=Path,
+                    help="save each live transfer's data packets as they leave the bottleneck (gaps, us) in this directory")
     ap.add_argument("--xquic-packet", action="store_true",
                     help="simulate with XQUIC's packet and byte constants (XQUIC_PAYLOAD, XQUIC_MSS_PER_PACKET)")
     a = ap.parse_args()
@@ -282,7 +306,7 @@ def main() -> int:
     if not a.live_only:
         simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.xquic_packet)
     if not a.sim_only:
-        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record)
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record, a.pattern)
     return 0
 
 

@@ -80,10 +80,11 @@ def _record_rows() -> dict[tuple[float, str], dict[str, float]]:
 
 def test_the_live_declarations_record_keeps_every_run_and_its_provenance() -> None:
     """tests/data/declarations_xquic_live.json (benchmarks/xquic_cubic_live.py --record): every
-    cell of jitter x CC with at least 3 runs, each recording with its provenance; the whole loop
+    cell of jitter x CC with at least 3 runs, 2 of them with their departures captured
+    (``--pattern``), each recording with its provenance; the whole loop
     declares fewer packets than the tables at BBRv1's spacing (the way back hides reordering), as
     live XQUIC does."""
-    from benchmarks.reordering_declarations import RECORD, cells
+    from benchmarks.reordering_declarations import PATTERNS, RECORD, cells
     record = json.loads(RECORD.read_text())
     for rec in record["recordings"]:
         assert {"xquic_commit", "kernel", "date", "command", "load_avg", "mpsched_commit"} <= set(rec["provenance"])
@@ -91,6 +92,8 @@ def test_the_live_declarations_record_keeps_every_run_and_its_provenance() -> No
     assert {cc for _, cc in by_cell} == {"bbr", "bbr2", "cubic", "reno"} and {j for j, _ in by_cell} == {2.0, 5.0}
     for runs in by_cell.values():
         assert len(runs) >= 3
+        captured = [r["pattern"] for r in runs if r.get("pattern")]
+        assert len(captured) >= 2 and all((PATTERNS / name).is_file() for name in captured)
         assert all(0 < r["declared_lost"] <= r["sent_pkts"] and r["span_s"] > 0 for r in runs)
     rows = _record_rows()
     for jitter in (2.0, 5.0):
@@ -100,9 +103,32 @@ def test_the_live_declarations_record_keeps_every_run_and_its_provenance() -> No
 
 @pytest.mark.xfail(strict=True, reason=(
     "the reordering tables miss live XQUIC's declarations (docs/transport.md, 'Reordering'): at BBRv1's "
-    "evenly paced spacing they give 0.57-0.62 where live declares 0.34-0.38 (the way back, which they leave "
-    "out, hides reordering: the whole loop gives 0.47-0.54 under XQUIC's rule); for BBRv2, CUBIC and Reno, "
-    "whose packets leave in bursts or trains, 0.009-0.04 at 2 ms of jitter where live declares 0.055-0.085"))
+    "evenly paced spacing they give 0.57-0.62 where live declares 0.34-0.39 (the way back, which they leave "
+    "out, hides reordering: the whole loop gives 0.48-0.54 under XQUIC's rule); for BBRv2, CUBIC and Reno, "
+    "whose packets leave in bursts, 0.009-0.039 at 2 ms of jitter where live declares 0.054-0.091"))
 def test_the_tables_declare_what_live_xquic_declares() -> None:
     for (jitter, cc), v in _record_rows().items():
         assert v["live_min"] <= v["table"] <= v["live_max"] or abs(v["table"] / v["live"] - 1) <= 0.25, (jitter, cc, v)
+
+
+LOOP_GAPS = {
+    "bbr": "the loop on BBRv1's own departures declares 0.447 and 0.550 (2 and 5 ms) where those transfers declared "
+           "0.332 and 0.387 (x1.35, x1.42): something keeps live XQUIC's declarations down at close spacing; the "
+           "harness's receiver acknowledging once per batch it drains (bindings/src/mps_xquic.c drain) is a candidate",
+    "reno": "the loop on Reno's own departures declares 0.040 and 0.069 where those transfers declared 0.057 and "
+            "0.095 (x0.70, x0.73); CUBIC's x0.79-0.84 is within the mark; not identified",
+}
+
+
+@pytest.mark.parametrize("cc", [pytest.param(cc, marks=pytest.mark.xfail(strict=True, reason=LOOP_GAPS[cc]))
+                                if cc in LOOP_GAPS else cc for cc in ("bbr", "bbr2", "cubic", "reno")])
+def test_the_loop_on_a_transfers_own_departures_declares_what_it_declared(cc: str) -> None:
+    """The whole loop (XQUIC's receiver and rule, each ACK's jitter back) on the departures of the
+    very transfers recorded with their captures (tests/data/declarations_patterns): within 25% of
+    the share those transfers declared, at 2 and 5 ms of jitter. Where it holds, the send pattern
+    is what the tables' evenly spaced stream misses (BBRv2: 0.092 and 0.167 against 0.098 and
+    0.165 live; an even stream 0.007 and 0.034)."""
+    rows = _record_rows()
+    for jitter in (2.0, 5.0):
+        v = rows[(jitter, cc)]
+        assert abs(v["measured pattern xquic"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
