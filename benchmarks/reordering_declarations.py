@@ -12,16 +12,16 @@ range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQU
 
 - ``table``: the shipped table (``envs/sim/reordering.py``: one ACK per packet, the round trip's
   jitter, 3 later packets arrived first), as the core reads it for an evenly spaced flow;
-- ``loop 3 later`` and ``loop xquic``: the whole loop (``envs/sim/ack_loop.py``: XQUIC's receiver,
+- ``loop xquic`` and ``loop three_later``: the whole loop (``envs/sim/ack_loop.py``: XQUIC's receiver,
   each ACK's own jitter back), an evenly spaced stream, under the tables' reading and under
   XQUIC's source (a packet 3 or more later acknowledged);
 - ``bursts k``: the whole loop under XQUIC's rule, the packets leaving in bursts of k back to back
   at the bottleneck (1 ms of XQUIC's pacer, ``xqc_pacing.c`` ``XQC_CLOCK_GRANULARITY_US``; its burst
   budget ``XQC_MAX_BURST_NUM`` 10 packets) at the same mean spacing; for an unpaced CC the
   window's train per round trip (k = its mean window);
-- ``measured pattern``: for the runs recorded with ``--pattern``, the whole loop on the packets as
-  they left the bottleneck in that very transfer (captured before the delay line), under XQUIC's
-  rule and under the tables' reading, beside those runs' own live share.
+- ``own departures xquic`` and ``own departures three_later``: for the runs recorded with
+  ``--pattern``, the whole loop on the packets as they left the bottleneck in that very transfer
+  (captured before the delay line), beside those runs' own live share (``live, captured runs``).
 """
 
 from __future__ import annotations
@@ -48,14 +48,18 @@ HEADERS = 28  # IPv4 + UDP bytes on the bottleneck beside the UDP payload
 BURSTS = (2, 4, 10)
 
 
+def _window_index(w: float) -> int:
+    """The nearest window of ``W_GRID``."""
+    return min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
+
+
 def table_value(r: float, w: float) -> float:
     """The shipped rfc9002 table at spacing r and window w, both over the round trip's jitter."""
-    table = spurious_table("rfc9002")
-    i = min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
-    return float(np.interp(math.log(r), np.log(GRID), table[i]))
+    return float(np.interp(math.log(r), np.log(GRID), spurious_table("rfc9002")[_window_index(w)]))
 
 
 def cells(record: dict) -> dict[tuple[float, str], list[dict]]:
+    """The record's transfers by cell (jitter in ms, CC)."""
     out: dict[tuple[float, str], list[dict]] = defaultdict(list)
     for rec in record["recordings"]:
         for run in rec["runs"]:
@@ -73,31 +77,33 @@ def measured_pattern(path: Path, jitter_ms: float, skip_s: float = 1.0) -> SendP
     return SendPattern(send, counted)
 
 
-def row(jitter_ms: float, cc: str, runs: list[dict]) -> dict[str, float]:
-    """The live figures of one cell and the models' at its mean spacing."""
-    share = np.array([r["declared_lost"] / r["sent_pkts"] for r in runs])
-    spacing_ms = float(np.mean([r["span_s"] / r["sent_pkts"] * 1e3 for r in runs]))
-    r = spacing_ms / jitter_ms
-    w = float(np.mean([r_["srtt_ms"] for r_ in runs])) / 8 / jitter_ms
-    wi = min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
-    wire = float(np.mean([r_["wire_bytes_per_packet"] for r_ in runs])) + HEADERS
-    r_link = min(wire * 8 / (GRID_MBPS * 1e6) * 1e3 / jitter_ms, r)
+def _mean(runs: list[dict], field: str) -> float:
+    return float(np.mean([run[field] for run in runs]))
+
+
+def row(jitter_ms: float, cc: str, runs: list[dict], patterns: Path = PATTERNS) -> dict[str, float]:
+    """The live figures of one cell and the models' at its mean spacing (keys as the module's
+    docstring names them); ``patterns``: where the captured runs' departures are."""
+    share = np.array([run["declared_lost"] / run["sent_pkts"] for run in runs])
+    r = float(np.mean([run["span_s"] / run["sent_pkts"] for run in runs])) * 1e3 / jitter_ms
+    w = _mean(runs, "srtt_ms") / 8 / jitter_ms
+    wi = _window_index(w)
+    r_link = min((_mean(runs, "wire_bytes_per_packet") + HEADERS) * 8 / (GRID_MBPS * 1e6) * 1e3 / jitter_ms, r)
     out = {"live": float(share.mean()), "live_min": float(share.min()), "live_max": float(share.max()),
            "r": r, "table": table_value(r / math.sqrt(2), w / math.sqrt(2)),
-           "loop_three_later": float(declarations("three_later", stream(r))[0, wi]),
-           "loop_xquic": float(declarations("xquic", stream(r))[0, wi])}
-    captured = [r_ for r_ in runs if r_.get("pattern")]
+           "loop xquic": float(declarations("xquic", stream(r))[0, wi]),
+           "loop three_later": float(declarations("three_later", stream(r))[0, wi])}
+    captured = [run for run in runs if run.get("pattern")]
     if captured:
-        share_c = [r_["declared_lost"] / r_["sent_pkts"] for r_ in captured]
-        out["live, captured runs"] = float(np.mean(share_c))
+        out["live, captured runs"] = float(np.mean([run["declared_lost"] / run["sent_pkts"] for run in captured]))
         for rule in ("xquic", "three_later"):
-            out[f"measured pattern {rule}"] = float(np.mean([
-                declarations(rule, measured_pattern(PATTERNS / r_["pattern"], jitter_ms))[0, wi] for r_ in captured]))
+            out[f"own departures {rule}"] = float(np.mean([
+                declarations(rule, measured_pattern(patterns / run["pattern"], jitter_ms))[0, wi] for run in captured]))
     if cc in PACED:
         for k in BURSTS:
             out[f"bursts {k}"] = float(declarations("xquic", bursts(k, r_link, r))[0, wi])
     else:
-        window = max(int(round(np.mean([r_["cwnd_mean_pkts"] for r_ in runs]))), 1)
+        window = max(int(round(_mean(runs, "cwnd_mean_pkts"))), 1)
         out[f"train {window}"] = float(declarations("xquic", bursts(window, r_link, r))[0, wi])
     return out
 
@@ -107,13 +113,14 @@ def main() -> int:
     ap.add_argument("--record", type=Path, default=RECORD)
     a = ap.parse_args()
     record = json.loads(a.record.read_text())
+    patterns = a.record.parent / PATTERNS.name
     for rec in record["recordings"]:
         p = rec["provenance"]
         print(f"recorded {p['date']} (XQUIC {p['xquic_commit']}, kernel {p['kernel']}, mpsched {p['mpsched_commit']}): "
               f"{p['command']}")
     print("\nshare of sent packets declared lost (live: XQUIC's ctl_lost_pkts_number after the first second)")
     for (jitter, cc), runs in sorted(cells(record).items()):
-        v = row(jitter, cc, runs)
+        v = row(jitter, cc, runs, patterns)
         models = ", ".join(f"{k} {x:.3f}" for k, x in v.items() if k not in ("live", "live_min", "live_max", "r"))
         print(f"jitter {jitter:g} ms {cc:5s} ({len(runs)} runs): live {v['live']:.3f} [{v['live_min']:.3f}-"
               f"{v['live_max']:.3f}] at r {v['r']:.3f}; {models}")

@@ -98,7 +98,7 @@ def test_the_live_declarations_record_keeps_every_run_and_its_provenance() -> No
     rows = _record_rows()
     for jitter in (2.0, 5.0):
         v = rows[(jitter, "bbr")]
-        assert v["live"] < v["table"] and v["loop_xquic"] < v["table"] and v["loop_three_later"] < v["loop_xquic"]
+        assert v["live"] < v["table"] and v["loop xquic"] < v["table"] and v["loop three_later"] < v["loop xquic"]
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -131,4 +131,4 @@ def test_the_loop_on_a_transfers_own_departures_declares_what_it_declared(cc: st
     rows = _record_rows()
     for jitter in (2.0, 5.0):
         v = rows[(jitter, cc)]
-        assert abs(v["measured pattern xquic"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
+        assert abs(v["own departures xquic"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
