@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.fidelity import GRID_MBPS  # noqa: E402
 from envs.sim.ack_loop import EDGE, SendPattern, bursts, declarations, stream  # noqa: E402
-from envs.sim.reordering import GRID, W_GRID, spurious_table  # noqa: E402
+from envs.sim import kernel  # noqa: E402
+from envs.sim.reordering import GRID, W_GRID, detection_tables  # noqa: E402
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "declarations_xquic_live.json"
 PATTERNS = RECORD.parent / "declarations_patterns"  # the captures of runs recorded with --pattern
@@ -54,8 +55,9 @@ def _window_index(w: float) -> int:
 
 
 def table_value(r: float, w: float) -> float:
-    """The shipped rfc9002 table at spacing r and window w, both over the round trip's jitter."""
-    return float(np.interp(math.log(r), np.log(GRID), spurious_table("rfc9002")[_window_index(w)]))
+    """The shipped rfc9002 table at spacing r and window w, both over the round trip's jitter,
+    interpolated as the core reads it for an evenly spaced flow (``kernel._spurious_prob``)."""
+    return float(kernel._spurious_prob(r, w, 0, np.log(GRID), W_GRID, detection_tables("rfc9002")))
 
 
 def cells(record: dict) -> dict[tuple[float, str], list[dict]]:

@@ -60,7 +60,6 @@ RECORD_DESCRIPTION = (
     "goodput from the bytes acknowledged, the window (packets of 1200 bytes) and how often it binds, srtt; the "
     "forward packets the emulation carried and dropped; the load average after the run. "
     "benchmarks/reordering_declarations.py reads it.")
-_OPENED: set[Path] = set()  # records this invocation has opened its entry in
 XQUIC_PACKET = 1200  # xqc_packet_out.h XQC_PACKET_OUT_SIZE (XQC_QUIC_MIN_MSS): a full packet as the window counts it
 # --xquic-packet: the simulator with XQUIC's packet (an experiment, not the profile): the stream
 # data one packet carries, XQC_PACKET_OUT_SIZE (xqc_packet_out.h, = XQC_QUIC_MIN_MSS 1200) less
@@ -189,6 +188,7 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
     scen = grid_scenario(loss, jitter, seconds)
     # as benchmarks/record_reference.py records the grid on XQUIC: a file too large to finish
     work = WorkloadSpec(type="file", file_mb=10 * GRID_MBPS * seconds / 8, duration_s=seconds)
+    kept = (record, *open_record(record)) if record is not None else None
     with verified_testbed(lambda: Testbed(scen, verify=True)) as tb:
         print(tb.describe(), flush=True)
         if tb.verification is not None:
@@ -229,12 +229,15 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                 if pattern is not None:
                     saved = pattern / f"{utc_now().replace(':', '')}_{loss:g}_{jitter:g}_{cc}_{run + 1}.npz"
                     save_pattern(saved, packets)
-                if record is not None:
-                    _record(record, {"cell": cell, "loss_pct": loss, "jitter_ms": jitter, "cc": cc, "run": run + 1,
-                                     **fig, "wire_bytes_per_packet": wire, "forward_packets": offered,
-                                     "forward_dropped": dropped, "whole_goodput_mbps": float(res.metrics()["goodput_mbps"][0]),
-                                     "outcome": str(x["outcome"]), "load": load_average(),
-                                     **({"pattern": saved.name} if saved is not None else {})})
+                if kept is not None:  # written after every run: a crash keeps the others
+                    path, data, runs_kept = kept
+                    runs_kept.append({"cell": cell, "loss_pct": loss, "jitter_ms": jitter, "cc": cc, "run": run + 1,
+                                      **fig, "wire_bytes_per_packet": wire, "forward_packets": offered,
+                                      "forward_dropped": dropped,
+                                      "whole_goodput_mbps": float(res.metrics()["goodput_mbps"][0]),
+                                      "outcome": str(x["outcome"]), "load": load_average(),
+                                      **({"pattern": saved.name} if saved is not None else {})})
+                    write_atomic(path, json.dumps(data, indent=1) + "\n")
                 if sizes:
                     lengths = collections.Counter(length for _, length in packets)
                     n = sum(lengths.values())
@@ -272,17 +275,15 @@ def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds
             show(f"sim{' (XQUIC packet)' if xquic_packet else ''} {cc} run {b + 1}", sawtooth(trace, sim.mss))
 
 
-def _record(path: Path, run: dict[str, object]) -> None:
-    """Append one live transfer's figures to the record at ``path`` (``--record``): this
-    invocation's runs go into one entry of ``recordings``, under its provenance."""
+def open_record(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The record at ``path`` (``--record``) with a new entry of ``recordings`` for this
+    invocation, under its provenance: the record, and the entry's list of runs."""
     data: dict[str, Any] = (json.loads(path.read_text()) if path.exists()
                             else {"description": RECORD_DESCRIPTION, "recordings": []})
-    recordings: list[dict[str, Any]] = data["recordings"]
-    if path not in _OPENED:
-        recordings.append({"provenance": provenance("python benchmarks/xquic_cubic_live.py", sys.argv[1:]), "runs": []})
-        _OPENED.add(path)
-    recordings[-1]["runs"].append(run)
-    write_atomic(path, json.dumps(data, indent=1) + "\n")
+    runs: list[dict[str, Any]] = []
+    data["recordings"].append({"provenance": provenance("python benchmarks/xquic_cubic_live.py", sys.argv[1:]),
+                               "runs": runs})
+    return data, runs
 
 
 def main() -> int:

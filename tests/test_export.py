@@ -5,8 +5,8 @@ MLflow run ids; bad input."""
 
 from __future__ import annotations
 
-import os
 import copy
+import os
 import re
 import shutil
 import subprocess
@@ -20,13 +20,13 @@ import torch
 from agents import checkpoint
 from agents.registry import make_agent, preset
 from agents.training import evaluate_agent
+from envs.errors import write_atomic
 from envs.features import CLIP, compute, feature_set, table
 from envs.multipath_env import build_process
 from envs.scenario import resolve_scenarios, scenario_from_dict
 from envs.sim.layout import CN_N_SUB, OBS_AVAILABLE, OBS_LOSSES, OBS_SRTT
 from envs.vector_env import SB3VecEnv
 from export import ExportError, export_agent, export_checkpoint
-from envs.errors import write_atomic
 from export.bodies import QF, Activation, Dense, MLPBody
 from export.generate import PolicySpec, header
 from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c, evaluate_exported
