@@ -21,7 +21,9 @@ range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQU
   window's train per round trip (k = its mean window);
 - ``own departures xquic`` and ``own departures three_later``: for the runs recorded with
   ``--pattern``, the whole loop on the packets as they left the bottleneck in that very transfer
-  (captured before the delay line), beside those runs' own live share (``live, captured runs``).
+  (captured before the delay line), beside those runs' own live share (``live, captured runs``);
+- ``dispersion``: how bursty those departures are at the jitter's own scale, the variance over
+  the mean of the packets counted per jitter (1 for random departures, 0 for evenly spaced ones).
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def measured_pattern(path: Path, jitter_ms: float, skip_s: float = 1.0) -> SendP
     return SendPattern(send, counted)
 
 
+def dispersion(pattern: SendPattern) -> float:
+    """Variance over mean of the departures counted per jitter (``pattern.send`` is in jitters)."""
+    counts = np.histogram(pattern.send, bins=np.arange(0.0, pattern.send[-1], 1.0))[0]
+    return float(counts.var() / counts.mean())
+
+
 def _mean(runs: list[dict], field: str) -> float:
     return float(np.mean([run[field] for run in runs]))
 
@@ -98,9 +106,10 @@ def row(jitter_ms: float, cc: str, runs: list[dict], patterns: Path = PATTERNS) 
     captured = [run for run in runs if run.get("pattern")]
     if captured:
         out["live, captured runs"] = float(np.mean([run["declared_lost"] / run["sent_pkts"] for run in captured]))
+        own = [measured_pattern(patterns / run["pattern"], jitter_ms) for run in captured]
         for rule in ("xquic", "three_later"):
-            out[f"own departures {rule}"] = float(np.mean([
-                declarations(rule, measured_pattern(patterns / run["pattern"], jitter_ms))[0, wi] for run in captured]))
+            out[f"own departures {rule}"] = float(np.mean([declarations(rule, pat)[0, wi] for pat in own]))
+        out["dispersion"] = float(np.mean([dispersion(pat) for pat in own]))
     if cc in PACED:
         for k in BURSTS:
             out[f"bursts {k}"] = float(declarations("xquic", bursts(k, r_link, r))[0, wi])

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from envs.sim.ack_loop import RECEIVERS, RULES, bursts, declarations, first_acks, stream
+from envs.sim.ack_loop import RECEIVERS, RULES, SendPattern, bursts, declarations, first_acks, stream
 from envs.sim.reordering import GRID, lead_table, spurious_table
 
 
@@ -133,3 +133,19 @@ def test_the_loop_on_a_transfers_own_departures_declares_what_it_declared(cc: st
     for jitter in (2.0, 5.0):
         v = rows[(jitter, cc)]
         assert abs(v["own departures xquic"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
+
+
+def test_dispersion_tells_paced_departures_from_bursts() -> None:
+    """``dispersion`` is 0 for evenly spaced departures and about 1 for random ones; live, BBRv1
+    at 2 ms leaves paced (below 1) and BBRv2, CUBIC and Reno in bursts (above 1) at both jitters."""
+    from benchmarks.reordering_declarations import dispersion
+
+    even = np.arange(0.125, 2000.0, 0.25)
+    assert dispersion(SendPattern(even, np.ones_like(even, dtype=bool))) == pytest.approx(0.0, abs=1e-9)
+    random = np.sort(np.random.default_rng(0).uniform(0.0, 2000.0, 8000))
+    assert dispersion(SendPattern(random, np.ones_like(random, dtype=bool))) == pytest.approx(1.0, abs=0.1)
+    rows = _record_rows()
+    assert rows[(2.0, "bbr")]["dispersion"] < 1.0
+    for jitter in (2.0, 5.0):
+        for cc in ("bbr2", "cubic", "reno"):
+            assert rows[(jitter, cc)]["dispersion"] > 1.5, (jitter, cc)
