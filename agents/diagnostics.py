@@ -57,7 +57,7 @@ def _answers(sid, prm, st, obs, cobs, nsub, mss, rng, live, blocked, n_actions, 
         out[b] = NO_ANSWER
         if not live[b]:
             continue
-        mask = pick(sid, prm, st[b], obs[b], cobs[b], int(nsub[b]), mss, rng, b)
+        mask = pick(sid, prm, st[b], obs[b], cobs[b], int(nsub[b]), mss[b], rng, b)
         if mask == 0:
             out[b] = 0 if blocked else n_actions - 1
         elif blocked:

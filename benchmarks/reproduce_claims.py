@@ -112,7 +112,7 @@ def sod(runs: int, out: Path) -> list[Row]:
 
 def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row], float]:
     from envs.scenario import load_scenario
-    from envs.sim.simulator import SimConfig
+    from envs.sim import stacks
     cells, wall = run(study, runs, out)
     mesh = study == "mptcp_tut_mesh"
     prefix = "mptcp_tut_mesh_e" if mesh else "mptcp_tut_e"
@@ -120,7 +120,7 @@ def mptcp_tut(runs: int, out: Path, study: str = "mptcp_tut") -> tuple[list[Row]
     rows = mptcp_tut_checks(cells, [(s, cc) for s in scens for cc in MPTCP_TUT_CCS],
                             [f"{prefix}{k}" for k in MPTCP_TUT_HETERO], " (full mesh)" if mesh else "",
                             " (e2, e3, e6, e7 x 4 CCs)")
-    buffers = [load_scenario(s).receive_buffer(SimConfig().mss) / 1e6 for s in scens]
+    buffers = [load_scenario(s).receive_buffer(stacks.LINUX.packet_bytes) / 1e6 for s in scens]  # Linux MPTCP's
     spreads = []
     for cc in MPTCP_TUT_CCS:  # per CC: the experiment where the five differ most
         def spread(s: str, cc: str = cc) -> float:

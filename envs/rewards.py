@@ -115,7 +115,7 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
             if prm[10] > 0.0:
                 for i in range(int(nsub[b])):
                     base = SNAP_PATHS + SNAP_PER_PATH * i
-                    out_bytes = obs[b, i, OBS_SENT] - prev[b, base + 1] - mss * (obs[b, i, OBS_LOSSES] - prev[b, base + 2])
+                    out_bytes = obs[b, i, OBS_SENT] - prev[b, base + 1] - mss[b] * (obs[b, i, OBS_LOSSES] - prev[b, base + 2])
                     r += out_bytes / prm[10]
             r /= prm[6]
         elif kind == 4:
@@ -130,8 +130,8 @@ def reward_and_snapshot(prm, prev, obs, cobs, nsub, mss, live, out):
                 base = SNAP_PATHS + SNAP_PER_PATH * i
                 acked = obs[b, i, OBS_ACKED] - prev[b, base]
                 if kind == 1:
-                    sent = max(obs[b, i, OBS_SENT] - prev[b, base + 1], mss)
-                    loss = min((obs[b, i, OBS_LOSSES] - prev[b, base + 2]) * mss / sent, 1.0)
+                    sent = max(obs[b, i, OBS_SENT] - prev[b, base + 1], mss[b])
+                    loss = min((obs[b, i, OBS_LOSSES] - prev[b, base + 2]) * mss[b] / sent, 1.0)
                     moved = 0.0 if prm[8] > 0.0 else acked
                     if i != fast:
                         moved += prm[7] * (obs[b, i, OBS_INFLIGHT] - prev[b, base + 3])

@@ -111,7 +111,7 @@ class EnvConfig:
     (``envs.features``) and reward (``RewardSpec``) of an environment."""
 
     dt_ms: float = SimConfig.dt_ms
-    mss: int = SimConfig.mss
+    mss: int | None = SimConfig.mss  # None: the stack's packet (envs/sim/stacks.py packet_bytes)
     max_duration_s: float = SimConfig.max_duration_s
     ooo_limit_bytes: float = SimConfig.ooo_limit_bytes
     end_on_ooo: bool = SimConfig.end_on_ooo
@@ -143,7 +143,7 @@ class EnvConfig:
         return cls(**kwargs, reward=RewardConfig(**reward))
 
     def sim_config(self) -> SimConfig:
-        return SimConfig(dt_ms=_number("dt_ms", self.dt_ms), mss=_integer("mss", self.mss),
+        return SimConfig(dt_ms=_number("dt_ms", self.dt_ms), mss=None if self.mss is None else _integer("mss", self.mss),
                          max_duration_s=_number("max_duration_s", self.max_duration_s),
                          ooo_limit_bytes=_number("ooo_limit_bytes", self.ooo_limit_bytes),
                          end_on_ooo=_flag("end_on_ooo", self.end_on_ooo),

@@ -124,7 +124,7 @@ def candidates(n_paths: int, samples: int = 0, seed: int = 0) -> list[Candidate]
     return out
 
 
-def send_within(obs: np.ndarray, cobs: np.ndarray, nsub: np.ndarray, mss: float, k: float) -> np.ndarray:
+def send_within(obs: np.ndarray, cobs: np.ndarray, nsub: np.ndarray, mss: np.ndarray, k: float) -> np.ndarray:
     """The wait rule's answer per connection at a blocked decision (1 = send on the second path,
     0 = wait for the fast one), from sender-observable state ``obs[B, P, OBS_*]``, ``cobs``."""
     B, P, _ = obs.shape

@@ -347,9 +347,10 @@ def test_reward_signal_reverses_one_decision_per_connection():
     assert len(acts) > 5 and acts.all() and change.shape == acts.shape and np.isfinite(change).all()
     assert (change != 0).any()  # some waits move the transfer's end
     # the greedy ascent: each round's reversal raises goodput, and replaying its reversals gives that goodput
-    # (under Reno one wait, the 31st decision's, ends the 2 MB sooner, and under XQUIC's CUBIC, which leaves
+    # (under Reno one wait, the 11th decision's, ends 1.5 MB sooner, and under XQUIC's CUBIC, which leaves
     # slow start only on a loss, the same one; with 1 MB no wait does)
     assert ascend(("minrtt", {}), s3.with_workload(type="file", file_mb=1.0), "cubic", 3, rounds=2) == []
+    s3 = s3.with_workload(type="file", file_mb=1.5)
     base, _, _ = follow(("minrtt", {}), s3, "reno", 3, [frozenset()])
     steps = ascend(("minrtt", {}), s3, "reno", 3, rounds=2)
     scores = [float(base[0])] + [g for _, g, _, _ in steps]

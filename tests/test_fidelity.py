@@ -21,10 +21,9 @@ from envs import evaluation
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.layout import BN_CAP, CN_T, COBS_ACKED, OBS_ACKED
 from envs.sim.simulator import SimConfig, Simulator
-from envs.sim.stacks import STACKS
+from envs.sim.stacks import DEFAULT_STACK, STACKS, XQC_MSS_PACKETS, profile
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
-MSS = SimConfig().mss
 BW_MBPS, DELAY_MS = 50.0, 20.0  # 40 ms RTT
 RTT_S = 2 * DELAY_MS / 1000
 CAPACITY = BW_MBPS * 125_000  # bytes/s
@@ -93,22 +92,33 @@ def test_single_path_full_utilisation(cc: str) -> None:
 # --------------------------------------------------------------------------- response functions
 
 
-def mathis_rate(p: float, rtt_s: float) -> float:
-    """Reno under random loss p (Mathis et al., CCR 1997): MSS/RTT * sqrt(3/(2p)), bytes/s."""
-    return MSS / rtt_s * math.sqrt(3.0 / (2.0 * p))
+# the window's growth per round trip, in the stack's packets (NewReno's; CUBIC's Reno-friendly estimate:
+# Linux's tcp_cubic.c is RFC 9438's, None: 3 (1 - beta) / (1 + beta)), and CUBIC's C per packet: XQUIC
+# grows both in XQC_MSS, 1436 / 1200 of its packet (envs/sim/stacks.py)
+RENO_INCREASE = {"linux": 1.0, "xquic": XQC_MSS_PACKETS}
+RENO_ALPHA = {"linux": None, "xquic": XQC_MSS_PACKETS}
+CUBIC_C = {"linux": 0.4, "xquic": 0.4 * XQC_MSS_PACKETS}
 
 
-def cubic_rate(p: float, rtt_s: float, c: float = 0.4, beta: float = 0.7, alpha: float | None = None) -> float:
+def mathis_rate(p: float, rtt_s: float, stack: str = DEFAULT_STACK) -> float:
+    """Reno under random loss p (Mathis et al., CCR 1997), bytes/s: packet/RTT * sqrt(3/(2p)) for one
+    packet per round trip, sqrt(a * 3/(2p)) for the stack's growth a (AIMD(a, 1/2))."""
+    return profile(stack).packet_bytes / rtt_s * math.sqrt(RENO_INCREASE[stack] * 3.0 / (2.0 * p))
+
+
+def cubic_rate(p: float, rtt_s: float, stack: str, beta: float = 0.7) -> float:
     """RFC 9438 section 5.1 response function, bytes/s: the average window in the CUBIC region,
     ``(C (3 + beta) / (4 (1 - beta)))^(1/4) * RTT^(3/4) / p^(3/4)`` (= 1.054 ... for C = 0.4,
     beta = 0.7), or the Reno-friendly AIMD(alpha, beta) average
-    ``sqrt(alpha (1 + beta) / (2 (1 - beta) p))`` where that is larger; ``alpha`` None: RFC 9438's
-    3 (1 - beta) / (1 + beta) (the average is then sqrt(3/(2p)))."""
-    cubic = (c * (3.0 + beta) / (4.0 * (1.0 - beta))) ** 0.25 * (rtt_s / p) ** 0.75
+    ``sqrt(alpha (1 + beta) / (2 (1 - beta) p))`` where that is larger, with the stack's C
+    (``CUBIC_C``) and alpha (``RENO_ALPHA``; None: RFC 9438's 3 (1 - beta) / (1 + beta), the average
+    then sqrt(3/(2p))), in the stack's packets."""
+    cubic = (CUBIC_C[stack] * (3.0 + beta) / (4.0 * (1.0 - beta))) ** 0.25 * (rtt_s / p) ** 0.75
+    alpha = RENO_ALPHA[stack]
     if alpha is None:
         alpha = 3.0 * (1.0 - beta) / (1.0 + beta)
     aimd = math.sqrt(alpha * (1.0 + beta) / (2.0 * (1.0 - beta) * p))
-    return max(cubic, aimd) * MSS / rtt_s
+    return max(cubic, aimd) * profile(stack).packet_bytes / rtt_s
 
 
 @pytest.mark.parametrize("p", LOSS_RATES)
@@ -121,11 +131,6 @@ def test_reno_follows_mathis(p: float) -> None:
     assert abs(ratio - 1.0) <= 0.30
 
 
-# the Reno-friendly estimate's growth, segments per round trip: Linux's tcp_cubic.c is RFC 9438's
-# (None: 3 (1 - beta) / (1 + beta)); XQUIC's xqc_cubic.c grows its tcp_cwnd one MSS per window
-RENO_ALPHA = {"linux": None, "xquic": 1.0}
-
-
 @pytest.mark.parametrize(("stack", "p", "rtt_s", "duration_s"),
                          [(stack, p, RTT_S, 60.0) for stack in STACKS for p in LOSS_RATES]
                          + [(stack, 0.001, 0.2, 120.0) for stack in STACKS])
@@ -135,7 +140,7 @@ def test_cubic_follows_rfc9438(stack: str, p: float, rtt_s: float, duration_s: f
     At 40 ms the Reno-friendly term is the larger one for every p here; 200 ms with p = 0.1%
     exercises the CUBIC region (10 s to the end; mean of 8)."""
     scenario = one_path(duration_s, UNBINDING_MBPS, delay_ms=500.0 * rtt_s, loss=p)
-    ratio = mean_rate("cubic", scenario, 10.0, batch=8, stack=stack) / cubic_rate(p, rtt_s, alpha=RENO_ALPHA[stack])
+    ratio = mean_rate("cubic", scenario, 10.0, batch=8, stack=stack) / cubic_rate(p, rtt_s, stack)
     print(f"cubic {stack} p={p} rtt={rtt_s}: throughput / RFC 9438 = {ratio:.3f}")
     assert abs(ratio - 1.0) <= 0.35
 

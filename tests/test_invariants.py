@@ -112,7 +112,7 @@ def check_invariants(sim: Simulator, prev: dict[str, np.ndarray] | None) -> dict
         qb = bn[b, :nsub]
         queue = qb[:, BN_ENQ] - qb[:, BN_DEQ]
         assert (queue >= -tol(qb[:, BN_ENQ])).all(), f"b={b}: negative queue {queue}"
-        assert (queue <= qb[:, BN_QCAP] + sim.mss + tol(qb[:, BN_ENQ])).all(), \
+        assert (queue <= qb[:, BN_QCAP] + sim.mss[b] + tol(qb[:, BN_ENQ])).all(), \
             f"b={b}: queue {queue} above buffer {qb[:, BN_QCAP]} + 1 packet"
         assert (qb[:, BN_DROPPED] >= 0).all()
         good = fl[b, :nsub, FL_GOOD]
@@ -356,7 +356,7 @@ def test_terminal_send_window_consistent():
     sim.run()
     o = sim.obs[0, 0]
     assert o[OBS_SWND] <= o[OBS_CWND], f"terminal swnd {o[OBS_SWND]} > cwnd {o[OBS_CWND]}"
-    assert o[OBS_AVAILABLE] == float(o[OBS_INFLIGHT] + sim.mss <= o[OBS_CWND])
+    assert o[OBS_AVAILABLE] == float(o[OBS_INFLIGHT] + sim.mss[0] <= o[OBS_CWND])
 
 
 def test_udp_saturated_path_does_not_starve_the_connection():

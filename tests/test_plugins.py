@@ -27,6 +27,7 @@ from envs.errors import ConfigError
 from envs.plugins import (PluginError, cc_id, cc_names, register_cc, register_scheduler, scheduler_id,
                           scheduler_names, scheduler_plugin)
 from envs.sim.layout import N_CC, N_CCP, N_OBS, OBS_AVAILABLE
+from envs.sim.stacks import DEFAULT_STACK, profile
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,8 +121,9 @@ def test_toy_plugins_are_registered_after_the_builtins(toy_run):
 
 def test_toy_cc_holds_its_window_and_goodput_follows_it(toy_run):
     """A fixed window of w packets on a lossless 100 Mbit/s path of 40 ms RTT (far below its BDP)
-    sends w packets per RTT: goodput is at most w x MSS / RTT, and doubling w doubles it."""
-    mss = 1448.0
+    sends w packets per RTT: goodput is at most w x MSS / RTT, and doubling w doubles it (the MSS:
+    the default stack's packet)."""
+    mss = float(profile(DEFAULT_STACK).packet_bytes)
     for packets in (10, 20):
         run = toy_run[f"fixed_{packets}"]
         assert run["cwnd"] == [packets * mss] * 2

@@ -62,19 +62,21 @@ def test_cc_constants_come_from_the_stack_under_the_users_overrides() -> None:
 
 def test_cubic_grows_as_each_stacks_source() -> None:
     """envs/cc/cubic.py under each stack's constants: XQUIC's xqc_cubic.c leaves slow start only on
-    loss, grows a Reno estimate by one MSS per window acknowledged (the window never below it) and
-    on persistent congestion drops to its minimum window keeping ssthresh; Linux's tcp_cubic.c
+    loss, grows a Reno estimate by one XQC_MSS per window acknowledged (the window never below it)
+    and on persistent congestion drops to its minimum window keeping ssthresh, its windows in
+    XQC_MSS, 1436 / 1200 of its packet; Linux's tcp_cubic.c
     (RFC 9438) exits slow start on a rising RTT (HyStart++ here), grows its Reno estimate by
     3 (1 - beta) / (1 + beta) segments per window and restarts from one packet after a timeout."""
     from envs.cc import cubic
 
     mss, rtt = 1200.0, 0.04
     rng = np.zeros((1, 4), dtype=np.uint64)
-    for stack, init, reno_growth, min_win in (("xquic", 32, 1.0, 4), ("linux", 10, 0.3 * 3 / 1.7, 2)):
+    r = stacks.XQC_MSS_PACKETS
+    for stack, init, reno_growth, min_win in (("xquic", 32 * r, r, 4 * r), ("linux", 10, 0.3 * 3 / 1.7, 2)):
         P = cc_params("cubic", stacks.cc_overrides(stack, "cubic"))[None, :].copy()
         C = np.zeros((1, 50))
         cubic.init(C, P, 0, 0.0, mss)
-        assert C[0, CWND] == init * mss
+        assert C[0, CWND] == pytest.approx(init * mss)
         # slow start, the RTT rising 10 ms a round (20 ACKs): past HyStart++'s 4-16 ms
         for i in range(400):
             sample = rtt + 0.0005 * i
@@ -95,7 +97,7 @@ def test_cubic_grows_as_each_stacks_source() -> None:
         ssthresh, cwnd = C[0, SSTHRESH], C[0, CWND]
         cubic.on_rto(C, P, 0, 2.0, 0.0, mss)
         if stack == "xquic":  # xqc_cubic_reset_cwnd: XQC_CUBIC_MIN_WIN, ssthresh as it was
-            assert C[0, CWND] == min_win * mss and C[0, SSTHRESH] == ssthresh
+            assert C[0, CWND] == pytest.approx(min_win * mss) and C[0, SSTHRESH] == ssthresh
         else:  # RFC 9438 sec. 4.8 (tcp_cubic.c bictcp_recalc_ssthresh, then tcp_enter_loss)
             assert C[0, CWND] == mss and C[0, SSTHRESH] == pytest.approx(0.7 * cwnd)
 

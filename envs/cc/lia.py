@@ -10,13 +10,14 @@ Slow start, the loss response (halve once per round trip) and no growth in recov
 from numba import njit
 
 from envs.cc import reno
-from envs.cc.base import CWND, INIT_CWND_PACKETS, in_recovery
+from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, in_recovery
 from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum, siblings, slow_start, track_rtt, window_sum
 from envs.plugins import register_cc
 
 # multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND);
 # segments each counted ACK stands for (coupled.counted)
 DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+BETA = 0
 INIT_CWND = 1
 SEGMENTS_PER_ACK = 2
 
@@ -50,12 +51,12 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
 
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
-    reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
-    reno.on_rto(C, P, f, now, inflight, mss)
+    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss)
 
 
 register_cc("lia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

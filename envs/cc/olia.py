@@ -21,6 +21,7 @@ from envs.plugins import register_cc
 # multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND);
 # segments each counted ACK stands for (coupled.counted)
 DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+BETA = 0
 INIT_CWND = 1
 SEGMENTS_PER_ACK = 2
 
@@ -91,15 +92,15 @@ def _new_loss_interval(C, f):
 
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
-    if lost_sent > C[f, RECOVERY_START]:  # a new loss episode (RFC 6582), as reno.on_loss counts it
+    if lost_sent > C[f, RECOVERY_START]:  # a new loss episode (RFC 6582), as reno.halve counts it
         _new_loss_interval(C, f)
-    reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     _new_loss_interval(C, f)
-    reno.on_rto(C, P, f, now, inflight, mss)
+    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss)
 
 
 register_cc("olia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

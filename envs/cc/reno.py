@@ -1,4 +1,7 @@
-"""NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss."""
+"""NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss.
+
+``increase`` and ``min_cwnd`` are in packets: a stack that grows and floors its window in a unit
+other than its packet (XQUIC: ``XQC_MSS`` bytes, 1.2 of its packets) sets them (envs/sim/stacks.py)."""
 
 from numba import njit
 
@@ -9,7 +12,9 @@ from envs.plugins import register_cc
 # parameters
 BETA = 0  # 0.5: multiplicative decrease
 INIT_CWND = 1  # 10: initial window, packets (RFC 6928)
-DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS}
+INCREASE = 2  # 1: congestion avoidance's growth, packets per round trip
+MIN_CWND = 3  # 2: the least window a reduction leaves, packets (RFC 5681's 2 segments)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "increase": 1.0, "min_cwnd": MIN_CWND_PACKETS}
 
 
 @njit(cache=True, _nrt=False)
@@ -24,23 +29,36 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked  # slow start: +1 MSS per MSS acked
     else:
-        C[f, CWND] += mss * acked / C[f, CWND]  # congestion avoidance: +1 MSS per RTT
+        C[f, CWND] += P[f, INCREASE] * mss * acked / C[f, CWND]  # congestion avoidance: +increase per RTT
 
 
 @njit(cache=True, _nrt=False)
-def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+def halve(C, f, now, lost_sent, beta, floor, mss):
+    """The loss response, a window of ``floor`` packets at least (shared by the coupled CCs, whose
+    parameters lay out otherwise)."""
     if lost_sent <= C[f, RECOVERY_START]:
         return  # same loss episode (RFC 6582 recovery)
-    C[f, SSTHRESH] = max(C[f, CWND] * P[f, BETA], MIN_CWND_PACKETS * mss)
+    C[f, SSTHRESH] = max(C[f, CWND] * beta, floor * mss)
     C[f, CWND] = C[f, SSTHRESH]
     C[f, RECOVERY_START] = now
 
 
 @njit(cache=True, _nrt=False)
-def on_rto(C, P, f, now, inflight, mss):
-    C[f, SSTHRESH] = max(inflight * 0.5, MIN_CWND_PACKETS * mss)
+def restart(C, f, now, inflight, floor, mss):
+    """The timeout response: one packet, ssthresh half the flight (``floor`` packets at least)."""
+    C[f, SSTHRESH] = max(inflight * 0.5, floor * mss)
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
+
+
+@njit(cache=True, _nrt=False)
+def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
+    halve(C, f, now, lost_sent, P[f, BETA], P[f, MIN_CWND], mss)
+
+
+@njit(cache=True, _nrt=False)
+def on_rto(C, P, f, now, inflight, mss):
+    restart(C, f, now, inflight, P[f, MIN_CWND], mss)
 
 
 register_cc("reno", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

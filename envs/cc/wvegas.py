@@ -22,7 +22,7 @@ from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_STA
 from envs.cc.coupled import FIRST_COUPLED, init_subflow, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-# parameters (BETA first: the loss response is reno.on_loss, which reads P[f, reno.BETA])
+# parameters (the loss response is reno.halve's, with this BETA and NewReno's floor)
 BETA = 0
 TOTAL_ALPHA = 1
 INITIAL_ALPHA = 2
@@ -123,13 +123,13 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     if lost_sent > C[f, RECOVERY_START]:
         _enable(C, P, f)
-    reno.on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)
+    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     _enable(C, P, f)
-    reno.on_rto(C, P, f, now, inflight, mss)
+    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss)
 
 
 register_cc("wvegas", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

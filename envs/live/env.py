@@ -91,10 +91,11 @@ class LiveEnv(gym.Env):
         self._prev = np.zeros((1, snapshot_width(self.P)))
         self._reward = np.zeros(1)
         self._nsub = np.array([float(self.P)])
+        self._mss = np.array([float(mss)])  # the reward's packet, one per connection as the simulator's
         # compile (or load) the feature and reward functions now, not while a transfer runs
         dummy_obs, dummy_cobs = np.zeros((1, self.P, N_OBS)), np.zeros((1, N_COBS))
         self._features(dummy_obs, dummy_cobs)
-        reward_and_snapshot(self._reward_prm, self._prev, dummy_obs, dummy_cobs, self._nsub, float(mss),
+        reward_and_snapshot(self._reward_prm, self._prev, dummy_obs, dummy_cobs, self._nsub, self._mss,
                             np.zeros(1, dtype=np.bool_), self._reward)
 
     # ------------------------------------------------------------------ gym API
@@ -111,7 +112,7 @@ class LiveEnv(gym.Env):
         self.decisions, self.actions = 0, []
         self._prev[:] = 0.0
         obs, cobs = self._wait_and_sample(1)
-        reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, float(self.mss),
+        reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, self._mss,
                             np.zeros(1, dtype=np.bool_), self._reward)
         info = {"cc": self.cc, "scenario": self.scenario.name, "backend": self.backend.name,
                 "scheduler": self._mode_names[0] if self.backend.controls_scheduler else self.backend.scheduler}
@@ -130,7 +131,7 @@ class LiveEnv(gym.Env):
             self.transfer.set_mode(self._mode_names[a])
         self.decisions += 1
         obs, cobs = self._wait_and_sample(self.decisions + 1)
-        reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, float(self.mss),
+        reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, self._mss,
                             np.ones(1, dtype=np.bool_), self._reward)
         elapsed = float(cobs[0, COBS_ELAPSED])
         info: dict[str, Any] = {"goodput_mbps": float(cobs[0, COBS_ACKED]) * 8 / max(elapsed, 1e-9) / 1e6,

@@ -55,7 +55,11 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
                                                (CCs, schedulers) from stream B + b (``envs/sim/rng.py``)
 =========  ===========  =====================  ====================================================
 
-``Constants``: ``mss`` (bytes), ``dt`` (s per step), the spurious-declaration tables of
+A connection's packet, ``cn[CN_MSS]`` (payload bytes of a full packet), is its stack's
+(``stacks.StackProfile.packet_bytes``), the same for every flow of the connection, a competing
+kernel flow's too (not modelled: a competing flow's own packet).
+
+``Constants``: ``dt`` (s per step), the spurious-declaration tables of
 ``envs/sim/reordering.py`` (``spur_grid``: natural logs of their spacing grid, ``spur_wgrid``: their
 window grid, ``spur_prob``: one table per loss-detection rule) and each flow's stack profile
 ``stack[B, F, N_STK]`` (``envs/sim/stacks.py``; its ``STK_RULE`` picks the table): the connection's
@@ -167,7 +171,6 @@ Connection.__doc__ = "One connection's rows of a ``State`` (views), the batch's 
 class Constants(NamedTuple):
     """What every connection of a batch shares and never changes."""
 
-    mss: float  # bytes
     dt: float  # seconds per step
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
@@ -176,8 +179,9 @@ class Constants(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def reset_connection(b, state, mss, dt):
-    """Zero a connection's dynamic state, keeping its configuration columns.
+def reset_connection(b, state, dt):
+    """Zero a connection's dynamic state, keeping its configuration columns (its packet among them,
+    ``CN_MSS``).
 
     Every flow starts with the RTT sample of its handshake, the path's two-way propagation delay
     in whole steps (RFC 9002 sec. 5.1/5.3 and RFC 6298 sec. 2.2: srtt = sample, rttvar = sample / 2), so a path
@@ -185,6 +189,7 @@ def reset_connection(b, state, mss, dt):
     obs, cobs, fl, cc, ccp, bn, cn = state.obs, state.cobs, state.fl, state.cc, state.ccp, state.bn, state.cn
     segi, ring, hole, sched = state.segi, state.ring, state.hole, state.sched
     nflows = int(cn[b, CN_N_FLOWS])
+    mss = cn[b, CN_MSS]
     for f in range(obs.shape[1]):
         for k in range(N_OBS):
             obs[b, f, k] = 0.0
@@ -1501,7 +1506,7 @@ def _depart(b, t, conn, m, nsub, nflows):
     lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave."""
     o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
     stks = m.stack[b]
-    mss, dt, spur_r, spur_w = m.mss, m.dt, m.spur_grid, m.spur_wgrid
+    mss, dt, spur_r, spur_w = c[CN_MSS], m.dt, m.spur_grid, m.spur_wgrid
     Qm = sg.shape[1] - 1
     for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1634,7 +1639,7 @@ def _run(b, conn, m, max_steps):
     """Connection ``b`` (``conn``: its rows; ``m``: the batch's ``Constants``) until it pauses or
     has run ``max_steps`` steps."""
     c = conn.cn
-    mss, dt = m.mss, m.dt
+    mss, dt = c[CN_MSS], m.dt
     # after a decision or interval pause the step continues at scheduling
     resume_send = c[CN_PAUSE] == PAUSE_DECISION or c[CN_PAUSE] == PAUSE_INTERVAL
     c[CN_PAUSE] = PAUSE_NONE

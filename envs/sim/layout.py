@@ -163,7 +163,8 @@ CN_TUNE_T = 33  # step the current auto-tuning epoch (XQUIC: the last window upd
 CN_TUNE_SEQ = 34  # in-order point when it started
 CN_TUNE_SPACE = 35  # DRS: the most the application read in one measurement so far (rcvq_space.space)
 CN_PATHS_READY = 36  # step the last subflow opens (FL_OPEN_AT); before it the sender runs minRTT over the open ones
-N_CN = 37
+CN_MSS = 37  # payload bytes of a full packet, the connection's stack's (envs/sim/stacks.py packet_bytes)
+N_CN = 38
 
 PAUSE_NONE = 0
 PAUSE_DECISION = 1  # blocked mode: fast path has no window, another path has

@@ -36,7 +36,7 @@ class SimConfig:
     """Simulator settings that are not part of a scenario (``configs/env``)."""
 
     dt_ms: float = 1.0
-    mss: int = 1448
+    mss: int | None = None  # payload bytes per packet; None: the stack's (StackProfile.packet_bytes)
     max_duration_s: float = 600.0  # cap on any episode, file transfers included
     ooo_limit_bytes: float = math.inf  # flag episodes whose reorder buffer exceeds this
     end_on_ooo: bool = False  # ... and end them there (XQUIC aborts past 8192 frames)
@@ -48,7 +48,7 @@ class SimConfig:
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
             raise out_of_range("dt_ms", self.dt_ms, "in [0.01, 100]")
-        if not 500 <= self.mss <= 9000:
+        if self.mss is not None and not 500 <= self.mss <= 9000:
             raise out_of_range("mss", self.mss, "in [500, 9000]")
         if not self.max_duration_s > 0:
             raise out_of_range("max_duration_s", self.max_duration_s, "> 0")
@@ -94,7 +94,6 @@ class Simulator:
             raise out_of_range("seed", seed, "an integer >= 0")
         self.cfg = config or SimConfig()
         self.dt = self.cfg.dt_ms / 1000.0
-        self.mss = float(self.cfg.mss)
         self.seed = int(seed)
         self.B = batch
         self.stack = stacks.profile(self.cfg.stack)
@@ -106,11 +105,12 @@ class Simulator:
         self.blocked = False  # ISPRAS/Peekaboo decision mode: pause when the fast path is blocked
         self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides, self.n_paths))
         self._allocate()
+        self.cn[:, CN_MSS] = self.cfg.mss or self.stack.packet_bytes  # until each episode's configuration
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
-        self.constants = kernel.Constants(self.mss, self.dt, np.log(GRID), W_GRID,
+        self.constants = kernel.Constants(self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
                                           np.tile(stacks.stack_vector(self.stack), (self.B, self.F, 1)))
 
@@ -118,6 +118,11 @@ class Simulator:
         """CC ``cc``'s parameters under the simulated stack (or the episode's ``stack``): its
         constants, then ``overrides``."""
         return cc_params(cc, stacks.cc_overrides(stack or self.stack, cc, overrides))
+
+    @property
+    def mss(self) -> np.ndarray:
+        """Each connection's packet, payload bytes (its episode's stack's, or ``SimConfig.mss``)."""
+        return self.cn[:, CN_MSS]
 
     @property
     def n_paths(self) -> int | None:
@@ -178,12 +183,13 @@ class Simulator:
         bottleneck serves per step (a segment holds one step of service), and with 10-20 BDP
         buffers a full queue's delay alone outlasted the FIFO (``Q``) during the overshoot."""
         worst = 0.0
+        mss = self.cfg.mss or max(stacks.profile(name).packet_bytes for name in stacks.STACKS)  # any drawn stack's
         if s.links is not None:  # a concrete network: each route's RTT and its bottleneck's buffer
             net = s.network()
             for r in net.routes:
                 link = net.links[r.bottleneck]
                 min_bw = max(min([link.nominal_mbps()] + [m for _, m in link.bandwidth_trace or [] if m > 0]), 0.05)
-                q_ms = net.queue_bytes(r.bottleneck, self.cfg.mss) * 8 / (min_bw * 1e3)
+                q_ms = net.queue_bytes(r.bottleneck, mss) * 8 / (min_bw * 1e3)
                 worst = max(worst, 2 * (max(r.forward_ms, r.reverse_ms) + 4 * r.jitter_ms) + 2.0 * q_ms)
             return min(worst, 60_000.0)
         for path in s.paths:
@@ -191,7 +197,7 @@ class Simulator:
             min_bw = max(min([min_value(path.capacity)]
                              + [m for _, m in path.bandwidth_trace or [] if m > 0]), 0.05)
             if path.queue_packets is not None:
-                q_ms = max_value(path.queue_packets) * self.cfg.mss * 8 / (min_bw * 1e3)
+                q_ms = max_value(path.queue_packets) * mss * 8 / (min_bw * 1e3)
             else:
                 assert path.queue_bdp is not None  # the validator sets one of queue_packets, queue_bdp
                 q_ms = max_value(path.queue_bdp) * rtt * max_value(path.capacity) / min_bw
@@ -242,7 +248,8 @@ class Simulator:
         prof = self.current_stack[b]
         self.constants.stack[b] = stacks.stack_vector(prof)  # every flow's, until a competing flow's below
         sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
-        dt, dt_ms, mss = self.dt, self.cfg.dt_ms, self.cfg.mss
+        dt, dt_ms = self.dt, self.cfg.dt_ms
+        mss = int(self.cfg.mss if self.cfg.mss is not None else prof.packet_bytes)
         nsub = len(scen.paths)
         if nsub > self.P:
             raise ConfigError(f"scenario {scen.name!r} has {nsub} paths; this simulator was sized for {self.P}")
@@ -301,6 +308,7 @@ class Simulator:
                     self.atrace[b, first + i % slots, i // slots] = (round(t_s * 1000 / dt_ms), size)
         cn = self.cn[b]
         cn[:] = 0.0
+        cn[CN_MSS] = mss
         cn[CN_N_SUB] = nsub
         cn[CN_N_FLOWS] = f
         cn[CN_N_LINKS] = len(net.links)
@@ -318,7 +326,7 @@ class Simulator:
         sid, prm = self._sched
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm
-        kernel.reset_connection(b, self.kernel_state(), self.mss, self.dt)
+        kernel.reset_connection(b, self.kernel_state(), self.dt)
         self._configure_workload(b, scen)
         # competing flows wait for their schedule; a subflow waits until the stack has set its
         # path up (from the paths' handshake round trips, in whole steps)

@@ -32,6 +32,18 @@ WINDOW_RULES = ("xquic", "drs")
 # when a connection's further paths may first carry data (path_open_steps): XQUIC's connection-ID
 # exchange and path validation, or Linux MPTCP's MP_JOIN handshake
 PATH_SETUPS = ("xquic", "mp_join")
+# XQUIC's packet and window unit (src/transport/xqc_packet.h, xqc_packet_out.h): a packet holds
+# XQC_PACKET_OUT_SIZE (XQC_QUIC_MIN_MSS) 1200 bytes before its AEAD tag, of which the short header
+# takes 13 (a first byte, XQC_DEFAULT_CID_LEN 8, a 4-byte packet number, XQC_PKTNO_BITS 3) and the
+# STREAM frame's header 8, leaving 1179 of the application's bytes; its CCs count a packet as the
+# 1200 bytes it takes (po_used_size) but grow and floor their windows in XQC_MSS
+# (XQC_QUIC_MAX_MSS 1420 + XQC_ACK_SPACE 16 = 1436 bytes), 1436 / 1200 of a packet
+XQC_PACKET_OUT_SIZE = 1200
+XQC_PAYLOAD = XQC_PACKET_OUT_SIZE - 13 - 8
+XQC_MSS = 1420 + 16
+XQC_MSS_PACKETS = XQC_MSS / XQC_PACKET_OUT_SIZE
+# Linux's: a 1500-byte MTU less the IPv4 (20) and TCP (20) headers and the timestamp option (12)
+LINUX_PAYLOAD = 1500 - 20 - 20 - 12
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,9 @@ class StackProfile:
     # its pacer lets it out, before anything given it later (kernel: FL_SCHED); False: a path
     # without pacing credit is blocked (the packet goes to another path or waits)
     path_buffer: bool
+    # payload bytes of a full packet: what the core moves per packet on its links and counts as
+    # the application's (kernel: cn[CN_MSS]; SimConfig.mss overrides it)
+    packet_bytes: int
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -130,6 +145,7 @@ XQUIC = StackProfile(
     # leaving the rest there; only closing or freezing the path (xqc_path_immediate_close,
     # xqc_set_application_path_status) or a socket error (xqc_path_send_buffer_clear) takes it back
     path_buffer=True,
+    packet_bytes=XQC_PAYLOAD,
     # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia, olia, balia: the coupled rules on
     # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
     ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
@@ -138,16 +154,24 @@ XQUIC = StackProfile(
         # settings()), which xqc_new_reno.c xqc_reno_init, xqc_cubic.c xqc_cubic_init, xqc_bbr.c
         # xqc_bbr_init (its initial_congestion_window: also its target before a min RTT and its first
         # pacing rate, xqc_bbr_init_pacing_rate) and mps_coupled.c coupled_init (lia, olia, balia) take in place of RFC 9002's 10;
-        # BBRv2 starts at its own XQC_BBR2_INITIAL_WINDOW, 32 packets, below
-        "reno": {"init_cwnd_packets": 32.0},
-        "lia": {"init_cwnd_packets": 32.0}, "olia": {"init_cwnd_packets": 32.0}, "balia": {"init_cwnd_packets": 32.0},
-        # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS)
-        # (xqc_new_reno.c keeps RFC 9002's 2: XQC_kMinimumWindow, the plug-in's default); slow start
+        # BBRv2 starts at its own XQC_BBR2_INITIAL_WINDOW, 32 packets, below. Every such window is
+        # in XQC_MSS, XQC_MSS_PACKETS of the core's packet (the init_cwnd parameter times XQC_MSS;
+        # mps_coupled.c CPL_MSS); so are the Reno-style constants below. Not parameters, so not scaled
+        # (docs/transport.md, "Packets"): the coupled CCs' increase per ACK, BBR's and BBRv2's
+        # 4-packet floors and BBRv2's per-XQC_MSS loss test and probing steps.
+        # xqc_new_reno.c: congestion avoidance adds XQC_kMaxDatagramSize (XQC_MSS) per window
+        # acknowledged, a reduction leaves at least XQC_kMinimumWindow, 2 * XQC_MSS
+        "reno": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "increase": XQC_MSS_PACKETS,
+                 "min_cwnd": 2.0 * XQC_MSS_PACKETS},
+        "lia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS}, "olia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS},
+        "balia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS},
+        # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS); slow start
         # ends only on loss (xqc_cubic_on_ack: no delay test); the Reno estimate tcp_cwnd grows one
-        # XQC_CUBIC_MSS per tcp_cwnd bytes acknowledged; xqc_cubic_update sets cwnd to the target,
+        # XQC_CUBIC_MSS per tcp_cwnd bytes acknowledged; W(t)'s C, XQC_CUBIC_C 410 / 1024, is per
+        # XQC_CUBIC_MSS (delta *= XQC_CUBIC_MSS in xqc_cubic_update), which sets cwnd to the target,
         # at most acked / 2 above cwnd; xqc_cubic_reset_cwnd on persistent congestion (envs/cc/cubic.py)
-        "cubic": {"min_cwnd": 4.0, "init_cwnd_packets": 32.0, "hystart": 0.0, "reno_alpha": 1.0,
-                  "jump_to_target": 1.0},
+        "cubic": {"min_cwnd": 4.0 * XQC_MSS_PACKETS, "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "hystart": 0.0,
+                  "reno_alpha": XQC_MSS_PACKETS, "c": 0.4 * XQC_MSS_PACKETS, "jump_to_target": 1.0},
         # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
         # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
         # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c),
@@ -160,7 +184,7 @@ XQUIC = StackProfile(
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
                 "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0,
-                "init_cwnd_packets": 32.0, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0},
+                "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
@@ -176,7 +200,7 @@ XQUIC = StackProfile(
                  "min_rtt_window_s": 2.5, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
                  "extra_acked_in_startup": 1.0, "loss_thresh_packets": 1.0, "startup_cwnd_gain": 2.0,
                  "drain_gain": 0.75, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0,
-                 "init_cwnd_packets": 32.0, "recovery_modes": 1.0},
+                 "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "recovery_modes": 1.0},
     },
 )
 
@@ -217,6 +241,7 @@ LINUX = StackProfile(
     # the simulator's rule as it was before XQUIC's path buffer was modelled: a paced subflow
     # without pacing credit is blocked (docs/transport.md, "The blocked decision")
     path_buffer=False,
+    packet_bytes=LINUX_PAYLOAD,
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
