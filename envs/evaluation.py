@@ -96,7 +96,8 @@ def standing_queue_bdp(cc: str, queue_bdp: float = 5.0, *, bandwidth_mbps: float
     sim.reset()
     sim.advance(round(warmup_s / sim.dt))
     bdp = bandwidth_mbps * 125_000 * 2 * delay_ms / 1000
-    return float(sim.queue_samples(measure_s, 0.01)[:, :, 0].mean()) / bdp
+    # the queue in the link's bytes, headers included, as the live testbed's qdisc counts it
+    return float((sim.queue_samples(measure_s, 0.01)[:, :, 0] / sim.payload_share).mean()) / bdp
 
 
 def summary(per_run: dict[str, np.ndarray], names: Sequence[str] = REPORTED) -> dict[str, dict]:

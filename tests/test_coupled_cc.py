@@ -192,9 +192,15 @@ def test_coupled_ccs_are_registered_and_selectable_from_the_cc_group():
 DURATION_S = 30.0
 
 
-def two_paths(competing: tuple[int, int], queue_bdp: float = 1.0) -> Scenario:
-    """Two identical 10 Mbit/s, 20 ms RTT paths with ``competing`` NewReno flows on each."""
-    paths = [{"bandwidth_mbps": 10.0, "delay_ms": 10.0, "queue_bdp": queue_bdp,
+# Without loss or jitter the model is deterministic and its drop-tail sawtooths phase-lock: one
+# link rate reads one phase (OLIA beside a TCP flow under Linux's profile: 0.71 of its rate at 10
+# Mbit/s, 1.22 at 9.56). The laws below are read as the mean over these rates.
+RATES_MBPS = (9.0, 9.5, 10.0, 10.5, 11.0)
+
+
+def two_paths(competing: tuple[int, int], queue_bdp: float = 1.0, mbps: float = 10.0) -> Scenario:
+    """Two identical ``mbps`` Mbit/s, 20 ms RTT paths with ``competing`` NewReno flows on each."""
+    paths = [{"bandwidth_mbps": mbps, "delay_ms": 10.0, "queue_bdp": queue_bdp,
               "competing": {"flows": n, "cc": "reno"}} for n in competing]
     return scenario_from_dict({"name": "coupled", "paths": paths, "jitter_reorders": False,
                                "workload": {"type": "bulk", "duration_s": DURATION_S}})
@@ -233,39 +239,42 @@ def test_uncoupled_reno_takes_two_tcps_worth(one_tcp_each):
 # half RFC 6356's rate and the connection takes less than one TCP: goal 1 (at least one TCP's
 # share on the best path) does not hold for that implementation in the model; not checkable live
 # here (upstream Linux has no coupled CC).
-HALF_RATE = ("Linux profile: the coupled CCs count ACKs (segments_per_ack 2; LIA 0.84), the connection takes {} of the TCP's "
-             "rate, below goal 1's one TCP share")
+HALF_RATE = ("Linux profile: the coupled CCs count ACKs (segments_per_ack 2), the connection takes {} of the TCP's "
+             "rate (mean over RATES_MBPS; LIA 0.78, OLIA 0.77), below goal 1's one TCP share")
 
 
 @pytest.mark.parametrize(("cc", "stack"), [
-    ("lia", "xquic"), ("olia", "xquic"), ("balia", "xquic"), ("lia", "linux"),
-    pytest.param("olia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.71"))),
-    pytest.param("balia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.60")))])
-def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(one_tcp_each, cc, stack):
+    ("lia", "xquic"), ("olia", "xquic"), ("balia", "xquic"), ("lia", "linux"), ("olia", "linux"),
+    pytest.param("balia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.69")))])
+def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(cc, stack):
     """RFC 6356 goals 1-2: the connection takes as much as one TCP on its best path, no more.
 
     With equal RTTs and loss rate p the LIA fixed point is w_total = sqrt(2/p), one TCP's window,
-    so the ratio is 1 (each link: MPTCP C/3, TCP 2C/3). Tolerance 0.75-1.35: drop-tail losses
-    fall on the flows unevenly and the 30 s include slow start. Under XQUIC's profile (byte
-    counting, bindings/src/mps_coupled.c) and Linux's (ACK counting, above).
+    so the ratio is 1 (each link: MPTCP C/3, TCP 2C/3). Tolerance 0.75-1.35 on the mean over
+    ``RATES_MBPS``: drop-tail losses fall on the flows unevenly and the 30 s include slow start
+    (measured: XQUIC's profile LIA 0.91, OLIA 1.01, BALIA 0.88; Linux's 0.78, 0.77, 0.69). Under
+    XQUIC's profile (byte counting, bindings/src/mps_coupled.c) and Linux's (ACK counting, above).
     """
-    sim, res = run(one_tcp_each, cc, stack)
-    ratio = res["goodput_mbps"].mean() / competitor_mbps(sim)
-    print(f"{cc} under {stack}: {ratio:.2f} of the TCP flow's rate")
+    ratios = []
+    for mbps in RATES_MBPS:
+        sim, res = run(two_paths((1, 1), mbps=mbps), cc, stack)
+        ratios.append(res["goodput_mbps"].mean() / competitor_mbps(sim))
+    ratio = float(np.mean(ratios))
+    print(f"{cc} under {stack}: {ratio:.2f} of the TCP flow's rate ({', '.join(f'{r:.2f}' for r in ratios)})")
     assert 0.75 < ratio < 1.35
 
 
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia", "wvegas"])
 def test_coupled_cc_moves_traffic_off_the_congested_path(cc):
     """Path 2 carries two NewReno flows, path 1 none: a coupled CC puts a smaller share of its
-    traffic on path 2 than uncoupled Reno does (measured shares 0.24 uncoupled; LIA 0.11, OLIA
-    0.07, BALIA 0.10, wVegas 0.12). Tolerance: at most 0.7 x Reno's share."""
-    scenario = two_paths((0, 2))
-    shares = {}
-    for name in ("reno", cc):
-        per_path = run(scenario, name)[1]["per_path_goodput_mbps"].mean(axis=0)
-        shares[name] = per_path[1] / per_path.sum()
-    assert shares[cc] < 0.7 * shares["reno"]
+    traffic on path 2 than uncoupled Reno does (measured, mean over ``RATES_MBPS``: 0.25 uncoupled;
+    LIA 0.11, OLIA 0.10, BALIA 0.10, wVegas 0.13). Tolerance: at most 0.7 x Reno's share."""
+    shares: dict[str, list[float]] = {"reno": [], cc: []}
+    for mbps in RATES_MBPS:
+        for name in shares:
+            per_path = run(two_paths((0, 2), mbps=mbps), name)[1]["per_path_goodput_mbps"].mean(axis=0)
+            shares[name].append(per_path[1] / per_path.sum())
+    assert np.mean(shares[cc]) < 0.7 * np.mean(shares["reno"])
 
 
 def test_wvegas_reacts_to_queueing_delay():

@@ -110,6 +110,8 @@ class Simulator:
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
+        # per connection, the share of a link's bytes that is payload (its stack's packet and headers)
+        self.payload_share = np.ones(self.B)
         self.constants = kernel.Constants(self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
                                           np.tile(stacks.stack_vector(self.stack), (self.B, self.F, 1)))
@@ -250,6 +252,10 @@ class Simulator:
         sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
         dt, dt_ms = self.dt, self.cfg.dt_ms
         mss = int(self.cfg.mss if self.cfg.mss is not None else prof.packet_bytes)
+        # the links carry headers beside the payload the core counts: rates and byte buffers in
+        # the payload they carry (a packet buffer holds its packets whatever their size)
+        share = mss / (mss + prof.header_bytes)
+        self.payload_share[b] = share
         nsub = len(scen.paths)
         if nsub > self.P:
             raise ConfigError(f"scenario {scen.name!r} has {nsub} paths; this simulator was sized for {self.P}")
@@ -260,14 +266,14 @@ class Simulator:
         net = scen.network()
         for k, link in enumerate(net.links):
             bn = self.bn[b, k]
-            bn[BN_QCAP] = net.queue_bytes(k, mss)
+            bn[BN_QCAP] = net.queue_bytes(k, mss) * (1.0 if link.queue_packets is not None else share)
             bn[BN_DFWD] = link.forward_ms() / dt_ms
             bn[BN_DREV] = round(link.reverse_ms() / dt_ms)
             bn[BN_JITTER] = link.jitter_ms / dt_ms
             bn[BN_LOSS] = link.loss_pct / 100.0
-            bn[BN_UDP] = link.competing.udp_mbps * 125_000 * dt
+            bn[BN_UDP] = link.competing.udp_mbps * 125_000 * dt * share
             for i, (t_step, mbps) in enumerate(_capacity_steps(link, dt_ms)):
-                self.ctrace[b, k, i] = (t_step, mbps * 125_000 * dt)
+                self.ctrace[b, k, i] = (t_step, mbps * 125_000 * dt * share)
             bn[BN_CAP] = self.ctrace[b, k, 0, 1]
         for p, route in enumerate(net.routes):
             self._set_route(b, p, route.bottleneck, route.forward_ms, route.reverse_ms, route.jitter_ms)

@@ -44,6 +44,12 @@ XQC_MSS = 1420 + 16
 XQC_MSS_PACKETS = XQC_MSS / XQC_PACKET_OUT_SIZE
 # Linux's: a 1500-byte MTU less the IPv4 (20) and TCP (20) headers and the timestamp option (12)
 LINUX_PAYLOAD = 1500 - 20 - 20 - 12
+# what a full packet adds on the link beside its payload, as the emulation's qdisc counts a frame:
+# the Ethernet (14), IPv4 (20) and transport headers; XQUIC's UDP (8), its AEAD tag (16, RFC 9001
+# sec. 5.3) and the QUIC headers inside its packet; Linux's TCP header with the timestamp option
+ETHERNET_IPV4 = 14 + 20
+XQC_HEADER_BYTES = ETHERNET_IPV4 + 8 + 16 + (XQC_PACKET_OUT_SIZE - XQC_PAYLOAD)
+LINUX_HEADER_BYTES = ETHERNET_IPV4 + 20 + 12
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,9 @@ class StackProfile:
     # payload bytes of a full packet: what the core moves per packet on its links and counts as
     # the application's (kernel: cn[CN_MSS]; SimConfig.mss overrides it)
     packet_bytes: int
+    # bytes a full packet adds on the link beside its payload: a link of rate R carries
+    # R x packet_bytes / (packet_bytes + header_bytes) of the application's data
+    header_bytes: int
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -146,6 +155,7 @@ XQUIC = StackProfile(
     # xqc_set_application_path_status) or a socket error (xqc_path_send_buffer_clear) takes it back
     path_buffer=True,
     packet_bytes=XQC_PAYLOAD,
+    header_bytes=XQC_HEADER_BYTES,
     # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia, olia, balia: the coupled rules on
     # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
     ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
@@ -242,6 +252,7 @@ LINUX = StackProfile(
     # without pacing credit is blocked (docs/transport.md, "The blocked decision")
     path_buffer=False,
     packet_bytes=LINUX_PAYLOAD,
+    header_bytes=LINUX_HEADER_BYTES,
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
