@@ -61,7 +61,6 @@ RECORD_DESCRIPTION = (
     "goodput from the bytes acknowledged, the window (packets of 1200 bytes) and how often it binds, srtt; the "
     "forward packets the emulation carried and dropped; the load average after the run. "
     "benchmarks/reordering_declarations.py reads it.")
-XQUIC_PACKET = stacks.XQC_PACKET_OUT_SIZE  # a full packet as XQUIC's window counts it (po_used_size)
 
 
 ETH_P_IP = 0x0800
@@ -209,7 +208,7 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                 # the window counts po_used_size, a full packet's XQC_PACKET_OUT_SIZE (xqc_send_ctl.c
                 # xqc_send_ctl_increase_inflight); OBS_SENT counts po_enc_size, with the AEAD tag
                 wire = float(obs[-1, 0, OBS_SENT]) / max(offered, 1.0)
-                packet = float(XQUIC_PACKET)
+                packet = float(stacks.XQC_PACKET_OUT_SIZE)  # a full packet as XQUIC's window counts it
                 trace = Trace(np.asarray(iv["t"], float), obs[:, 0, OBS_CWND], obs[:, 0, OBS_INFLIGHT],
                               obs[:, 0, OBS_ACKED], obs[:, 0, OBS_SENT], obs[:, 0, OBS_SRTT], obs[:, 0, OBS_LOSSES],
                               obs[:, 0, OBS_RETRANS], obs[:, 0, OBS_RTOS], cobs[:, COBS_RWND])

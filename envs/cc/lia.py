@@ -51,7 +51,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
 
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
-    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
+    reno.decrease(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)

@@ -92,9 +92,9 @@ def _new_loss_interval(C, f):
 
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
-    if lost_sent > C[f, RECOVERY_START]:  # a new loss episode (RFC 6582), as reno.halve counts it
+    if lost_sent > C[f, RECOVERY_START]:  # a new loss episode (RFC 6582), as reno.decrease counts it
         _new_loss_interval(C, f)
-    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
+    reno.decrease(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)

@@ -33,7 +33,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
 
 
 @njit(cache=True, _nrt=False)
-def halve(C, f, now, lost_sent, beta, floor, mss):
+def decrease(C, f, now, lost_sent, beta, floor, mss):
     """The loss response, a window of ``floor`` packets at least (shared by the coupled CCs, whose
     parameters lay out otherwise)."""
     if lost_sent <= C[f, RECOVERY_START]:
@@ -53,7 +53,7 @@ def restart(C, f, now, inflight, floor, mss):
 
 @njit(cache=True, _nrt=False)
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
-    halve(C, f, now, lost_sent, P[f, BETA], P[f, MIN_CWND], mss)
+    decrease(C, f, now, lost_sent, P[f, BETA], P[f, MIN_CWND], mss)
 
 
 @njit(cache=True, _nrt=False)

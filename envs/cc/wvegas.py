@@ -22,7 +22,7 @@ from envs.cc.base import CWND, INIT_CWND_PACKETS, MIN_CWND_PACKETS, RECOVERY_STA
 from envs.cc.coupled import FIRST_COUPLED, init_subflow, siblings, slow_start, track_rtt
 from envs.plugins import register_cc
 
-# parameters (the loss response is reno.halve's, with this BETA and NewReno's floor)
+# parameters (the loss response is reno.decrease's, with this BETA and NewReno's floor)
 BETA = 0
 TOTAL_ALPHA = 1
 INITIAL_ALPHA = 2
@@ -123,7 +123,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
 def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
     if lost_sent > C[f, RECOVERY_START]:
         _enable(C, P, f)
-    reno.halve(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
+    reno.decrease(C, f, now, lost_sent, P[f, BETA], MIN_CWND_PACKETS, mss)
 
 
 @njit(cache=True, _nrt=False)

@@ -105,13 +105,11 @@ class Simulator:
         self.blocked = False  # ISPRAS/Peekaboo decision mode: pause when the fast path is blocked
         self._sched = (scheduler_id(scheduler), scheduler_params(scheduler, scheduler_overrides, self.n_paths))
         self._allocate()
-        self.cn[:, CN_MSS] = self.cfg.mss or self.stack.packet_bytes  # until each episode's configuration
+        self.cn[:, CN_MSS] = self._packet(self.stack)  # until each episode's configuration
         self.episode = np.zeros(self.B, dtype=np.int64)
         self.current: list[Scenario | None] = [None] * self.B
         self.current_cc: list[str] = [""] * self.B
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
-        # per connection, the share of a link's bytes that is payload (its stack's packet and headers)
-        self.payload_share = np.ones(self.B)
         self.constants = kernel.Constants(self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
                                           np.tile(stacks.stack_vector(self.stack), (self.B, self.F, 1)))
@@ -121,10 +119,20 @@ class Simulator:
         constants, then ``overrides``."""
         return cc_params(cc, stacks.cc_overrides(stack or self.stack, cc, overrides))
 
+    def _packet(self, prof: stacks.StackProfile) -> int:
+        """The payload bytes of a full packet under ``prof``: ``SimConfig.mss``, else the stack's."""
+        return int(self.cfg.mss if self.cfg.mss is not None else prof.packet_bytes)
+
     @property
     def mss(self) -> np.ndarray:
         """Each connection's packet, payload bytes (its episode's stack's, or ``SimConfig.mss``)."""
         return self.cn[:, CN_MSS]
+
+    @property
+    def payload_share(self) -> np.ndarray:
+        """Per connection, the share of its links' bytes that is payload: its packet over the packet
+        and the headers its stack adds on the link (``StackProfile.header_bytes``)."""
+        return self.mss / (self.mss + np.array([prof.header_bytes for prof in self.current_stack]))
 
     @property
     def n_paths(self) -> int | None:
@@ -251,11 +259,10 @@ class Simulator:
         self.constants.stack[b] = stacks.stack_vector(prof)  # every flow's, until a competing flow's below
         sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
         dt, dt_ms = self.dt, self.cfg.dt_ms
-        mss = int(self.cfg.mss if self.cfg.mss is not None else prof.packet_bytes)
+        mss = self._packet(prof)
         # the links carry headers beside the payload the core counts: rates and byte buffers in
         # the payload they carry (a packet buffer holds its packets whatever their size)
         share = mss / (mss + prof.header_bytes)
-        self.payload_share[b] = share
         nsub = len(scen.paths)
         if nsub > self.P:
             raise ConfigError(f"scenario {scen.name!r} has {nsub} paths; this simulator was sized for {self.P}")
