@@ -21,7 +21,7 @@ from envs import evaluation
 from envs.scenario import Scenario, load_scenario, scenario_from_dict
 from envs.sim.layout import BN_CAP, CN_T, COBS_ACKED, OBS_ACKED
 from envs.sim.simulator import SimConfig, Simulator
-from envs.sim.stacks import DEFAULT_STACK, STACKS, XQC_MSS_PACKETS, profile
+from envs.sim.stacks import DEFAULT_STACK, STACKS, profile
 
 CCS = ("reno", "cubic", "bbr", "bbr2")
 BW_MBPS, DELAY_MS = 50.0, 20.0  # 40 ms RTT
@@ -93,11 +93,11 @@ def test_single_path_full_utilisation(cc: str) -> None:
 
 
 # the window's growth per round trip, in the stack's packets (NewReno's; CUBIC's Reno-friendly estimate:
-# Linux's tcp_cubic.c is RFC 9438's, None: 3 (1 - beta) / (1 + beta)), and CUBIC's C per packet: XQUIC
-# grows both in XQC_MSS, 1436 / 1200 of its packet (envs/sim/stacks.py)
-RENO_INCREASE = {"linux": 1.0, "xquic": XQC_MSS_PACKETS}
-RENO_ALPHA = {"linux": None, "xquic": XQC_MSS_PACKETS}
-CUBIC_C = {"linux": 0.4, "xquic": 0.4 * XQC_MSS_PACKETS}
+# Linux's tcp_cubic.c is RFC 9438's, None: 3 (1 - beta) / (1 + beta)), and CUBIC's C per packet: each
+# grows one MSS of its stack's CCs, XQUIC's XQC_MSS being 1436 / 1200 of its packet (envs/sim/stacks.py)
+RENO_INCREASE = {stack: profile(stack).cc_mss_packets for stack in STACKS}
+RENO_ALPHA = {"linux": None, "xquic": profile("xquic").cc_mss_packets}
+CUBIC_C = {stack: 0.4 * profile(stack).cc_mss_packets for stack in STACKS}
 
 
 def mathis_rate(p: float, rtt_s: float, stack: str = DEFAULT_STACK) -> float:

@@ -64,15 +64,17 @@ def test_cubic_grows_as_each_stacks_source() -> None:
     """envs/cc/cubic.py under each stack's constants: XQUIC's xqc_cubic.c leaves slow start only on
     loss, grows a Reno estimate by one XQC_MSS per window acknowledged (the window never below it)
     and on persistent congestion drops to its minimum window keeping ssthresh, its windows in
-    XQC_MSS, 1436 / 1200 of its packet; Linux's tcp_cubic.c
+    XQC_MSS, 1436 / 1200 of its packet, the unit the core hands its CCs as ``mss``; Linux's tcp_cubic.c
     (RFC 9438) exits slow start on a rising RTT (HyStart++ here), grows its Reno estimate by
     3 (1 - beta) / (1 + beta) segments per window and restarts from one packet after a timeout."""
     from envs.cc import cubic
 
-    mss, rtt = 1200.0, 0.04
+    packet, rtt = 1200.0, 0.04
     rng = np.zeros((1, 4), dtype=np.uint64)
-    r = stacks.XQC_MSS_PACKETS
-    for stack, init, reno_growth, min_win in (("xquic", 32 * r, r, 4 * r), ("linux", 10, 0.3 * 3 / 1.7, 2)):
+    assert stacks.profile("xquic").cc_mss_packets == pytest.approx(1436 / 1200)
+    assert stacks.profile("linux").cc_mss_packets == 1.0
+    for stack, init, reno_growth, min_win in (("xquic", 32, 1.0, 4), ("linux", 10, 0.3 * 3 / 1.7, 2)):
+        mss = packet * stacks.profile(stack).cc_mss_packets  # what the core passes (kernel: STK_CC_MSS)
         P = cc_params("cubic", stacks.cc_overrides(stack, "cubic"))[None, :].copy()
         C = np.zeros((1, 50))
         cubic.init(C, P, 0, 0.0, mss)
@@ -80,18 +82,18 @@ def test_cubic_grows_as_each_stacks_source() -> None:
         # slow start, the RTT rising 10 ms a round (20 ACKs): past HyStart++'s 4-16 ms
         for i in range(400):
             sample = rtt + 0.0005 * i
-            cubic.on_ack(C, P, 0, 1, 0.001 * i, mss, sample, sample, 0.0, 0.0, 0.0, i % 20 == 0, mss, rng, 0)
+            cubic.on_ack(C, P, 0, 1, 0.001 * i, packet, sample, sample, 0.0, 0.0, 0.0, i % 20 == 0, mss, rng, 0)
         assert (C[0, SSTHRESH] == np.inf) == (stack == "xquic"), stack
         before = C[0, CWND]
         cubic.on_loss(C, P, 0, 1, 1.0, 1.0, 0.99, 0.0, mss, rng, 0)
         start = C[0, CWND]
         assert start == pytest.approx(0.7 * before) and C[0, SSTHRESH] == start
         # congestion avoidance, two round trips later: one window of ACKs grows the Reno estimate
-        for i in range(int(start / mss)):
-            cubic.on_ack(C, P, 0, 1, 1.0 + 2 * rtt + 0.0001 * i, mss, rtt, rtt, 0.0, 0.0, 0.0, False, mss, rng, 0)
+        for i in range(int(start / packet)):
+            cubic.on_ack(C, P, 0, 1, 1.0 + 2 * rtt + 0.0001 * i, packet, rtt, rtt, 0.0, 0.0, 0.0, False, mss, rng, 0)
         grown = C[0, cubic.W_EST] - start / mss
-        print(f"{stack}: slow start to {before / mss:.0f} packets; a window of ACKs: Reno estimate +{grown:.3f}, "
-              f"window +{(C[0, CWND] - start) / mss:.3f} packets")
+        print(f"{stack}: slow start to {before / packet:.0f} packets; a window of ACKs: Reno estimate +{grown:.3f}, "
+              f"window +{(C[0, CWND] - start) / mss:.3f} MSS")
         assert grown == pytest.approx(reno_growth, rel=0.05), stack
         assert C[0, CWND] >= C[0, cubic.W_EST] * mss - 1e-6
         ssthresh, cwnd = C[0, SSTHRESH], C[0, CWND]
@@ -100,6 +102,44 @@ def test_cubic_grows_as_each_stacks_source() -> None:
             assert C[0, CWND] == pytest.approx(min_win * mss) and C[0, SSTHRESH] == ssthresh
         else:  # RFC 9438 sec. 4.8 (tcp_cubic.c bictcp_recalc_ssthresh, then tcp_enter_loss)
             assert C[0, CWND] == mss and C[0, SSTHRESH] == pytest.approx(0.7 * cwnd)
+
+
+def test_ccs_count_in_each_stacks_mss() -> None:
+    """The core hands each flow's CC its stack's unit (STK_CC_MSS): an XQUIC connection's CCs start
+    at 32 XQC_MSS (1436 bytes of window per 1200-byte packet, of which 1179 are the file's), a Linux
+    connection's at 10 segments; a competing kernel flow beside an XQUIC connection counts in Linux's
+    segments."""
+    scen = load_scenario("ispras_s1").model_dump()
+    scen["paths"][0]["competing"] = {"flows": 1, "cc": "cubic"}
+    scen = scenario_from_dict(scen)
+    for stack, packet, init in (("xquic", stacks.XQC_PAYLOAD, 32 * 1436 / 1200), ("linux", stacks.LINUX_PAYLOAD, 10)):
+        sim = Simulator(scen, "cubic", batch=1, seed=0, config=SimConfig(stack=stack))
+        sim.reset()
+        nsub = len(scen.paths)
+        assert sim.cc[0, :nsub, CWND] == pytest.approx([init * packet] * nsub), stack
+        competing = sim.cc[0, nsub, CWND]  # kernel CUBIC: 10 of the connection's packets (the core's packet)
+        assert competing == pytest.approx(10 * packet), stack
+
+
+def test_xquic_bbr_timeout_is_persistent_congestion() -> None:
+    """XQUIC's persistent congestion (xqc_send_ctl.c) calls xqc_bbr_reset_cwnd: cwnd to the
+    4-XQC_MSS floor, the loss episode cancelled, its saved window not restored; Linux's BBR after a
+    timeout holds one packet and restores the saved window when the episode ends."""
+    from envs.cc import bbr
+    mss, rng = 1436.0, np.zeros((1, 4), dtype=np.uint64)
+    for stack in ("xquic", "linux"):
+        P = cc_params("bbr", stacks.cc_overrides(stack, "bbr"))[None, :].copy()
+        C = np.zeros((1, bbr.N_STATE))
+        bbr.init(C, P, 0, 0.0, mss)
+        C[0, bbr.FILLED], C[0, bbr.MODE] = 1.0, bbr.PROBE_BW  # past Startup, where XQUIC's episodes begin
+        C[0, CWND] = 30 * mss
+        bbr.on_loss(C, P, 0, 1, 0.5, mss, 0.49, 20 * mss, mss, rng, 0)
+        assert C[0, bbr.IN_RECOVERY] == 1.0, stack  # a loss episode (Linux's takes the lost packet off first)
+        bbr.on_rto(C, P, 0, 1.0, 0.0, mss)
+        if stack == "xquic":
+            assert C[0, CWND] == 4 * mss and C[0, bbr.IN_RECOVERY] == 0.0
+        else:
+            assert C[0, CWND] == mss and C[0, bbr.IN_RECOVERY] == 1.0 and C[0, bbr.PRIOR_CWND] == 29 * mss
 
 
 def test_bbr_probe_rtt_window_is_each_stacks() -> None:

@@ -8,6 +8,11 @@ A CC is a set of compiled functions over one connection's CC state matrix ``C[F,
 - ``on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b)``
 - ``on_rto(C, P, f, now, inflight, mss)``
 
+``mss`` is the unit the stack's CCs count windows in, in the core's bytes: one packet's payload
+under Linux (a segment), XQUIC's ``XQC_MSS`` (1436 bytes of window for a 1200-byte packet, so
+1.2 packets) under XQUIC (``StackProfile.cc_mss_packets``). Every packet-counted constant of a CC
+(initial window, floors, growth per round trip) is therefore the stack's own figure; a CC that
+counts real packets (BBRv2's XQUIC loss test) converts with its own parameter.
 ``rtt`` is the ACK's RTT sample (its latest-sent segment's), ``min_rtt`` the least RTT among the
 packets it acknowledges, each packet with its own jitter (a windowed minimum RTT filter reads it).
 ``delivered`` is the bytes acknowledged since that segment was sent and ``rate`` the delivery-rate

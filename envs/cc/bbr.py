@@ -37,6 +37,11 @@ Loss does not lower the model (BtlBw, RTprop); it touches only the window, as bo
   intervals of 4 to 16 round trips that end in a loss with a loss rate of at least 50/256 give a
   delivery rate; two such in a row within 1/8 (or 4 kbit/s) of each other make their mean the
   bandwidth, paced at gain 1, for 48 round trips of ProbeBW.
+
+A timeout (the core's RTO) leaves one packet of window; with ``reset_cwnd`` it is XQUIC's
+persistent congestion (xqc_send_ctl.c calls xqc_bbr_reset_cwnd): cwnd falls to the 4-``XQC_MSS``
+floor (xqc_bbr_min_cwnd) and a loss episode in progress is cancelled without restoring the
+window it saved.
 """
 
 import math
@@ -63,11 +68,12 @@ LT_BW = 10  # 1: long-term bandwidth sampling (policer detection)
 INIT_CWND = 11  # 10: initial window, packets (RFC 6928); also the target before the first RTT sample
 PROBE_RTT_CWND_GAIN = 12  # 0: ProbeRTT's cwnd, max(4 packets, this x BtlBw x RTprop)
 QUANTA = 13  # 3: cwnd_quanta_packets, added to the target window (tcp_bbr.c bbr_quantization_budget; 0: none)
+RESET_CWND = 14  # 0: a timeout leaves one packet; 1: XQUIC's persistent congestion (module docstring)
 DEFAULTS = {"high_gain": 2.0 / math.log(2.0), "cwnd_gain": 2.0, "probe_rtt_s": 0.2,
             "rtprop_window_s": 10.0, "full_bw_thresh": 1.25, "extra_acked_gain": 1.0,
             "extra_acked_max_s": 0.1, "extra_acked_in_startup": 0.0, "conservation": 1.0,
             "loss_cwnd_cut": 1.0, "lt_bw": 1.0, "init_cwnd_packets": INIT_CWND_PACKETS,
-            "probe_rtt_cwnd_gain": 0.0, "cwnd_quanta_packets": 3.0}
+            "probe_rtt_cwnd_gain": 0.0, "cwnd_quanta_packets": 3.0, "reset_cwnd": 0.0}
 # tcp_bbr.c long-term sampling: bbr_lt_intvl_min_rtts, 4 x that, bbr_lt_loss_thresh (50 / BBR_UNIT),
 # bbr_lt_bw_ratio (BBR_UNIT / 8), bbr_lt_bw_diff (4000 bit/s, in bytes/s), bbr_lt_bw_max_rtts
 LT_MIN_RTTS, LT_MAX_RTTS, LT_LOSS_THRESH = 4.0, 16.0, 50.0 / 256.0
@@ -356,9 +362,17 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
+    C[f, RECOVERY_START] = now
+    if P[f, RESET_CWND] > 0.0:  # xqc_bbr_reset_cwnd: xqc_bbr_save_cwnd, the floor, no episode
+        if C[f, IN_RECOVERY] > 0.0 or C[f, MODE] == PROBE_RTT:
+            C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
+        else:
+            C[f, PRIOR_CWND] = C[f, CWND]
+        C[f, CWND] = 4.0 * mss
+        C[f, IN_RECOVERY] = 0.0
+        return
     C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
     C[f, CWND] = mss
-    C[f, RECOVERY_START] = now
 
 
 register_cc("bbr", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

@@ -41,8 +41,9 @@ Readings chosen where the fluid core lacks per-packet state:
   the bytes declared lost in the last round trip (this round's and the part of the last round's one round trip back
   covers, pro rata of time). "Inflight too high" is ``lost > loss_thresh * tx_in_flight``, checked
   at every ACK and loss declaration; with ``loss_thresh_packets`` (XQUIC: xqc_bbr2.c
-  xqc_bbr2_is_inflight_too_high) both in whole packets and the threshold truncated to one, so
-  below 50 packets in flight any loss is too high. Rounds are the draft's packet-timed rounds, kept here (not the
+  xqc_bbr2_is_inflight_too_high) the lost packets counted whole against the flight in whole
+  ``XQC_MSS`` (``loss_thresh_packets`` packets to one: 1436 / 1200) and the threshold truncated
+  to one, so below 50 ``XQC_MSS`` in flight any loss is too high. Rounds are the draft's packet-timed rounds, kept here (not the
   core's) so a phase can start a round (``BBRStartRound``): the acked packet's prior delivered count
   is ``delivered`` bytes back (the sample's ``rs.delivered``).
 - A "loss event" for the Startup exit is one loss declaration from the core (losses are
@@ -95,7 +96,7 @@ MIN_RTT_WIN_S = 8  # 10 s (MinRTTFilterLen)
 EXTRA_GAIN = 9  # 1: ACK aggregation term's gain (0: off)
 EXTRA_MAX_S = 10  # 0.1 s: ... at most this many seconds at the estimated bandwidth
 EXTRA_IN_STARTUP = 11  # 0: ... only after Startup (1: also in Startup, with a one-round window)
-LOSS_THRESH_PACKETS = 12  # 1: the loss-rate test counts whole packets, its threshold truncated
+LOSS_THRESH_PACKETS = 12  # 0: bytes; > 0: whole packets lost (this many to an mss) against whole mss in flight
 STARTUP_CWND_GAIN = 13  # 2/ln2: cwnd gain in Startup and Drain
 DRAIN_GAIN = 14  # ln2/2 (the inverse of the Startup gain): Drain's pacing gain
 PROBE_RTT_CWND_GAIN = 15  # 0.5: ProbeRTT's cwnd, BDPs
@@ -353,7 +354,8 @@ def _inflight_too_high(C, P, f, now, rtt, mss):
     lost = C[f, LOSS_NOW] + C[f, LOSS_BEFORE] * min(max(back, 0.0), 1.0)
     flight = max(C[f, FLIGHT_RND], 1.0)
     if P[f, LOSS_THRESH_PACKETS] > 0.0:  # xqc_bbr2.c: lost_pkts > (uint32_t)(inflight_pkts * thresh)
-        return lost > 0.0 and math.floor(lost / mss + 0.5) > math.floor(math.floor(flight / mss) * P[f, LOSS_THRESH])
+        lost_packets = math.floor(lost * P[f, LOSS_THRESH_PACKETS] / mss + 0.5)
+        return lost > 0.0 and lost_packets > math.floor(math.floor(flight / mss) * P[f, LOSS_THRESH])
     return lost > P[f, LOSS_THRESH] * flight
 
 

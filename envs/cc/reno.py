@@ -1,7 +1,4 @@
-"""NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss.
-
-``increase`` and ``min_cwnd`` are in packets: a stack that grows and floors its window in a unit
-other than its packet (XQUIC: ``XQC_MSS`` bytes, 1.2 of its packets) sets them (envs/sim/stacks.py)."""
+"""NewReno (RFC 5681 / RFC 6582): slow start, +1 MSS per RTT, halve once per round trip on loss."""
 
 from numba import njit
 
@@ -12,9 +9,8 @@ from envs.plugins import register_cc
 # parameters
 BETA = 0  # 0.5: multiplicative decrease
 INIT_CWND = 1  # 10: initial window, packets (RFC 6928)
-INCREASE = 2  # 1: congestion avoidance's growth, packets per round trip
-MIN_CWND = 3  # 2: the least window a reduction leaves, packets (RFC 5681's 2 segments)
-DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "increase": 1.0, "min_cwnd": MIN_CWND_PACKETS}
+MIN_CWND = 2  # 2: the least window a reduction leaves, packets (RFC 5681's 2 segments)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "min_cwnd": MIN_CWND_PACKETS}
 
 
 @njit(cache=True, _nrt=False)
@@ -29,7 +25,7 @@ def on_ack(C, P, f, nsub, now, acked, rtt, min_rtt, rate, delivered, inflight, r
     if C[f, CWND] < C[f, SSTHRESH]:
         C[f, CWND] += acked  # slow start: +1 MSS per MSS acked
     else:
-        C[f, CWND] += P[f, INCREASE] * mss * acked / C[f, CWND]  # congestion avoidance: +increase per RTT
+        C[f, CWND] += mss * acked / C[f, CWND]  # congestion avoidance: +1 MSS per RTT
 
 
 @njit(cache=True, _nrt=False)

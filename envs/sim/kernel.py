@@ -179,9 +179,10 @@ class Constants(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def reset_connection(b, state, dt):
+def reset_connection(b, state, stack, dt):
     """Zero a connection's dynamic state, keeping its configuration columns (its packet among them,
-    ``CN_MSS``).
+    ``CN_MSS``); ``stack`` is its flows' profiles (``Constants.stack[b]``), whose CCs start with
+    their initial windows.
 
     Every flow starts with the RTT sample of its handshake, the path's two-way propagation delay
     in whole steps (RFC 9002 sec. 5.1/5.3 and RFC 6298 sec. 2.2: srtt = sample, rttvar = sample / 2), so a path
@@ -211,7 +212,7 @@ def reset_connection(b, state, dt):
             for k in range(N_RING):
                 ring[b, f, s, k] = 0.0
         if f < nflows:
-            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss)
+            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss * stack[f, STK_CC_MSS])
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
         for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_UDP_CREDIT):
@@ -239,7 +240,7 @@ def reset_connection(b, state, dt):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _apply_schedules(t, conn, mss, now, nsub, nflows):
+def _apply_schedules(t, conn, mss, now, stks, nsub, nflows):
     """A subflow's path opens when the stack has set it up (``FL_OPEN_AT``). Capacity trace per
     link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
     a transit link's failure (-s: down until step s; envs/network.py), a competing flow's activity (0: off; > 0: on, with
@@ -250,7 +251,7 @@ def _apply_schedules(t, conn, mss, now, nsub, nflows):
         for f in range(1, nsub):
             if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
                 fb[f, FL_ACTIVE] = 1.0
-                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)  # the path's CC starts with it
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss * stks[f, STK_CC_MSS])  # the path's CC starts with it
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -271,7 +272,7 @@ def _apply_schedules(t, conn, mss, now, nsub, nflows):
                 if on > 0.0 and fb[f, FL_ACTIVE] > 0.0 and fb[f, FL_BUDGET] < math.inf:
                     break  # the slot's previous flow has not finished
                 if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
-                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss)
+                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss * stks[f, STK_CC_MSS])
                 fb[f, FL_ACTIVE] = 1.0 if on > 0.0 else 0.0
                 fb[f, FL_BUDGET] = on
             idx += 1
@@ -429,9 +430,10 @@ def _packets(nbytes, mss):
 
 
 @njit(cache=True, _nrt=False)
-def _rto(b, t, f, conn, mss, dt):
+def _rto(b, t, f, conn, mss, cc_mss, dt):
     """Retransmission timeout (RFC 6298): every undetected loss of the flow is declared, the CC
-    collapses, the timer backs off; a subflow's data not yet arrived is reinjected."""
+    (counting windows in ``cc_mss``) collapses, the timer backs off; a subflow's data not yet
+    arrived is reinjected."""
     o, fb, C, Pc, c = conn.obs, conn.fl, conn.cc, conn.ccp, conn.cn
     sg, si, rg, ho = conn.seg, conn.segi, conn.ring, conn.hole
     o[f, OBS_RTOS] += 1.0
@@ -457,7 +459,7 @@ def _rto(b, t, f, conn, mss, dt):
         _reinject(f, c, sg, si, ho)
         if fb[f, FL_SQ_N] > 0.0:
             _unschedule(f, o, fb, c, ho)
-    cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss)
+    cc_on_rto(int(fb[f, FL_CC]), C, Pc, f, t * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], cc_mss)
 
 
 @njit(cache=True, _nrt=False)
@@ -555,6 +557,7 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
         _detect_due(t, c, ho)
     for f in range(nflows):
+        cc_mss = mss * stks[f, STK_CC_MSS]  # the unit the flow's CC counts its window in
         if fb[f, FL_DSACK_AT] > 0.0 and t >= fb[f, FL_DSACK_AT]:  # before the ACKs, as Linux's undo
             dsack_due(t, fb, C, f, stks[f])
         acked = rg[f, slot, RING_ACKED]
@@ -589,7 +592,7 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
-                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, mss, rng,
+                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, cc_mss, rng,
                       snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
@@ -601,7 +604,7 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
                 _queue_copies(o, fb, C, f, spur * mss, rg[f, slot, RING_SPUR_LEAD] / spur, dt)
             before_loss(t, o, fb, C, f, lost, spur, dt, stks[f])
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
-                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], mss, rng,
+                       rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], cc_mss, rng,
                        snd if f < nsub else b)
         for j in range(N_RING):
             rg[f, slot, j] = 0.0
@@ -612,7 +615,7 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
         if o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] > (EPS if fb[f, FL_SCHED] > 0.0 else 0.0):
             rto = timeout(o, f, stks[f])
             if (t - fb[f, FL_LAST_PROGRESS]) * dt > rto * fb[f, FL_RTO_BACKOFF]:
-                _rto(b, t, f, conn, mss, dt)
+                _rto(b, t, f, conn, mss, cc_mss, dt)
         else:
             fb[f, FL_LAST_PROGRESS] = t
             fb[f, FL_FIRST_SENT] = t  # nothing in flight: the next send starts a new interval
@@ -1656,7 +1659,7 @@ def _run(b, conn, m, max_steps):
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
-            _apply_schedules(t, conn, mss, now, nsub, nflows)
+            _apply_schedules(t, conn, mss, now, stks, nsub, nflows)
             _receive(t, conn, mss, dt, stks, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
                 _autotune_window(t, conn, dt, nsub, stks[0])  # the connection's receiver

@@ -298,4 +298,5 @@ STK_RULE = 10  # the loss-detection rule: index into ``Constants.spur_prob`` (en
 STK_TRAINS = 11  # 1: a flow whose CC does not pace sends each round trip's packets as one train
 STK_WINDOW_DRS = 12  # receive-window auto-tuning: 1 Linux's dynamic right-sizing, 0 XQUIC's doubling
 STK_PATH_BUFFER = 13  # 1: a paced path without pacing credit is not blocked; what it is given waits on it (FL_SCHED)
-N_STK = 14
+STK_CC_MSS = 14  # the unit its CCs count windows in, in its packets (XQUIC's XQC_MSS: 1436 / 1200; Linux 1)
+N_STK = 15

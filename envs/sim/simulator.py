@@ -339,7 +339,7 @@ class Simulator:
         sid, prm = self._sched
         cn[CN_SCHED] = sid
         self.sched[b, :SCHED_STATE] = prm
-        kernel.reset_connection(b, self.kernel_state(), self.dt)
+        kernel.reset_connection(b, self.kernel_state(), self.constants.stack[b], self.dt)
         self._configure_workload(b, scen)
         # competing flows wait for their schedule; a subflow waits until the stack has set its
         # path up (from the paths' handshake round trips, in whole steps)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envs.errors import ConfigError, unknown_name
-from envs.sim.layout import (N_STK, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
+from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
                              STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
                              STK_PATH_BUFFER, STK_UNDO, STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
@@ -92,6 +92,10 @@ class StackProfile:
     # bytes a full packet adds on the link beside its payload: a link of rate R carries
     # R x packet_bytes / (packet_bytes + header_bytes) of the application's data
     header_bytes: int
+    # the unit its CCs grow and floor their windows in, in its packets: what the CC plug-ins get
+    # as ``mss`` (kernel: STK_CC_MSS), so every packet-counted CC constant is the stack's own
+    # figure; XQUIC's XQC_MSS, 1436 bytes of window for a packet's 1200; Linux's segment
+    cc_mss_packets: float
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
@@ -156,6 +160,7 @@ XQUIC = StackProfile(
     path_buffer=True,
     packet_bytes=XQC_PAYLOAD,
     header_bytes=XQC_HEADER_BYTES,
+    cc_mss_packets=XQC_MSS_PACKETS,
     # xqc_new_reno.c, xqc_cubic.c, xqc_bbr.c, xqc_bbr2.c; lia, olia, balia: the coupled rules on
     # XQUIC's NewReno, this repo's bindings/src/mps_coupled.c (the live `cc=lia|olia|balia`)
     ccs=("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"),
@@ -164,24 +169,20 @@ XQUIC = StackProfile(
         # settings()), which xqc_new_reno.c xqc_reno_init, xqc_cubic.c xqc_cubic_init, xqc_bbr.c
         # xqc_bbr_init (its initial_congestion_window: also its target before a min RTT and its first
         # pacing rate, xqc_bbr_init_pacing_rate) and mps_coupled.c coupled_init (lia, olia, balia) take in place of RFC 9002's 10;
-        # BBRv2 starts at its own XQC_BBR2_INITIAL_WINDOW, 32 packets, below. Every such window is
-        # in XQC_MSS, XQC_MSS_PACKETS of the core's packet (the init_cwnd parameter times XQC_MSS;
-        # mps_coupled.c CPL_MSS); so are the Reno-style constants below. Not parameters, so not scaled
-        # (docs/transport.md, "Packets"): the coupled CCs' increase per ACK, BBR's and BBRv2's
-        # 4-packet floors and BBRv2's per-XQC_MSS loss test and probing steps.
+        # BBRv2 starts at its own XQC_BBR2_INITIAL_WINDOW, 32 packets, below. Every such window, and
+        # every packet-counted constant below, is in XQC_MSS (the init_cwnd parameter times XQC_MSS;
+        # mps_coupled.c CPL_MSS), the unit the CCs get as ``mss`` under this stack (cc_mss_packets).
         # xqc_new_reno.c: congestion avoidance adds XQC_kMaxDatagramSize (XQC_MSS) per window
         # acknowledged, a reduction leaves at least XQC_kMinimumWindow, 2 * XQC_MSS
-        "reno": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "increase": XQC_MSS_PACKETS,
-                 "min_cwnd": 2.0 * XQC_MSS_PACKETS},
-        "lia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS}, "olia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS},
-        "balia": {"init_cwnd_packets": 32.0 * XQC_MSS_PACKETS},
+        "reno": {"init_cwnd_packets": 32.0, "min_cwnd": 2.0},
+        "lia": {"init_cwnd_packets": 32.0}, "olia": {"init_cwnd_packets": 32.0}, "balia": {"init_cwnd_packets": 32.0},
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS); slow start
         # ends only on loss (xqc_cubic_on_ack: no delay test); the Reno estimate tcp_cwnd grows one
         # XQC_CUBIC_MSS per tcp_cwnd bytes acknowledged; W(t)'s C, XQC_CUBIC_C 410 / 1024, is per
         # XQC_CUBIC_MSS (delta *= XQC_CUBIC_MSS in xqc_cubic_update), which sets cwnd to the target,
         # at most acked / 2 above cwnd; xqc_cubic_reset_cwnd on persistent congestion (envs/cc/cubic.py)
-        "cubic": {"min_cwnd": 4.0 * XQC_MSS_PACKETS, "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "hystart": 0.0,
-                  "reno_alpha": XQC_MSS_PACKETS, "c": 0.4 * XQC_MSS_PACKETS, "jump_to_target": 1.0},
+        "cubic": {"min_cwnd": 4.0, "init_cwnd_packets": 32.0, "hystart": 0.0, "reno_alpha": 1.0,
+                  "jump_to_target": 1.0},
         # xqc_bbr.c: xqc_bbr_high_gain 2.885, xqc_bbr_cwnd_gain 2.5, xqc_bbr_probertt_time_us 100000,
         # xqc_bbr_minrtt_win_size 10 s, xqc_bbr_fullbw_thresh 1.1, xqc_bbr_extra_ack_gain 2,
         # xqc_bbr_max_extra_ack_time 0.2 s, xqc_bbr2_extra_ack_in_startup 1 (used by xqc_bbr.c),
@@ -190,17 +191,20 @@ XQUIC = StackProfile(
         # xqc_bbr_modulate_cwnd_for_recovery: packet conservation in an episode every loss extends
         # (xqc_bbr_on_lost refreshes recovery_start_time), the cut per lost packet "#if 0"'d;
         # xqc_bbr_update_lt_bw_sampling only with cc_params.bbr_enable_lt_bw, unset in bindings/;
-        # xqc_bbr_target_cwnd: gain x BDP (at least min_cwnd), no quantization budget
+        # xqc_bbr_target_cwnd: gain x BDP (at least min_cwnd), no quantization budget;
+        # persistent congestion (xqc_send_ctl.c) calls xqc_bbr_reset_cwnd: cwnd to min_cwnd, recovery cancelled
         "bbr": {"high_gain": 2.885, "cwnd_gain": 2.5, "probe_rtt_s": 0.1, "rtprop_window_s": 10.0,
                 "full_bw_thresh": 1.1, "extra_acked_gain": 2.0, "extra_acked_max_s": 0.2,
                 "extra_acked_in_startup": 1.0, "conservation": 2.0, "loss_cwnd_cut": 0.0, "lt_bw": 0.0,
-                "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0},
+                "init_cwnd_packets": 32.0, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0,
+                "reset_cwnd": 1.0},
         # xqc_bbr2.c: xqc_bbr2_high_gain 2.885, xqc_bbr2_cwnd_gain 2.0, xqc_bbr2_loss_thresh 0.02,
         # xqc_bbr2_inflight_lo_beta 0.3 (bounds keep 0.7), xqc_bbr2_inflight_headroom 0.15,
         # xqc_bbr2_probertt_time_us 200000, xqc_bbr2_probe_minrtt_win_size_us 2500000 (ProbeRTT
         # every 2.5 s), xqc_bbr2_minrtt_win_size_us 2500000, xqc_bbr2_bw_probe_base_us 2 s,
         # xqc_bbr2_extra_ack_gain 1, xqc_bbr2_max_extra_ack_time 0.1 s, xqc_bbr2_extra_ack_in_startup 1;
-        # xqc_bbr2_is_inflight_too_high: lost_pkts > (uint32_t)(tx_in_flight / MSS * loss_thresh);
+        # xqc_bbr2_is_inflight_too_high: lost_pkts > (uint32_t)(tx_in_flight / XQC_MSS * loss_thresh),
+        # lost packets against XQC_MSS in flight (loss_thresh_packets: XQC_MSS_PACKETS packets to one);
         # xqc_bbr2_startup_cwnd_gain 2 (Startup and Drain), xqc_bbr2_drain_gain 0.75,
         # xqc_bbr2_probe_rtt_gain 0.75, no quantization budget in xqc_bbr2_set_cwnd,
         # XQC_BBR2_INITIAL_WINDOW 32 packets, and its RECOVERY / LOSS modes (xqc_bbr2_on_lost,
@@ -208,9 +212,9 @@ XQUIC = StackProfile(
         "bbr2": {"high_gain": 2.885, "cwnd_gain": 2.0, "loss_thresh": 0.02, "beta": 0.7, "headroom": 0.15,
                  "probe_rtt_s": 0.2, "probe_rtt_interval_s": 2.5, "probe_wait_base_s": 2.0,
                  "min_rtt_window_s": 2.5, "extra_acked_gain": 1.0, "extra_acked_max_s": 0.1,
-                 "extra_acked_in_startup": 1.0, "loss_thresh_packets": 1.0, "startup_cwnd_gain": 2.0,
+                 "extra_acked_in_startup": 1.0, "loss_thresh_packets": XQC_MSS_PACKETS, "startup_cwnd_gain": 2.0,
                  "drain_gain": 0.75, "probe_rtt_cwnd_gain": 0.75, "cwnd_quanta_packets": 0.0,
-                 "init_cwnd_packets": 32.0 * XQC_MSS_PACKETS, "recovery_modes": 1.0},
+                 "init_cwnd_packets": 32.0, "recovery_modes": 1.0},
     },
 )
 
@@ -253,6 +257,7 @@ LINUX = StackProfile(
     path_buffer=False,
     packet_bytes=LINUX_PAYLOAD,
     header_bytes=LINUX_HEADER_BYTES,
+    cc_mss_packets=1.0,  # tcp_sock's snd_cwnd counts segments
     # tcp_cong.c reno, tcp_cubic.c, tcp_bbr.c; the coupled CCs are the multipath-tcp.org kernel's
     # (mptcp_coupled.c, mptcp_olia.c, mptcp_balia.c, mptcp_wvegas.c) that MPTCP-TUT and KATO ran
     ccs=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas"),
@@ -312,6 +317,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_RULE] = RULES.index(prof.rule)
     v[STK_WINDOW_DRS] = float(WINDOW_RULES.index(prof.window_rule))
     v[STK_PATH_BUFFER] = float(prof.path_buffer)
+    v[STK_CC_MSS] = prof.cc_mss_packets
     return v
 
 
