@@ -16,6 +16,7 @@ import stable_baselines3
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.dqn.policies import MlpPolicy as DQNMlpPolicy
 
 from agents.base import Agent, Monitor
@@ -210,6 +211,9 @@ class SB3Agent(Agent):
 
     def learn(self, env, steps: int, monitor: Monitor) -> None:
         model = self._ensure(env)
+        # a logger that writes nowhere: with verbose=0 SB3 would make one over an empty
+        # SB3-<date> directory in the temp directory per call (the run's metrics go through the monitor)
+        model.set_logger(Logger(folder=None, output_formats=[]))
         model.learn(steps, callback=_Callback(monitor), reset_num_timesteps=False, progress_bar=False)
 
     def act(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
