@@ -529,3 +529,19 @@ def test_the_live_env_verifies_its_testbed_with_the_retry_rule(monkeypatch):
         with pytest.raises(Built):
             live_env.LiveEnv("ispras_s3", "cubic", verify=verify, verify_attempts=4).reset(seed=0)
     assert asked == [("Testbed", True, 4), ("Testbed", False, 1)]
+
+
+def test_the_live_reward_counts_the_transports_packet():
+    """mpsched/Live-v0's reward turns declared losses into bytes of the path's ``sent`` counter with
+    the bytes a full packet adds to it: the kernel's tcpi_bytes_sent counts the payload (the
+    testbed's MSS), XQUIC's ctl_bytes_send each packet encrypted (1200 + a 16-byte AEAD tag)."""
+    from envs.live import env as live_env
+
+    assert get_backend("mptcp").sent_per_packet(1400) == 1400
+    assert get_backend("xquic").sent_per_packet(1448) == 1216
+    assert live_env.LiveEnv("ispras_s3", "cubic", mss=1400)._mss.tolist() == [1400.0]
+    try:
+        import mpsched_xquic  # noqa: F401
+    except ImportError:
+        pytest.skip("the mpsched_xquic extension is not built (python -m envs.live.setup --xquic)")
+    assert live_env.LiveEnv("ispras_s3", "cubic", backend="xquic")._mss.tolist() == [1216.0]

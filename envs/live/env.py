@@ -91,7 +91,8 @@ class LiveEnv(gym.Env):
         self._prev = np.zeros((1, snapshot_width(self.P)))
         self._reward = np.zeros(1)
         self._nsub = np.array([float(self.P)])
-        self._mss = np.array([float(mss)])  # the reward's packet, one per connection as the simulator's
+        # the reward's packet, one per connection as the simulator's: in the transport's own count
+        self._mss = np.array([float(self.backend.sent_per_packet(mss))])
         # compile (or load) the feature and reward functions now, not while a transfer runs
         dummy_obs, dummy_cobs = np.zeros((1, self.P, N_OBS)), np.zeros((1, N_COBS))
         self._features(dummy_obs, dummy_cobs)

@@ -329,6 +329,11 @@ class MptcpBackend:
     scheduler = "kernel default MPTCP scheduler"
 
     @staticmethod
+    def sent_per_packet(mss: int) -> int:
+        """Bytes a full packet adds to a subflow's ``sent`` counter (tcpi_bytes_sent: its payload)."""
+        return mss
+
+    @staticmethod
     def check(cc: str) -> str:
         return check_cc(cc)
 

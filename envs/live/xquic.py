@@ -49,6 +49,7 @@ from envs.plugins import scheduler_values
 from envs.policy_library import build_library
 from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
+from envs.sim.stacks import XQC_AEAD_TAG, XQC_PACKET_OUT_SIZE
 from envs.transport import from_raw
 
 # XQUIC's four, and LIA, OLIA and BALIA coupled across the paths (bindings/src/mps_coupled.c)
@@ -406,6 +407,13 @@ class XquicBackend:
     name = "xquic"
     controls_scheduler = True
     scheduler = "minrtt"
+
+    @staticmethod
+    def sent_per_packet(mss: int) -> int:
+        """Bytes a full packet adds to a path's ``sent`` counter (the reward's packet): XQUIC counts
+        each packet encrypted (xqc_send_ctl.c: ctl_bytes_send += po_enc_size), its 1200 bytes and
+        the AEAD tag, whatever the testbed's ``mss``."""
+        return XQC_PACKET_OUT_SIZE + XQC_AEAD_TAG
 
     @staticmethod
     def check(cc: str) -> str:

@@ -48,7 +48,8 @@ LINUX_PAYLOAD = 1500 - 20 - 20 - 12
 # the Ethernet (14), IPv4 (20) and transport headers; XQUIC's UDP (8), its AEAD tag (16, RFC 9001
 # sec. 5.3) and the QUIC headers inside its packet; Linux's TCP header with the timestamp option
 ETHERNET_IPV4 = 14 + 20
-XQC_HEADER_BYTES = ETHERNET_IPV4 + 8 + 16 + (XQC_PACKET_OUT_SIZE - XQC_PAYLOAD)
+XQC_AEAD_TAG = 16
+XQC_HEADER_BYTES = ETHERNET_IPV4 + 8 + XQC_AEAD_TAG + (XQC_PACKET_OUT_SIZE - XQC_PAYLOAD)
 LINUX_HEADER_BYTES = ETHERNET_IPV4 + 20 + 12
 
 
