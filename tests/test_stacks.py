@@ -16,8 +16,9 @@ from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim import recovery, stacks
 from envs.cc.base import CWND, SSTHRESH
 from envs.sim import kernel
-from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SPUR_PENDING, N_FL, N_OBS, OBS_AVAILABLE,
-                             OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT, PAUSE_DECISION, PAUSE_NONE)
+from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SENT_PKTS, FL_SPUR_PENDING, N_FL, N_OBS,
+                             OBS_AVAILABLE, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT,
+                             PAUSE_DECISION, PAUSE_NONE)
 from envs.sim.reordering import GRID, W_GRID, lead_table, rack_row, rfc9002_row, spurious_table
 from envs.sim.simulator import SimConfig, Simulator
 from tests.conftest import compose_config
@@ -107,8 +108,8 @@ def test_cubic_grows_as_each_stacks_source() -> None:
 def test_ccs_count_in_each_stacks_mss() -> None:
     """The core hands each flow's CC its stack's unit (STK_CC_MSS): an XQUIC connection's CCs start
     at 32 XQC_MSS (1436 bytes of window per 1200-byte packet, of which 1179 are the file's), a Linux
-    connection's at 10 segments; a competing kernel flow beside an XQUIC connection counts in Linux's
-    segments."""
+    connection's at 10 segments; a competing kernel flow beside either counts in Linux's segments, of
+    its own packet, and sends that packet."""
     scen = load_scenario("ispras_s1").model_dump()
     scen["paths"][0]["competing"] = {"flows": 1, "cc": "cubic"}
     scen = scenario_from_dict(scen)
@@ -117,8 +118,10 @@ def test_ccs_count_in_each_stacks_mss() -> None:
         sim.reset()
         nsub = len(scen.paths)
         assert sim.cc[0, :nsub, CWND] == pytest.approx([init * packet] * nsub), stack
-        competing = sim.cc[0, nsub, CWND]  # kernel CUBIC: 10 of the connection's packets (the core's packet)
-        assert competing == pytest.approx(10 * packet), stack
+        assert sim.cc[0, nsub, CWND] == pytest.approx(10 * stacks.LINUX_PAYLOAD), stack  # kernel CUBIC
+        sim.advance(300)
+        sent, packets = sim.obs[0, nsub, OBS_SENT], sim.fl[0, nsub, FL_SENT_PKTS]
+        assert packets > 10 and sent == pytest.approx(packets * stacks.LINUX_PAYLOAD), stack
 
 
 def test_xquic_bbr_timeout_is_persistent_congestion() -> None:

@@ -56,8 +56,10 @@ rng        ``rng``      [2B] uint64            the batch's random streams, not a
 =========  ===========  =====================  ====================================================
 
 A connection's packet, ``cn[CN_MSS]`` (payload bytes of a full packet), is its stack's
-(``stacks.StackProfile.packet_bytes``), the same for every flow of the connection, a competing
-kernel flow's too (not modelled: a competing flow's own packet).
+(``stacks.StackProfile.packet_bytes``), that of its subflows and of the UDP cross traffic; every
+flow's own is its stack row's ``STK_PACKET`` (a competing kernel flow's is Linux's), which its
+sends, loss counts and spurious declarations take, and its CC counts windows in that packet
+times ``STK_CC_MSS``.
 
 ``Constants``: ``dt`` (s per step), the spurious-declaration tables of
 ``envs/sim/reordering.py`` (``spur_grid``: natural logs of their spacing grid, ``spur_wgrid``: their
@@ -190,7 +192,6 @@ def reset_connection(b, state, stack, dt):
     obs, cobs, fl, cc, ccp, bn, cn = state.obs, state.cobs, state.fl, state.cc, state.ccp, state.bn, state.cn
     segi, ring, hole, sched = state.segi, state.ring, state.hole, state.sched
     nflows = int(cn[b, CN_N_FLOWS])
-    mss = cn[b, CN_MSS]
     for f in range(obs.shape[1]):
         for k in range(N_OBS):
             obs[b, f, k] = 0.0
@@ -212,7 +213,7 @@ def reset_connection(b, state, stack, dt):
             for k in range(N_RING):
                 ring[b, f, s, k] = 0.0
         if f < nflows:
-            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, mss * stack[f, STK_CC_MSS])
+            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, stack[f, STK_PACKET] * stack[f, STK_CC_MSS])
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
         for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_UDP_CREDIT):
@@ -240,7 +241,7 @@ def reset_connection(b, state, stack, dt):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _apply_schedules(t, conn, mss, now, stks, nsub, nflows):
+def _apply_schedules(t, conn, now, stks, nsub, nflows):
     """A subflow's path opens when the stack has set it up (``FL_OPEN_AT``). Capacity trace per
     link; per flow, its schedule: a subflow's transit-link loss (>= 0) or
     a transit link's failure (-s: down until step s; envs/network.py), a competing flow's activity (0: off; > 0: on, with
@@ -251,7 +252,7 @@ def _apply_schedules(t, conn, mss, now, stks, nsub, nflows):
         for f in range(1, nsub):
             if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
                 fb[f, FL_ACTIVE] = 1.0
-                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss * stks[f, STK_CC_MSS])  # the path's CC starts with it
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, stks[f, STK_PACKET] * stks[f, STK_CC_MSS])  # the path's CC starts with it
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -272,7 +273,7 @@ def _apply_schedules(t, conn, mss, now, stks, nsub, nflows):
                 if on > 0.0 and fb[f, FL_ACTIVE] > 0.0 and fb[f, FL_BUDGET] < math.inf:
                     break  # the slot's previous flow has not finished
                 if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
-                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, mss * stks[f, STK_CC_MSS])
+                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, stks[f, STK_PACKET] * stks[f, STK_CC_MSS])
                 fb[f, FL_ACTIVE] = 1.0 if on > 0.0 else 0.0
                 fb[f, FL_BUDGET] = on
             idx += 1
@@ -296,7 +297,7 @@ def _detect_delay(bnb, p, mss, o, fb, f, stk, dt, most):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _receive(t, conn, mss, dt, stks, nsub, nflows):
+def _receive(t, conn, dt, stks, nsub, nflows):
     """Arrivals at the receiver; updates rcv state and schedules feedback."""
     o, fb, bnb, c, sg, si, rg, ho = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.hole
     Lm = rg.shape[1] - 1
@@ -336,7 +337,7 @@ def _receive(t, conn, mss, dt, stks, nsub, nflows):
             spur = sg[f, s, SEG_SPUR]
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
-                    det = _detect_delay(bnb, p, mss, o, fb, f, stks[f], dt, Lm - 1 - drev)
+                    det = _detect_delay(bnb, p, stks[f, STK_PACKET], o, fb, f, stks[f], dt, Lm - 1 - drev)
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur
@@ -547,7 +548,7 @@ def _queue_copies(o, fb, C, f, nbytes, lead, dt):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
+def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
     o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
@@ -557,6 +558,7 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
     if c[CN_NEXT_DETECT] <= t:  # some hole's detection is due (exact: CN_NEXT_DETECT is a lower bound)
         _detect_due(t, c, ho)
     for f in range(nflows):
+        mss = stks[f, STK_PACKET]  # the flow's packet
         cc_mss = mss * stks[f, STK_CC_MSS]  # the unit the flow's CC counts its window in
         if fb[f, FL_DSACK_AT] > 0.0 and t >= fb[f, FL_DSACK_AT]:  # before the ACKs, as Linux's undo
             dsack_due(t, fb, C, f, stks[f])
@@ -635,12 +637,13 @@ def _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _refresh_windows(conn, nflows, nsub, mss, dt):
+def _refresh_windows(conn, nflows, nsub, stks, dt):
     """Pacing credit, send window and availability of every flow at the start of sending."""
     o, co, fb, c = conn.obs, conn.cobs, conn.fl, conn.cn
     new_avail = min(c[CN_SND_LIMIT], c[CN_ACKED_EDGE] + c[CN_RCVBUF]) - c[CN_SND_NXT]
     co[COBS_BACKLOG] = max(new_avail, 0.0) + c[CN_PENDING]
     for f in range(nflows):
+        mss = stks[f, STK_PACKET]  # the flow's packet
         rate = o[f, OBS_PACING_RATE]
         if rate > 0.0:
             # credit accrues at the pacing rate; at most one step's worth plus a 2-packet quantum
@@ -1463,7 +1466,7 @@ def _unmask_unopened(o, fb, nsub):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _competing_and_udp(b, t, conn, mss, nsub, nflows):
+def _competing_and_udp(b, t, conn, mss, stks, nsub, nflows):
     """Competing flows send what their windows (and an arriving flow's size) allow; UDP cross
     traffic joins the queues."""
     o, fb, bnb = conn.obs, conn.fl, conn.bn
@@ -1472,10 +1475,11 @@ def _competing_and_udp(b, t, conn, mss, nsub, nflows):
             left = fb[f, FL_BUDGET]
             if left > EPS:  # one call site: every inlined copy of _burst costs compile time
                 finite = left < math.inf
-                n, _, _ = _burst(b, f, t, conn, mss, 2, False,
-                                 max(int(math.ceil(left / mss - EPS)), 1) if finite else 1 << 62, 0.0, 0.0)
+                pk = stks[f, STK_PACKET]  # its own stack's packet
+                n, _, _ = _burst(b, f, t, conn, pk, 2, False,
+                                 max(int(math.ceil(left / pk - EPS)), 1) if finite else 1 << 62, 0.0, 0.0)
                 if finite:
-                    fb[f, FL_BUDGET] = left - n * mss
+                    fb[f, FL_BUDGET] = left - n * pk
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
     for p in range(int(conn.cn[CN_N_LINKS])):
@@ -1509,7 +1513,7 @@ def _depart(b, t, conn, m, nsub, nflows):
     lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave."""
     o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
     stks = m.stack[b]
-    mss, dt, spur_r, spur_w = c[CN_MSS], m.dt, m.spur_grid, m.spur_wgrid
+    dt, spur_r, spur_w = m.dt, m.spur_grid, m.spur_wgrid
     Qm = sg.shape[1] - 1
     for p in range(int(c[CN_N_LINKS])):
         q = bnb[p, BN_ENQ] - bnb[p, BN_DEQ]
@@ -1526,6 +1530,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         if d >= tl:
             continue
         p = int(fb[f, FL_PATH])
+        mss = stks[f, STK_PACKET]  # the flow's packet
         deq_eps = bnb[p, BN_DEQ] + EPS
         s = d & Qm
         if sg[f, s, SEG_POS] > deq_eps:
@@ -1659,14 +1664,14 @@ def _run(b, conn, m, max_steps):
         t = int(c[CN_T])
         if not resume_send:
             now = t * dt
-            _apply_schedules(t, conn, mss, now, stks, nsub, nflows)
-            _receive(t, conn, mss, dt, stks, nsub, nflows)
+            _apply_schedules(t, conn, now, stks, nsub, nflows)
+            _receive(t, conn, dt, stks, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
                 _autotune_window(t, conn, dt, nsub, stks[0])  # the connection's receiver
-            _feedback(b, snd, t, conn, mss, dt, stks, nsub, nflows)
+            _feedback(b, snd, t, conn, dt, stks, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
-            _refresh_windows(conn, nflows, nsub, mss, dt)  # before a break: terminal obs
+            _refresh_windows(conn, nflows, nsub, stks, dt)  # before a break: terminal obs
             done = complete or t >= c[CN_END_STEP] or (c[CN_OOO_EXCEEDED] > 0.0 and c[CN_END_ON_OOO] > 0.0)
             if done:
                 if complete:
@@ -1682,7 +1687,7 @@ def _run(b, conn, m, max_steps):
             c[CN_PAUSE] = PAUSE_DECISION
             break
         c[CN_ADVISE] = -1.0
-        _competing_and_udp(b, t, conn, mss, nsub, nflows)
+        _competing_and_udp(b, t, conn, mss, stks, nsub, nflows)
         _depart(b, t, conn, m, nsub, nflows)
         c[CN_T] = t + 1
         steps += 1

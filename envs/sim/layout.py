@@ -299,4 +299,5 @@ STK_TRAINS = 11  # 1: a flow whose CC does not pace sends each round trip's pack
 STK_WINDOW_DRS = 12  # receive-window auto-tuning: 1 Linux's dynamic right-sizing, 0 XQUIC's doubling
 STK_PATH_BUFFER = 13  # 1: a paced path without pacing credit is not blocked; what it is given waits on it (FL_SCHED)
 STK_CC_MSS = 14  # the unit its CCs count windows in, in its packets (XQUIC's XQC_MSS: 1436 / 1200; Linux 1)
-N_STK = 15
+STK_PACKET = 15  # the flow's packet, payload bytes (the stack's packet_bytes, or SimConfig.mss; a subflow's is CN_MSS)
+N_STK = 16

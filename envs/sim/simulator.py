@@ -112,7 +112,7 @@ class Simulator:
         self.current_stack: list[stacks.StackProfile] = [self.stack] * self.B  # the episode's (drawn) profile
         self.constants = kernel.Constants(self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
-                                          np.tile(stacks.stack_vector(self.stack), (self.B, self.F, 1)))
+                                          np.tile(self._stack_row(self.stack), (self.B, self.F, 1)))
 
     def _params(self, cc: str, overrides: dict | None = None, stack: stacks.StackProfile | None = None) -> np.ndarray:
         """CC ``cc``'s parameters under the simulated stack (or the episode's ``stack``): its
@@ -122,6 +122,10 @@ class Simulator:
     def _packet(self, prof: stacks.StackProfile) -> int:
         """The payload bytes of a full packet under ``prof``: ``SimConfig.mss``, else the stack's."""
         return int(self.cfg.mss if self.cfg.mss is not None else prof.packet_bytes)
+
+    def _stack_row(self, prof: stacks.StackProfile) -> np.ndarray:
+        """A flow's row of ``Constants.stack`` under ``prof``, with its packet (``_packet``)."""
+        return stacks.stack_vector(prof, self._packet(prof))
 
     @property
     def mss(self) -> np.ndarray:
@@ -256,7 +260,7 @@ class Simulator:
             prof = draw.sample(np.random.default_rng([self.seed, b, int(self.episode[b]), 2]))
             self.current_stack[b] = prof
         prof = self.current_stack[b]
-        self.constants.stack[b] = stacks.stack_vector(prof)  # every flow's, until a competing flow's below
+        self.constants.stack[b] = self._stack_row(prof)  # every flow's, until a competing flow's below
         sub_params = self._cc_params[cc] if draw is None else self._params(cc, self._cc_overrides.get(cc), prof)
         dt, dt_ms = self.dt, self.cfg.dt_ms
         mss = self._packet(prof)
@@ -300,10 +304,10 @@ class Simulator:
             # (docs/transport.md, "Network")
             if comp.stack == "linux":
                 comp_params = self._params(comp.cc, None, stacks.LINUX)
-                comp_stack = stacks.stack_vector(stacks.LINUX)
+                comp_stack = self._stack_row(stacks.LINUX)  # its own packet too
             else:
                 comp_params = self._params(comp.cc, self._cc_overrides.get(comp.cc), prof)
-                comp_stack = stacks.stack_vector(prof)
+                comp_stack = self._stack_row(prof)
             slots = comp.arrivals.slots if comp.arrivals is not None else 0
             for j in range(comp.flows + slots):
                 self._set_route(b, f, k, link.forward_ms(), link.reverse_ms(), link.jitter_ms)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envs.errors import ConfigError, unknown_name
-from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
+from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
                              STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
                              STK_PATH_BUFFER, STK_UNDO, STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
@@ -301,8 +301,9 @@ def check_ccs(stack: str, ccs: Iterable[str]) -> None:
             raise ConfigError(f"cc {cc!r} is not in stack {stack!r}; valid: {', '.join(prof.ccs)} ({others})")
 
 
-def stack_vector(prof: StackProfile) -> np.ndarray:
-    """The profile as the core reads it (``kernel.Constants.stack``, columns ``STK_*``)."""
+def stack_vector(prof: StackProfile, packet: float | None = None) -> np.ndarray:
+    """The profile as the core reads it (``kernel.Constants.stack``, columns ``STK_*``), for a flow
+    whose packet is ``packet`` payload bytes (None: the stack's, ``packet_bytes``)."""
     v = np.zeros(N_STK)
     v[STK_PKT_THRESHOLD] = prof.packet_threshold
     v[STK_TIME_THRESHOLD] = prof.time_threshold
@@ -319,6 +320,7 @@ def stack_vector(prof: StackProfile) -> np.ndarray:
     v[STK_WINDOW_DRS] = float(WINDOW_RULES.index(prof.window_rule))
     v[STK_PATH_BUFFER] = float(prof.path_buffer)
     v[STK_CC_MSS] = prof.cc_mss_packets
+    v[STK_PACKET] = prof.packet_bytes if packet is None else packet
     return v
 
 
