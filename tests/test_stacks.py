@@ -127,9 +127,10 @@ def test_ccs_count_in_each_stacks_mss() -> None:
 def test_xquic_bbr_timeout_is_persistent_congestion() -> None:
     """XQUIC's persistent congestion (xqc_send_ctl.c) calls xqc_bbr_reset_cwnd: cwnd to the
     4-XQC_MSS floor, the loss episode cancelled, its saved window not restored; Linux's BBR after a
-    timeout holds one packet and restores the saved window when the episode ends."""
+    timeout holds one packet (TCP_CA_Loss) and restores the saved window when it ends
+    (tcp_bbr.c bbr_set_cwnd_to_recover_or_restore)."""
     from envs.cc import bbr
-    mss, rng = 1436.0, np.zeros((1, 4), dtype=np.uint64)
+    mss, rng = 1436.0, np.ones(1, dtype=np.uint64)
     for stack in ("xquic", "linux"):
         P = cc_params("bbr", stacks.cc_overrides(stack, "bbr"))[None, :].copy()
         C = np.zeros((1, bbr.N_STATE))
@@ -143,6 +144,9 @@ def test_xquic_bbr_timeout_is_persistent_congestion() -> None:
             assert C[0, CWND] == 4 * mss and C[0, bbr.IN_RECOVERY] == 0.0
         else:
             assert C[0, CWND] == mss and C[0, bbr.IN_RECOVERY] == 1.0 and C[0, bbr.PRIOR_CWND] == 29 * mss
+            # TCP_CA_Loss ends with the ACK of data sent after it: the saved window is back
+            bbr.on_ack(C, P, 0, 1, 1.05, mss, 0.04, 0.04, 1e6, mss, 0.0, False, mss, rng, 0)
+            assert C[0, bbr.IN_RECOVERY] == 0.0 and C[0, CWND] >= 29 * mss
 
 
 def test_bbr_probe_rtt_window_is_each_stacks() -> None:

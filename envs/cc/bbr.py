@@ -38,10 +38,12 @@ Loss does not lower the model (BtlBw, RTprop); it touches only the window, as bo
   delivery rate; two such in a row within 1/8 (or 4 kbit/s) of each other make their mean the
   bandwidth, paced at gain 1, for 48 round trips of ProbeBW.
 
-A timeout (the core's RTO) leaves one packet of window; with ``reset_cwnd`` it is XQUIC's
-persistent congestion (xqc_send_ctl.c calls xqc_bbr_reset_cwnd): cwnd falls to the 4-``XQC_MSS``
-floor (xqc_bbr_min_cwnd) and a loss episode in progress is cancelled without restoring the
-window it saved.
+A timeout (the core's RTO) saves the window and leaves one packet of it, Linux's TCP_CA_Loss
+(tcp_enter_loss): like a loss episode without packet conservation, whose end (the ACK of data
+sent after it) restores the saved window; with ``reset_cwnd`` it is XQUIC's persistent
+congestion (xqc_send_ctl.c calls xqc_bbr_reset_cwnd): cwnd falls to the 4-``XQC_MSS`` floor
+(xqc_bbr_min_cwnd) and a loss episode in progress is cancelled without restoring the window it
+saved.
 """
 
 import math
@@ -362,17 +364,23 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
+    """The timeout's response (module docstring): the window saved as bbr_save_cwnd and
+    xqc_bbr_save_cwnd do, then XQUIC's floor without an episode, or Linux's TCP_CA_Loss."""
     C[f, RECOVERY_START] = now
-    if P[f, RESET_CWND] > 0.0:  # xqc_bbr_reset_cwnd: xqc_bbr_save_cwnd, the floor, no episode
-        if C[f, IN_RECOVERY] > 0.0 or C[f, MODE] == PROBE_RTT:
-            C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
-        else:
-            C[f, PRIOR_CWND] = C[f, CWND]
+    if C[f, IN_RECOVERY] > 0.0 or C[f, MODE] == PROBE_RTT:
+        C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
+    else:
+        C[f, PRIOR_CWND] = C[f, CWND]
+    if P[f, RESET_CWND] > 0.0:  # xqc_bbr_reset_cwnd
         C[f, CWND] = 4.0 * mss
         C[f, IN_RECOVERY] = 0.0
         return
-    C[f, PRIOR_CWND] = max(C[f, PRIOR_CWND], C[f, CWND])
+    # tcp_enter_loss: one packet; leaving TCP_CA_Loss restores the saved window
+    # (bbr_set_cwnd_to_recover_or_restore), with no packet conservation in between
     C[f, CWND] = mss
+    C[f, IN_RECOVERY] = 1.0
+    C[f, EPISODE] = now
+    C[f, ENTERED] = -math.inf
 
 
 register_cc("bbr", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
