@@ -180,6 +180,13 @@ class Constants(NamedTuple):
     stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _cc_mss(stk):
+    """The unit a flow's CC counts its window in (its ``mss``, envs/cc/base.py): its packet times
+    its stack's ``cc_mss_packets``."""
+    return stk[STK_PACKET] * stk[STK_CC_MSS]
+
+
 @njit(cache=True, _nrt=False)
 def reset_connection(b, state, stack, dt):
     """Zero a connection's dynamic state, keeping its configuration columns (its packet among them,
@@ -213,7 +220,7 @@ def reset_connection(b, state, stack, dt):
             for k in range(N_RING):
                 ring[b, f, s, k] = 0.0
         if f < nflows:
-            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, stack[f, STK_PACKET] * stack[f, STK_CC_MSS])
+            cc_init(int(fl[b, f, FL_CC]), cc[b], ccp[b], f, 0.0, _cc_mss(stack[f]))
             obs[b, f, OBS_CWND] = cc[b, f, CWND]
     for p in range(bn.shape[1]):
         for k in (BN_ENQ, BN_DEQ, BN_TRACE_IDX, BN_DELIVERED, BN_DROPPED, BN_UDP_CREDIT):
@@ -252,7 +259,7 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
         for f in range(1, nsub):
             if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
                 fb[f, FL_ACTIVE] = 1.0
-                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, stks[f, STK_PACKET] * stks[f, STK_CC_MSS])  # the path's CC starts with it
+                cc_init(int(fb[f, FL_CC]), C, Pc, f, now, _cc_mss(stks[f]))  # the path's CC starts with it
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -273,7 +280,7 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
                 if on > 0.0 and fb[f, FL_ACTIVE] > 0.0 and fb[f, FL_BUDGET] < math.inf:
                     break  # the slot's previous flow has not finished
                 if on > 0.0 and fb[f, FL_ACTIVE] == 0.0:
-                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, stks[f, STK_PACKET] * stks[f, STK_CC_MSS])
+                    cc_init(int(fb[f, FL_CC]), C, Pc, f, now, _cc_mss(stks[f]))
                 fb[f, FL_ACTIVE] = 1.0 if on > 0.0 else 0.0
                 fb[f, FL_BUDGET] = on
             idx += 1
@@ -559,7 +566,7 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
         _detect_due(t, c, ho)
     for f in range(nflows):
         mss = stks[f, STK_PACKET]  # the flow's packet
-        cc_mss = mss * stks[f, STK_CC_MSS]  # the unit the flow's CC counts its window in
+        cc_mss = _cc_mss(stks[f])
         if fb[f, FL_DSACK_AT] > 0.0 and t >= fb[f, FL_DSACK_AT]:  # before the ACKs, as Linux's undo
             dsack_due(t, fb, C, f, stks[f])
         acked = rg[f, slot, RING_ACKED]

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envs.errors import ConfigError, unknown_name
-from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PKT_THRESHOLD, STK_REO_ADAPT, STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY,
-                             STK_RTO_MIN, STK_RTO_MULT, STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS,
-                             STK_PATH_BUFFER, STK_UNDO, STK_WINDOW_DRS)
+from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PATH_BUFFER, STK_PKT_THRESHOLD, STK_REO_ADAPT,
+                             STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
+                             STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS, STK_UNDO, STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
