@@ -23,7 +23,10 @@ transfer_dqn_completion_20261129.json, the shipped ``agent=dqn_completion`` pres
 report on the ISPRAS scenarios and hetero_file together (``scenario=[ispras_s1,ispras_s2,ispras_s3,
 hetero_file] cc=[cubic,bbr,bbr2] train.steps=200000``), every cell live; and
 transfer_peekaboo_20261129.json and transfer_qlearning_20261129.json, the shipped ``agent=peekaboo``
-and ``agent=qlearning`` presets trained by the report the same way, every cell live."""
+and ``agent=qlearning`` presets trained by the report the same way, every cell live; and so
+transfer_dqn_ispras_20261129.json, transfer_ppo_20261129.json, transfer_a2c_20261129.json,
+transfer_linucb_classic_20261129.json and transfer_falcon_20261129.json (``agent=dqn_ispras``,
+``ppo``, ``a2c``, ``linucb_classic``, ``falcon``)."""
 
 import json
 import math
@@ -51,7 +54,9 @@ RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn
            "peekaboo": DATA / "transfer_peekaboo_20261129.json",
            "qlearning": DATA / "transfer_qlearning_20261129.json",
            "dqn_ispras": DATA / "transfer_dqn_ispras_20261129.json", "ppo": DATA / "transfer_ppo_20261129.json",
-           "a2c": DATA / "transfer_a2c_20261129.json"}
+           "a2c": DATA / "transfer_a2c_20261129.json",
+           "linucb_classic": DATA / "transfer_linucb_classic_20261129.json",
+           "falcon": DATA / "transfer_falcon_20261129.json"}
 # the same preset with seed=1 and seed=2: the simulator side, and live only the BBRv1 cell where each forecasts a gain
 SEED_RECORDS = {1: (DATA / "transfer_policy_search_seed1_20261128.json", "ispras_s1"),
                 2: (DATA / "transfer_policy_search_seed2_20261128.json", "ispras_s2")}
@@ -59,18 +64,21 @@ AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb
           "linucb_now": "linucb", "dqn_backlog": "dqn_backlog", "dqn_backlog_pace": "dqn_backlog",
           "policy_search": "policy_search", "policy_search_strat": "policy_search",
           "policy_search_strat_paths": "policy_search", "main_paths": "dqn", "dqn_completion": "dqn_completion",
-          "peekaboo": "peekaboo", "qlearning": "qlearning", "dqn_ispras": "dqn_ispras", "ppo": "ppo", "a2c": "a2c"}
+          "peekaboo": "peekaboo", "qlearning": "qlearning", "dqn_ispras": "dqn_ispras", "ppo": "ppo", "a2c": "a2c",
+          "linucb_classic": "linucb_classic", "falcon": "falcon"}
 TRAINING_CCS = {"dqn_backlog": ["reno", "cubic", "bbr", "bbr2"], "dqn_backlog_pace": ["reno", "cubic", "bbr", "bbr2"],
                 "policy_search": ["cubic", "bbr", "bbr2"],  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
                 "policy_search_strat": ["cubic", "bbr", "bbr2"], "policy_search_strat_paths": ["cubic", "bbr", "bbr2"],
                 "dqn_completion": ["cubic", "bbr", "bbr2"], "peekaboo": ["cubic", "bbr", "bbr2"],
                 "qlearning": ["cubic", "bbr", "bbr2"], "dqn_ispras": ["cubic", "bbr", "bbr2"],
-                "ppo": ["cubic", "bbr", "bbr2"], "a2c": ["cubic", "bbr", "bbr2"]}
+                "ppo": ["cubic", "bbr", "bbr2"], "a2c": ["cubic", "bbr", "bbr2"],
+                "linucb_classic": ["cubic", "bbr", "bbr2"], "falcon": ["cubic", "bbr", "bbr2"]}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HETERO = [("hetero_file", "bbr"), ("hetero_file", "bbr2")]
 HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO,  # beside the ISPRAS ones
                   "policy_search_strat_paths": HETERO, "dqn_completion": HETERO,
-                  "peekaboo": HETERO, "qlearning": HETERO, "dqn_ispras": HETERO, "ppo": HETERO, "a2c": HETERO}
+                  "peekaboo": HETERO, "qlearning": HETERO, "dqn_ispras": HETERO, "ppo": HETERO, "a2c": HETERO,
+                  "linucb_classic": HETERO, "falcon": HETERO}
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
