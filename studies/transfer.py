@@ -532,6 +532,66 @@ def summarise(record: Record) -> list[CellSummary]:
     return out
 
 
+@dataclass
+class Acceptance:
+    """One record against the transfer acceptance (module docstring): its ISPRAS cells measured
+    live, those at or above ``ACCEPT_RATIO`` x live minRTT by the point estimate and beyond the CI,
+    those below beyond it; the cells (any scenario) with more than ``HEADROOM`` live headroom and
+    those the policy wins there beyond the CI; the ISPRAS cells whose sign of (policy - minRTT) both
+    sides tell, and those it matches in."""
+
+    label: str
+    agent: str
+    ispras: int
+    at_least: int
+    at_least_ci: int
+    below_ci: int
+    chances: int
+    wins: int
+    signs: int
+    signs_right: int
+
+    @property
+    def ratio_holds(self) -> bool:
+        """Clause 1 by the point estimates: every ISPRAS cell (of 9) at or above the ratio, and a win
+        beyond the CI in a cell with headroom (a record without such a cell shows none)."""
+        return self.ispras == 9 and self.at_least == 9 and self.wins > 0
+
+    @property
+    def sign_holds(self) -> bool:
+        """Clause 2: the simulator's sign right in at least 8 of the 9 ISPRAS cells."""
+        return self.signs == 9 and self.signs_right >= 8
+
+
+def acceptance(record: Record) -> Acceptance:
+    cells = summarise(record)
+    ispras = [c for c in cells if c.scenario.startswith("ispras_") and c.accepted is not None]
+    signed = [c for c in cells if c.scenario.startswith("ispras_") and c.sign_match is not None]
+    chances = [c for c in cells if c.headroom_live > HEADROOM]
+    return Acceptance(str(record.policy.get("label", "")), str(record.policy.get("agent", "")), len(ispras),
+                      sum(bool(c.accepted) for c in ispras),
+                      sum(c.ratio_ci_live.verdict(ACCEPT_RATIO) == "at least" for c in ispras),
+                      sum(c.ratio_ci_live.verdict(ACCEPT_RATIO) == "below" for c in ispras),
+                      len(chances), sum(c.sign_live == "+" for c in chances),
+                      len(signed), sum(bool(c.sign_match) for c in signed))
+
+
+def acceptance_table(paths: Sequence[Path]) -> str:
+    """The acceptance of every record in ``paths``, one markdown row each."""
+    from studies.report import _md
+
+    rows = []
+    for path in paths:
+        a = acceptance(Record.load(path))
+        rows.append([Path(path).name, a.label, a.agent, f"{a.ispras} of 9",
+                     f"{a.at_least} ({a.at_least_ci} beyond the CI, {a.below_ci} below it)",
+                     f"{a.wins} of {a.chances}", f"{a.signs_right} of {a.signs}",
+                     "yes" if a.ratio_holds else "no", "yes" if a.sign_holds else "no"])
+    return _md(["record", "label", "agent", "ISPRAS cells live", f">= {ACCEPT_RATIO} x minRTT live (point estimate)",
+                f"won where live headroom > {100 * HEADROOM:.0f}%", "sign right (ISPRAS)", "clause 1", "clause 2"],
+               rows)
+
+
 def _training_line(pol: dict[str, Any]) -> str:
     tr = pol.get("training")
     if not tr:
@@ -834,10 +894,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="change the policy's training config for the simulator side (repeatable)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--record", type=Path, help="measurements to start from (default: <out>/record.json)")
+    ap.add_argument("--summary", type=Path, nargs="+", metavar="RECORD",
+                    help="print each record's acceptance in one table (nothing measured)")
     ap.add_argument("--tracking-uri")
     ap.add_argument("--no-mlflow", action="store_true",
                     help="log no MLflow run of the report; a preset trained first keeps its run in <out>/agents/mlflow.db")
     a = ap.parse_args(argv)
+    if a.summary:
+        print(acceptance_table(a.summary))
+        return
     for h in a.heuristics:
         if h not in HEURISTICS + FIXED_SPLITS:
             raise unknown_name("--heuristics entry", h, HEURISTICS + FIXED_SPLITS)

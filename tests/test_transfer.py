@@ -641,3 +641,35 @@ def test_qlearning_is_a_minrtt_clone_on_both_sides_and_wins_no_headroom():
     assert headroom == [("ispras_s1", "bbr2"), ("ispras_s2", "bbr2"), *HETERO]
     assert [cells[k].headroom_by for k in headroom] == ["ecf", "blest", "fast_only", "fast_only"]
     assert all(cells[k].sign_sim == cells[k].sign_live == "0" for k in CELLS + HETERO)  # no win; every sign right
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # (ISPRAS cells live, >= 0.95 by the point estimate, beyond the CI, below it, headroom cells, wins,
+    #  sign known, sign right), as each record's README section reads them
+    ("falcon", (9, 2, 2, 7, 2, 2, 9, 9)),
+    ("linucb_classic", (9, 7, 5, 0, 3, 0, 9, 9)),
+    ("a2c", (9, 7, 6, 0, 3, 0, 9, 9)),
+])
+def test_acceptance_of_a_record(name, expected):
+    """The acceptance summary of a record: counts per clause, and the clauses' verdicts."""
+    a = transfer.acceptance(Record.load(RECORDS[name]))
+    assert (a.ispras, a.at_least, a.at_least_ci, a.below_ci, a.chances, a.wins, a.signs, a.signs_right) == expected
+    assert not a.ratio_holds and a.sign_holds
+
+
+def test_acceptance_needs_a_win_where_there_is_headroom():
+    """Clause 1 asks for a win beyond the CI in a cell with more than 10% live headroom: a record
+    with every ISPRAS cell at 0.95 but no such cell shows none; one with a (chance) win holds by the
+    point estimates (README: LinUCB took minRTT's decision at every sampled decision there)."""
+    none = transfer.acceptance(Record.load(RECORDS["linucb_now"]))
+    assert none.at_least == 9 and none.chances == 0 and not none.ratio_holds
+    chance = transfer.acceptance(Record.load(RECORDS["linucb"]))
+    assert chance.at_least == 9 and chance.wins == 1 and chance.ratio_holds
+
+
+def test_summary_prints_one_row_per_record(capsys):
+    transfer.main(["--summary", str(RECORDS["falcon"]), str(RECORDS["ppo"])])
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| transfer_")]
+    assert [r.split(" | ")[1] for r in rows] == ["falcon", "ppo"]
+    assert rows[0].endswith("| no | yes |")
