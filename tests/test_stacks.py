@@ -314,3 +314,21 @@ def test_unopened_path_is_unavailable_and_nobody_is_asked(stack: str) -> None:
     while pause != PAUSE_DECISION and not sim.done[0]:
         pause = sim.advance(1)[0]
     assert pause == PAUSE_DECISION  # once both paths are open, the agent decides the blocked case
+
+
+def test_a_competing_flow_resends_its_spurious_declarations() -> None:
+    """A kernel flow beside the connection on a reordering path resends what it declares lost
+    spuriously, as the connection's subflows do (ahead of its new data), each copy a packet on the
+    link; copies that could not leave before their originals' ACKs are dropped, never sent."""
+    from envs.sim.layout import FL_LOST_PKTS, OBS_LOSSES, OBS_RETRANS
+    scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True,
+                               "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 2.0, "queue_bdp": 1.0,
+                                          "competing": {"flows": 1, "cc": "cubic"}}],
+                               "workload": {"type": "bulk", "duration_s": 5}})
+    sim = Simulator(scen, "cubic", batch=2, seed=0, config=SimConfig(stack="xquic"))
+    sim.reset()
+    sim.run()
+    spurious = sim.obs[:, 1, OBS_LOSSES] - sim.fl[:, 1, FL_LOST_PKTS]
+    resent = sim.obs[:, 1, OBS_RETRANS]
+    assert (resent > 0).all() and (resent <= spurious).all(), (resent, spurious)
+    assert (sim.fl[:, 1, FL_SPUR_PENDING] < stacks.LINUX_PAYLOAD).all()

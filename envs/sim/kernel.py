@@ -1474,18 +1474,23 @@ def _unmask_unopened(o, fb, nsub):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _competing_and_udp(b, t, conn, mss, stks, nsub, nflows):
-    """Competing flows send what their windows (and an arriving flow's size) allow; UDP cross
-    traffic joins the queues."""
+    """Competing flows send what their windows (and an arriving flow's size) allow, the resends
+    of their spurious declarations first (as a subflow's, ``_schedule``: a step of resends, then
+    new data); UDP cross traffic joins the queues."""
     o, fb, bnb = conn.obs, conn.fl, conn.bn
     for f in range(nsub, nflows):
         if o[f, OBS_AVAILABLE] > 0.0:
             left = fb[f, FL_BUDGET]
-            if left > EPS:  # one call site: every inlined copy of _burst costs compile time
+            copies = fb[f, FL_SPUR_PENDING]
+            if left > EPS or copies > EPS:  # one call site: every inlined copy of _burst costs compile time
+                resend = copies > EPS
                 finite = left < math.inf
                 pk = stks[f, STK_PACKET]  # its own stack's packet
-                n, _, _ = _burst(b, f, t, conn, pk, 2, False,
-                                 max(int(math.ceil(left / pk - EPS)), 1) if finite else 1 << 62, 0.0, 0.0)
-                if finite:
+                maxpk = 1 << 62 if resend or not finite else max(int(math.ceil(left / pk - EPS)), 1)
+                n, _, rest = _burst(b, f, t, conn, pk, 1 if resend else 2, False, maxpk, copies, 0.0)
+                if resend:
+                    fb[f, FL_SPUR_PENDING] = rest
+                elif finite:
                     fb[f, FL_BUDGET] = left - n * pk
     # UDP cross traffic in whole packets at its constant rate, each meeting the drop-tail buffer
     # as the connection's packets do (fluid crumbs would fill every byte of room a step frees)
