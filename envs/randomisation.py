@@ -78,7 +78,7 @@ STACK_CONSTANTS = ("time_threshold", "reo_wnd", "rto_mult", "rto_var_floor", "rt
 # BBRv2's ``probe_rtt_cwnd_gain`` (0.75 under XQUIC: at 1 or more Drain and ProbeRTT no longer drain the
 # queue, and bounding them below 1 as a fraction would refuse any factor above 1.33), nor BBRv2's
 # ``loss_thresh_packets`` (packets to an XQC_MSS, a unit), nor the switches (``extra_acked_in_startup``,
-# ``recovery_modes``, BBRv1's ``conservation``, ``loss_cwnd_cut``, ``lt_bw``, ``reset_cwnd``)
+# ``recovery_modes``, BBRv1's ``conservation``, ``loss_cwnd_cut``, ``lt_bw``, and ``reset_cwnd``)
 CC_CONSTANTS = ("high_gain", "cwnd_gain", "probe_rtt_s", "rtprop_window_s", "extra_acked_gain", "extra_acked_max_s",
                 "loss_thresh", "beta", "headroom", "probe_rtt_interval_s", "probe_wait_base_s", "min_rtt_window_s",
                 "startup_cwnd_gain", "cwnd_quanta_packets", "init_cwnd_packets")

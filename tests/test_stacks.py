@@ -14,7 +14,7 @@ from envs.errors import ConfigError
 from envs.plugins import cc_params
 from envs.scenario import load_scenario, scenario_from_dict
 from envs.sim import recovery, stacks
-from envs.cc.base import CWND, SSTHRESH
+from envs.cc.base import CWND, RECOVERY_START, SSTHRESH
 from envs.sim import kernel
 from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SENT_PKTS, FL_SPUR_PENDING, N_FL, N_OBS,
                              OBS_AVAILABLE, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT,
@@ -332,3 +332,24 @@ def test_a_competing_flow_resends_its_spurious_declarations() -> None:
     resent = sim.obs[:, 1, OBS_RETRANS]
     assert (resent > 0).all() and (resent <= spurious).all(), (resent, spurious)
     assert (sim.fl[:, 1, FL_SPUR_PENDING] < stacks.LINUX_PAYLOAD).all()
+
+
+@pytest.mark.parametrize("cc", ["reno", "lia", "olia", "balia"])
+def test_newreno_timeout_is_each_stacks(cc: str) -> None:
+    """XQUIC's persistent congestion resets NewReno and the coupled CCs (xqc_reno_reset_cwnd,
+    bindings/src/mps_coupled.c coupled_reset_cwnd) to the 2-XQC_MSS floor, ssthresh kept, the
+    recovery epoch cleared; Linux's timeout (RFC 5681 sec. 3.1) leaves one packet, ssthresh half
+    the flight, a new recovery epoch."""
+    from envs.plugins import cc_plugin
+
+    plugin, mss = cc_plugin(cc), 1436.0
+    for stack in ("xquic", "linux"):
+        P = cc_params(cc, stacks.cc_overrides(stack, cc))[None, :].copy()
+        C = np.zeros((1, plugin.state_slots))
+        plugin.init(C, P, 0, 0.0, mss)
+        C[0, CWND], C[0, SSTHRESH] = 40 * mss, 30 * mss
+        plugin.on_rto(C, P, 0, 1.0, 36 * mss, mss)
+        if stack == "xquic":
+            assert (C[0, CWND], C[0, SSTHRESH], C[0, RECOVERY_START]) == (2 * mss, 30 * mss, -1.0), cc
+        else:
+            assert (C[0, CWND], C[0, SSTHRESH], C[0, RECOVERY_START]) == (mss, 18 * mss, 1.0), cc

@@ -15,11 +15,12 @@ from envs.cc.coupled import FIRST_COUPLED, SRTT, counted, init_subflow, rate_sum
 from envs.plugins import register_cc
 
 # multiplicative decrease and initial window (packets), as NewReno's (reno.BETA, reno.INIT_CWND);
-# segments each counted ACK stands for (coupled.counted)
-DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0}
+# segments each counted ACK stands for (coupled.counted); the timeout's response (reno.restart)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "segments_per_ack": 1.0, "reset_cwnd": 0.0}
 BETA = 0
 INIT_CWND = 1
 SEGMENTS_PER_ACK = 2
+RESET = 3
 
 
 @njit(cache=True, _nrt=False)
@@ -56,7 +57,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
-    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss)
+    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss, P[f, RESET])
 
 
 register_cc("lia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

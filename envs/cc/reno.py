@@ -10,7 +10,8 @@ from envs.plugins import register_cc
 BETA = 0  # 0.5: multiplicative decrease
 INIT_CWND = 1  # 10: initial window, packets (RFC 6928)
 MIN_CWND = 2  # 2: the least window a reduction leaves, packets (RFC 5681's 2 segments)
-DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "min_cwnd": MIN_CWND_PACKETS}
+RESET = 3  # 0: a timeout leaves one packet (RFC 5681); 1: XQUIC's persistent congestion (``restart``)
+DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "min_cwnd": MIN_CWND_PACKETS, "reset_cwnd": 0.0}
 
 
 @njit(cache=True, _nrt=False)
@@ -40,8 +41,15 @@ def decrease(C, f, now, lost_sent, beta, floor, mss):
 
 
 @njit(cache=True, _nrt=False)
-def restart(C, f, now, inflight, floor, mss):
-    """The timeout response: one packet, ssthresh half the flight (``floor`` packets at least)."""
+def restart(C, f, now, inflight, floor, mss, reset):
+    """The timeout response: one packet, ssthresh half the flight (``floor`` packets at least;
+    RFC 5681 sec. 3.1); with ``reset`` > 0 XQUIC's persistent congestion instead
+    (xqc_new_reno.c xqc_reno_reset_cwnd, bindings/src/mps_coupled.c coupled_reset_cwnd): the
+    window to ``floor`` packets, ssthresh kept, the recovery epoch cleared."""
+    if reset > 0.0:
+        C[f, CWND] = floor * mss
+        C[f, RECOVERY_START] = -1.0
+        return
     C[f, SSTHRESH] = max(inflight * 0.5, floor * mss)
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
@@ -54,7 +62,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
-    restart(C, f, now, inflight, P[f, MIN_CWND], mss)
+    restart(C, f, now, inflight, P[f, MIN_CWND], mss, P[f, RESET])
 
 
 register_cc("reno", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

@@ -174,9 +174,12 @@ XQUIC = StackProfile(
         # every packet-counted constant below, is in XQC_MSS (the init_cwnd parameter times XQC_MSS;
         # mps_coupled.c CPL_MSS), the unit the CCs get as ``mss`` under this stack (cc_mss_packets).
         # xqc_new_reno.c: congestion avoidance adds XQC_kMaxDatagramSize (XQC_MSS) per window
-        # acknowledged, a reduction leaves at least XQC_kMinimumWindow, 2 * XQC_MSS
-        "reno": {"init_cwnd_packets": 32.0, "min_cwnd": 2.0},
-        "lia": {"init_cwnd_packets": 32.0}, "olia": {"init_cwnd_packets": 32.0}, "balia": {"init_cwnd_packets": 32.0},
+        # acknowledged, a reduction leaves at least XQC_kMinimumWindow, 2 * XQC_MSS; persistent
+        # congestion (xqc_send_ctl.c) calls xqc_reno_reset_cwnd (mps_coupled.c coupled_reset_cwnd):
+        # cwnd to XQC_kMinimumWindow, ssthresh kept, the recovery epoch cleared
+        "reno": {"init_cwnd_packets": 32.0, "min_cwnd": 2.0, "reset_cwnd": 1.0},
+        "lia": {"init_cwnd_packets": 32.0, "reset_cwnd": 1.0}, "olia": {"init_cwnd_packets": 32.0, "reset_cwnd": 1.0},
+        "balia": {"init_cwnd_packets": 32.0, "reset_cwnd": 1.0},
         # xqc_cubic.c: a reduction leaves at least XQC_CUBIC_MIN_WIN (4 * XQC_CUBIC_MSS); slow start
         # ends only on loss (xqc_cubic_on_ack: no delay test); the Reno estimate tcp_cwnd grows one
         # XQC_CUBIC_MSS per tcp_cwnd bytes acknowledged; W(t)'s C, XQC_CUBIC_C 410 / 1024, is per
