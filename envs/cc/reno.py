@@ -42,15 +42,16 @@ def decrease(C, f, now, lost_sent, beta, floor, mss):
 
 @njit(cache=True, _nrt=False)
 def restart(C, f, now, inflight, floor, mss, reset):
-    """The timeout response: one packet, ssthresh half the flight (``floor`` packets at least;
-    RFC 5681 sec. 3.1); with ``reset`` > 0 XQUIC's persistent congestion instead
+    """The timeout response: one packet, ssthresh half the window (``floor`` packets at least;
+    Linux's tcp_enter_loss with tcp_reno_ssthresh, max(snd_cwnd / 2, 2), where RFC 5681 sec. 3.1
+    halves the flight); with ``reset`` > 0 XQUIC's persistent congestion instead
     (xqc_new_reno.c xqc_reno_reset_cwnd, bindings/src/mps_coupled.c coupled_reset_cwnd): the
     window to ``floor`` packets, ssthresh kept, the recovery epoch cleared."""
     if reset > 0.0:
         C[f, CWND] = floor * mss
         C[f, RECOVERY_START] = -1.0
         return
-    C[f, SSTHRESH] = max(inflight * 0.5, floor * mss)
+    C[f, SSTHRESH] = max(C[f, CWND] * 0.5, floor * mss)
     C[f, CWND] = mss
     C[f, RECOVERY_START] = now
 
