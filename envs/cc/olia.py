@@ -101,7 +101,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     _new_loss_interval(C, f)
-    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss, P[f, RESET])
+    reno.restart(C, f, now, MIN_CWND_PACKETS, mss, P[f, RESET])
 
 
 register_cc("olia", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

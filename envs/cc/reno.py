@@ -10,7 +10,7 @@ from envs.plugins import register_cc
 BETA = 0  # 0.5: multiplicative decrease
 INIT_CWND = 1  # 10: initial window, packets (RFC 6928)
 MIN_CWND = 2  # 2: the least window a reduction leaves, packets (RFC 5681's 2 segments)
-RESET = 3  # 0: a timeout leaves one packet (RFC 5681); 1: XQUIC's persistent congestion (``restart``)
+RESET = 3  # 0: a timeout leaves one packet (Linux's tcp_enter_loss); 1: XQUIC's persistent congestion (``restart``)
 DEFAULTS = {"beta": 0.5, "init_cwnd_packets": INIT_CWND_PACKETS, "min_cwnd": MIN_CWND_PACKETS, "reset_cwnd": 0.0}
 
 
@@ -41,7 +41,7 @@ def decrease(C, f, now, lost_sent, beta, floor, mss):
 
 
 @njit(cache=True, _nrt=False)
-def restart(C, f, now, inflight, floor, mss, reset):
+def restart(C, f, now, floor, mss, reset):
     """The timeout response: one packet, ssthresh half the window (``floor`` packets at least;
     Linux's tcp_enter_loss with tcp_reno_ssthresh, max(snd_cwnd / 2, 2), where RFC 5681 sec. 3.1
     halves the flight); with ``reset`` > 0 XQUIC's persistent congestion instead
@@ -63,7 +63,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
-    restart(C, f, now, inflight, P[f, MIN_CWND], mss, P[f, RESET])
+    restart(C, f, now, P[f, MIN_CWND], mss, P[f, RESET])
 
 
 register_cc("reno", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,

@@ -129,7 +129,7 @@ def on_loss(C, P, f, nsub, now, lost, lost_sent, inflight, mss, rng, b):
 @njit(cache=True, _nrt=False)
 def on_rto(C, P, f, now, inflight, mss):
     _enable(C, P, f)
-    reno.restart(C, f, now, inflight, MIN_CWND_PACKETS, mss, 0.0)  # Linux only
+    reno.restart(C, f, now, MIN_CWND_PACKETS, mss, 0.0)  # Linux only
 
 
 register_cc("wvegas", init=init, on_ack=on_ack, on_loss=on_loss, on_rto=on_rto, defaults=DEFAULTS,
