@@ -601,8 +601,8 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             if f < nsub and rg[f, slot, RING_RCV_NXT] > c[CN_ACKED_EDGE]:
                 c[CN_ACKED_EDGE] = rg[f, slot, RING_RCV_NXT]
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
-                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, cc_mss, rng,
-                      snd if f < nsub else b)
+                      o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, cc_mss,
+                      rng, snd if f < nsub else b)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
         if lost > 0.0 or spur > 0.0:
