@@ -30,6 +30,14 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Stable-Baselines3 models the tests build themselves (``verbose=0``) make a log directory on
+    every ``learn()``: ``SB3_LOGDIR`` puts it under pytest's temporary directory, not the system's
+    (the project's own agents log nowhere, agents/sb3.py)."""
+    os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+
+
 def compose_config(name: str, *overrides: str, config_dir: Path = ROOT / "configs") -> DictConfig:
     """``<config_dir>/<name>.yaml`` composed as its entry point composes it, with command-line
     overrides (``compose_config("train", "agent=dqn", "train.steps=400")``)."""
