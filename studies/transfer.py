@@ -500,6 +500,16 @@ class CellSummary:
         return None if "?" in (self.sign_sim, self.sign_live) else self.sign_sim == self.sign_live
 
     @property
+    def has_headroom(self) -> bool:
+        """A live heuristic or fixed split more than ``HEADROOM`` above live minRTT."""
+        return self.headroom_live > HEADROOM
+
+    @property
+    def won(self) -> bool:
+        """Headroom, and the policy above minRTT live beyond the CI."""
+        return self.has_headroom and self.sign_live == "+"
+
+    @property
     def accepted(self) -> bool | None:
         """Live policy >= ACCEPT_RATIO x live minRTT (None: not measured live)."""
         return None if not math.isfinite(self.ratio_live) else self.ratio_live >= ACCEPT_RATIO
@@ -567,12 +577,12 @@ def acceptance(record: Record) -> Acceptance:
     cells = summarise(record)
     ispras = [c for c in cells if c.scenario.startswith("ispras_") and c.accepted is not None]
     signed = [c for c in cells if c.scenario.startswith("ispras_") and c.sign_match is not None]
-    chances = [c for c in cells if c.headroom_live > HEADROOM]
+    chances = [c for c in cells if c.has_headroom]
     return Acceptance(str(record.policy.get("label", "")), str(record.policy.get("agent", "")), len(ispras),
                       sum(bool(c.accepted) for c in ispras),
                       sum(c.ratio_ci_live.verdict(ACCEPT_RATIO) == "at least" for c in ispras),
                       sum(c.ratio_ci_live.verdict(ACCEPT_RATIO) == "below" for c in ispras),
-                      len(chances), sum(c.sign_live == "+" for c in chances),
+                      len(chances), sum(c.won for c in chances),
                       len(signed), sum(bool(c.sign_match) for c in signed))
 
 
@@ -674,8 +684,8 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
               f"{told.count('at least')} cells and below in {told.count('below')}; {told.count('undecided')} "
               "are undecided by these runs (the runs per scheduler that would tell, given the spread measured, "
               "in brackets).", ""]
-    wins = [c for c in cells if c.headroom_live > HEADROOM and c.sign_live == "+"]
-    chances = [c for c in cells if c.headroom_live > HEADROOM]
+    wins = [c for c in cells if c.won]
+    chances = [c for c in cells if c.has_headroom]
     measured = [c.accepted for c in cells if c.accepted is not None]
     lines += [f"Cells at >= {ACCEPT_RATIO}: {sum(measured)} of {len(measured)} measured live; cells with > "
               f"{100 * HEADROOM:.0f}% live headroom: {len(chances)}, won beyond the CI there: {len(wins)}"

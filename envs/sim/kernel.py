@@ -288,12 +288,12 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _detect_delay(bnb, p, mss, o, fb, f, stk, dt, most):
+def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
     """Steps from a lost packet's would-be arrival to its declaration, at least one and at most
     ``most``: the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut
     short by its time threshold (srtt / 8), or RACK's window after the next packet's ACK
     (envs/sim/recovery.py)."""
-    spacing = mss / max(bnb[p, BN_CAP], 1.0)
+    spacing = stk[STK_PACKET] / max(bnb[p, BN_CAP], 1.0)  # the flow's packets at the bottleneck
     by_packets = stk[STK_PKT_THRESHOLD] * spacing
     if stk[STK_TIME_THRESHOLD] > 0.0:
         by_packets = min(by_packets, o[f, OBS_SRTT] * stk[STK_TIME_THRESHOLD] / dt)
@@ -344,7 +344,7 @@ def _receive(t, conn, dt, stks, nsub, nflows):
             spur = sg[f, s, SEG_SPUR]
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
-                    det = _detect_delay(bnb, p, stks[f, STK_PACKET], o, fb, f, stks[f], dt, Lm - 1 - drev)
+                    det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, Lm - 1 - drev)
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur

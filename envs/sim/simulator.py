@@ -136,7 +136,7 @@ class Simulator:
     def payload_share(self) -> np.ndarray:
         """Per connection, the share of its links' bytes that is payload: its packet over the packet
         and the headers its stack adds on the link (``StackProfile.header_bytes``)."""
-        return self.mss / (self.mss + np.array([prof.header_bytes for prof in self.current_stack]))
+        return np.array([prof.payload_share(mss) for prof, mss in zip(self.current_stack, self.mss)])
 
     @property
     def n_paths(self) -> int | None:
@@ -266,7 +266,7 @@ class Simulator:
         mss = self._packet(prof)
         # the links carry headers beside the payload the core counts: rates and byte buffers in
         # the payload they carry (a packet buffer holds its packets whatever their size)
-        share = mss / (mss + prof.header_bytes)
+        share = prof.payload_share(mss)
         nsub = len(scen.paths)
         if nsub > self.P:
             raise ConfigError(f"scenario {scen.name!r} has {nsub} paths; this simulator was sized for {self.P}")

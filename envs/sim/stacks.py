@@ -100,6 +100,11 @@ class StackProfile:
     ccs: tuple[str, ...]  # the built-in CCs the stack has
     cc_defaults: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # its CC constants
 
+    def payload_share(self, packet: float) -> float:
+        """The share of a link's bytes that is payload for full packets of ``packet`` payload bytes
+        under this stack's headers (``header_bytes``)."""
+        return packet / (packet + self.header_bytes)
+
     def offers(self, cc: str) -> bool:
         """Whether the stack runs CC ``cc``: one it has, or a plug-in no stack names (a CC of the
         user's own, which runs under either stack's transport)."""
