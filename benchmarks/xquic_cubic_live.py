@@ -49,8 +49,9 @@ from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
 from envs.errors import write_atomic  # noqa: E402
 from envs.live.provenance import load_average, provenance, utc_now  # noqa: E402
 from envs.scenario import WorkloadSpec  # noqa: E402
-from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_RETRANS, OBS_RTOS,  # noqa: E402
-                             OBS_SENT, OBS_SRTT)
+from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_DELIVERY_RATE, OBS_INFLIGHT, OBS_LOSSES,  # noqa: E402
+                             OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_SENT, OBS_SRTT)
+from envs.cc import bbr  # noqa: E402
 from envs.sim import stacks  # noqa: E402
 from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
 
@@ -157,6 +158,16 @@ def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float 
     }
 
 
+def bbr_state(t: np.ndarray, bw: np.ndarray, min_rtt: np.ndarray, packet: float, skip_s: float = 1.0) -> str:
+    """BBR's bandwidth estimate (bytes/s) and min RTT (s) over the samples after ``skip_s``, and
+    the window they set, cwnd_gain 2 x bw x min_rtt, in packets of ``packet`` bytes (without the
+    ACK aggregation term)."""
+    keep = t >= skip_s
+    b, r = float(np.mean(bw[keep])), float(np.median(min_rtt[keep]))
+    return (f"; BBR bandwidth estimate {b * 8 / 1e6:.1f} Mbit/s, min RTT {r * 1e3:.1f} ms, "
+            f"2 x bw x min_rtt {2 * b * r / packet:.0f} pkts")
+
+
 def show(label: str, fig: dict[str, float], extra: str = "") -> None:
     f = fig
     lost_rate = f["declared_lost"] / f["sent_pkts"] if f["sent_pkts"] else float("nan")
@@ -217,7 +228,12 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"; whole transfer {float(res.metrics()['goodput_mbps'][0]):.2f} Mbit/s, {x['outcome']}; "
                      f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
-                     f"of the file delivered; load {load_average():.2f}")
+                     f"of the file delivered; load {load_average():.2f}"
+                     + (bbr_state(trace.t, obs[:, 0, OBS_DELIVERY_RATE], obs[:, 0, OBS_MIN_RTT], packet)
+                        if cc == "bbr" else ""))
+                reads, grams = x["recv_reads"][1], x["recv_datagrams"][1]
+                print(f"   the receiver read {grams} datagrams in {reads} socket reads ({grams / max(reads, 1):.2f} "
+                      "a read; XQUIC sends the ACKs due once per read, xqc_engine_finish_recv)", flush=True)
                 saved = None
                 if pattern is not None:
                     saved = pattern / f"{utc_now().replace(':', '')}_{loss:g}_{jitter:g}_{cc}_{run + 1}.npz"
@@ -250,18 +266,20 @@ def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds
         sim = Simulator(scen, cc, "minrtt", batch=runs, seed=0, config=SimConfig(stack="xquic"))
         sim.reset()
         step = max(round(telemetry_ms / sim.cfg.dt_ms), 1)
-        rows, crows, ts = [], [], []
+        rows, crows, ts, bbr_rows = [], [], [], []
         for i in range(round(seconds * 1000 / sim.cfg.dt_ms) // step):
             sim.advance(step)
             rows.append(sim.obs[:, 0].copy())
             crows.append(sim.cobs.copy())
+            bbr_rows.append(sim.cc[:, 0, [bbr.BTLBW, bbr.RTPROP]].copy())
             ts.append((i + 1) * step * sim.cfg.dt_ms / 1000)
-        o, c, t = np.asarray(rows), np.asarray(crows), np.asarray(ts)
+        o, c, t, st = np.asarray(rows), np.asarray(crows), np.asarray(ts), np.asarray(bbr_rows)
         for b in range(runs):
             trace = Trace(t, o[:, b, OBS_CWND], o[:, b, OBS_INFLIGHT], o[:, b, OBS_ACKED], o[:, b, OBS_SENT],
                           o[:, b, OBS_SRTT], o[:, b, OBS_LOSSES], o[:, b, OBS_RETRANS], o[:, b, OBS_RTOS],
                           c[:, b, COBS_RWND])
-            show(f"sim {cc} run {b + 1}", sawtooth(trace, float(sim.mss[b])))
+            show(f"sim {cc} run {b + 1}", sawtooth(trace, float(sim.mss[b])),
+                 bbr_state(t, st[:, b, 0], st[:, b, 1], float(stacks.XQC_PACKET_OUT_SIZE)) if cc == "bbr" else "")
 
 
 def open_record(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -112,12 +112,8 @@ def test_the_tables_declare_what_live_xquic_declares() -> None:
 
 
 LOOP_GAPS = {
-    "bbr": "the loop on BBRv1's own departures declares 0.447 and 0.550 (2 and 5 ms) where those transfers declared "
-           "0.332 and 0.387 (x1.35, x1.42): something keeps live XQUIC's declarations down at close spacing; not "
-           "the harness batching its ACKs (bindings/src/mps_xquic.c drain): live 0.72 packets back per data packet "
-           "against the policy's 0.81 on the same departures",
-    "reno": "the loop on Reno's own departures declares 0.040 and 0.069 where those transfers declared 0.057 and "
-            "0.095 (x0.70, x0.73); CUBIC's x0.79-0.84 is within the mark; not identified",
+    "reno": "the loop on Reno's own departures, copies exempt, declares 0.039 and 0.066 where those transfers "
+            "declared 0.057 and 0.095 (x0.68, x0.69); CUBIC's x0.76-0.77 is within the mark; not identified",
 }
 
 
@@ -125,14 +121,17 @@ LOOP_GAPS = {
                                 if cc in LOOP_GAPS else cc for cc in ("bbr", "bbr2", "cubic", "reno")])
 def test_the_loop_on_a_transfers_own_departures_declares_what_it_declared(cc: str) -> None:
     """The whole loop (XQUIC's receiver and rule, each ACK's jitter back) on the departures of the
-    very transfers recorded with their captures (tests/data/declarations_patterns): within 25% of
-    the share those transfers declared, at 2 and 5 ms of jitter. Where it holds, the send pattern
-    is what the tables' evenly spaced stream misses (BBRv2: 0.092 and 0.167 against 0.098 and
-    0.165 live; an even stream 0.007 and 0.034)."""
+    very transfers recorded with their captures (tests/data/declarations_patterns), with the
+    copies XQUIC sent of its declared packets never declared (a copy whose original was
+    acknowledged leaves XQUIC's loss detection, xqc_send_ctl_indirectly_ack_or_drop_po): within
+    25% of the share those transfers declared, at 2 and 5 ms of jitter. BBRv1 there: 0.320 and
+    0.360 against 0.332 and 0.387 live; counting the copies as packets the rule can declare, 0.447
+    and 0.550 (x1.35, x1.42). BBRv2: 0.084 and 0.142 against 0.098 and 0.165 (an even stream 0.007
+    and 0.034: the send pattern is what the tables' evenly spaced stream misses)."""
     rows = _record_rows()
     for jitter in (2.0, 5.0):
         v = rows[(jitter, cc)]
-        assert abs(v["own departures xquic"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
+        assert abs(v["own departures xquic, copies exempt"] / v["live, captured runs"] - 1) <= 0.25, (jitter, cc, v)
 
 
 def test_dispersion_tells_paced_departures_from_bursts() -> None:

@@ -88,10 +88,14 @@ def test_same_seed_identical(cc):
 
 @pytest.mark.parametrize("cc", CC_NAMES)
 def test_different_seeds_differ_with_jitter_and_loss(cc):
+    """The seed reaches every random result. Two seeds may still give the same value of a result
+    that counts whole packets: wVegas's largest reorder buffer here is the same 11 packets (12,969
+    bytes) for seeds 1, 2, 3 and 5 and 16 for seed 4, so each result must differ within four seeds."""
     scen = ispras_bulk()
-    ra, rb = run(scen, cc, seed=1).results(), run(scen, cc, seed=2).results()
+    results = [run(scen, cc, seed=seed).results() for seed in (1, 2, 3, 4)]
     for key in ("goodput_mbps", "mean_rtt_ms", "loss_rate", "reorder_max_bytes"):
-        assert not np.array_equal(ra[key], rb[key]), f"{key} identical for seeds 1 and 2"
+        assert any(not np.array_equal(results[0][key], r[key]) for r in results[1:]), \
+            f"{key} identical for seeds 1 to 4"
 
 
 @pytest.mark.parametrize("cc", CC_NAMES)

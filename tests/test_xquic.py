@@ -346,6 +346,10 @@ def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched)
     assert r.extra["paths_created"] == 2
     assert sum(r.extra["path_recv"]) == 2 * MB and min(r.extra["path_recv"]) > 0  # both paths carried data
     assert 5 < m["goodput_mbps"][0] < 140 and m["completion_s"][0] > 0
+    # the loop's socket reads (client, server): each passes one or more datagrams to XQUIC, the
+    # server's at least the 2 MB file's packets
+    reads, grams = r.extra["recv_reads"], r.extra["recv_datagrams"]
+    assert all(0 < n <= g for n, g in zip(reads, grams)) and grams[1] >= 2 * MB // 1500, r.extra
     d = tr.decisions()
     assert len(d["t"]) > 10 and set(np.unique(d["chosen"])) <= {-1, 0, 1}
     assert (d["mode"] == mpsched_xquic.MODES.index(sched)).all()

@@ -177,6 +177,8 @@ class Transfer {
         d["loss_timers_rearmed"] = r.loss_timers_rearmed;
         d["sends_resumed"] = r.sends_resumed;
         d["challenges_resent"] = r.challenges_resent;
+        d["recv_reads"] = py::make_tuple(r.recv_reads[0], r.recv_reads[1]);  // client, server
+        d["recv_datagrams"] = py::make_tuple(r.recv_datagrams[0], r.recv_datagrams[1]);
         py::list states, created, validated;
         for (int i = 0; i < n_paths_; ++i) {
             states.append(py::make_tuple(r.path_state[0][i], r.path_state[1][i]));

@@ -947,8 +947,11 @@ drain(mps_transfer *t, int fd, int server, const struct sockaddr_in *local)
         if (++n_read >= 256)
             break;
     }
-    if (n_read)
+    if (n_read) {
+        ++t->res.recv_reads[server];
+        t->res.recv_datagrams[server] += (uint64_t)n_read;
         xqc_engine_finish_recv(server ? t->srv : t->cli);
+    }
 }
 
 /* XQUIC now and then leaves a path with ack-eliciting packets in flight and no loss detection

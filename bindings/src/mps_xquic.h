@@ -97,6 +97,9 @@ typedef struct mps_result {
     uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
     uint64_t loss_timers_rearmed;  /* paths whose loss detection timer XQUIC had dropped (rearm_loss_timers) */
     uint64_t sends_resumed;      /* times the client was stuck with data, window and nothing in flight (resume_stuck_send) */
+    uint64_t recv_reads[2];      /* client, server: socket reads that found datagrams (drain), each
+                                    followed by one xqc_engine_finish_recv, which sends the ACKs due */
+    uint64_t recv_datagrams[2];  /* client, server: datagrams those reads passed to XQUIC */
     uint64_t challenges_resent;  /* PATH_CHALLENGEs re-sent on paths left validating, both ends (revalidate_paths) */
     int path_state[2][MPS_MAX_PATHS];       /* client, server: XQUIC's path state (xqc_path_state_t) at the
                                                end of the transfer, or at close; -1: no such path */

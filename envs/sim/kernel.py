@@ -342,6 +342,11 @@ def _receive(t, conn, dt, stks, nsub, nflows):
                         _free_hole(hf, c, ho)
             lost = sg[f, s, SEG_LOST]
             spur = sg[f, s, SEG_SPUR]
+            if lost > 0.0:
+                freed = sg[f, s, SEG_COPY_LOST]  # lost copies of spurious declarations: undeclared
+                if freed > 0.0:
+                    rg[f, slot_ack, RING_FREED] += freed
+                    lost = lost - freed if lost - freed > EPS else 0.0
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
                     det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, Lm - 1 - drev)
@@ -462,7 +467,11 @@ def _rto(b, t, f, conn, mss, cc_mss, dt):
         rg[f, s, RING_SPUR_LEAD] = 0.0
     Qm = sg.shape[1] - 1
     for i in range(si[f, SI_HEAD], si[f, SI_TAIL]):
-        sg[f, i & Qm, SEG_LOST] = 0.0
+        s = i & Qm
+        # lost copies of spurious declarations leave the flight undeclared (see _receive)
+        o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - sg[f, s, SEG_COPY_LOST], 0.0)
+        sg[f, s, SEG_COPY_LOST] = 0.0
+        sg[f, s, SEG_LOST] = 0.0
     if fb[f, FL_IS_SUB] > 0.0:
         _reinject(f, c, sg, si, ho)
         if fb[f, FL_SQ_N] > 0.0:
@@ -603,6 +612,8 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             cc_on_ack(int(fb[f, FL_CC]), C, Pc, f, nsub, now, acked, rtt, pkt_rtt,
                       o[f, OBS_DELIVERY_RATE], delivered, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], round_start, cc_mss,
                       rng, snd if f < nsub else b)
+        if rg[f, slot, RING_FREED] > 0.0:
+            o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - rg[f, slot, RING_FREED], 0.0)
         lost = rg[f, slot, RING_LOST]
         spur = rg[f, slot, RING_SPUR]
         if lost > 0.0 or spur > 0.0:
@@ -692,6 +703,8 @@ def _init_segment(sg, f, s, seq, pos, t, deliv, first, fill):
     sg[f, s, SEG_SPUR] = 0.0
     sg[f, s, SEG_SPUR_LEAD] = 0.0
     sg[f, s, SEG_NEW] = 0.0
+    sg[f, s, SEG_COPY] = 0.0
+    sg[f, s, SEG_COPY_LOST] = 0.0
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -1022,8 +1035,14 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
     fb[f, FL_SENT_PKTS] += 1.0
     if lost:
         fb[f, FL_LOST_PKTS] += 1.0
-        fb[f, FL_LOST_UNNOTIFIED] += size
         sg[f, s, SEG_LOST] += size
+        if kind == 1:
+            # a copy of a spurious declaration: its original arrived, so the stack never declares
+            # it lost, it only leaves the flight (XQUIC xqc_send_ctl_indirectly_ack_or_drop_po: a
+            # packet whose po_origin is acknowledged; Linux: the retransmitted skb is SACKed)
+            sg[f, s, SEG_COPY_LOST] += size
+        else:
+            fb[f, FL_LOST_UNNOTIFIED] += size
         if kind == 0 or kind == 3:
             if fill >= 0:
                 ho[fill, HOLE_UNDET] += size
@@ -1042,6 +1061,8 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
                 sg[f, s, SEG_NEW] += size
                 if seq < sg[f, s, SEG_SEQ] or sg[f, s, SEG_NEW] == size:
                     sg[f, s, SEG_SEQ] = seq
+        elif kind == 1:
+            sg[f, s, SEG_COPY] += size
     _update_available(o, fb, f, mss)
     return size
 
@@ -1101,6 +1122,9 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     seg_bytes = sg[f, ls, SEG_BYTES] if cached else 0.0
     seg_lost = sg[f, ls, SEG_LOST] if cached else 0.0
     seg_new = sg[f, ls, SEG_NEW] if cached else 0.0
+    # copies' bytes only in a burst of copies (kind 1; the other kinds' inlined copies drop them)
+    seg_copy = sg[f, ls, SEG_COPY] if cached and kind == 1 else 0.0
+    seg_copy_lost = sg[f, ls, SEG_COPY_LOST] if cached and kind == 1 else 0.0
     seg_seq = sg[f, ls, SEG_SEQ] if cached else 0.0
     seg_pos = sg[f, ls, SEG_POS] if cached else 0.0
     buffered = fb[f, FL_BUFFERED] > 0.0
@@ -1138,11 +1162,14 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
                 break
             if cached:
                 _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
+                if kind == 1:
+                    sg[f, ls, SEG_COPY] = seg_copy
+                    sg[f, ls, SEG_COPY_LOST] = seg_copy_lost
             ls = (ls + 1) & (Q - 1)
             _init_segment(sg, f, ls, seq, enq, t, deliv, first, -1.0)
             tl += 1
             cached = True
-            seg_bytes, seg_lost, seg_new, seg_seq, seg_pos = 0.0, 0.0, 0.0, seq, enq
+            seg_bytes, seg_lost, seg_new, seg_copy, seg_copy_lost, seg_seq, seg_pos = 0.0, 0.0, 0.0, 0.0, 0.0, seq, enq
         if kind == 0:
             snd_nxt += size
         elif kind == 3:
@@ -1162,8 +1189,11 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
         sent_pk += 1.0
         if lost:
             lost_pk += 1.0
-            lost_un += size
             seg_lost += size
+            if kind == 1:  # its original arrived: never declared (see _send_packet)
+                seg_copy_lost += size
+            else:
+                lost_un += size
             if kind == 0 or kind == 3:
                 _lose_new_data(f, sg, ls, c, ho, seq, size)
         else:
@@ -1174,12 +1204,17 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
                 seg_new += size
                 if seq < seg_seq or seg_new == size:
                     seg_seq = seq
+            elif kind == 1:
+                seg_copy += size
         avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
         n += 1
         if kind == 1 or kind == 3:
             budget = max(budget - size, 0.0)
     if n > 0:
         _store_segment(sg, f, ls, seg_bytes, seg_lost, seg_new, seg_seq, seg_pos)
+        if kind == 1:
+            sg[f, ls, SEG_COPY] = seg_copy
+            sg[f, ls, SEG_COPY_LOST] = seg_copy_lost
         o[f, OBS_INFLIGHT] = inflight + sched
         o[f, OBS_SENT] = sent_b
         if kind == 1:  # copies of spurious declarations (as _send_packet counts them)
@@ -1588,7 +1623,9 @@ def _depart(b, t, conn, m, nsub, nflows):
                         lead *= rtt_jit  # steps
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
-                    for _ in range(int(math.ceil(sg[f, s, SEG_BYTES] / mss - EPS))):
+                    # a copy of a spurious declaration is not: its original's ACK takes it out of
+                    # the rule's reach first (SEG_COPY; docs/transport.md, "Reordering")
+                    for _ in range(int(math.ceil((sg[f, s, SEG_BYTES] - sg[f, s, SEG_COPY]) / mss - EPS))):
                         if uniform(rng, b) < prob:
                             n_spur += 1.0
                     if n_spur > 0.0:

@@ -188,7 +188,9 @@ SEG_SPUR = 10  # packets the receiver will see reordered beyond the loss-detecti
 SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
 SEG_FIRST_SENT = 12  # the flow's FL_FIRST_SENT when it was sent (delivery-rate sample's send interval)
 SEG_SPUR_LEAD = 13  # steps by which their declaration comes before their ACK (the rule's mean, envs/sim/reordering.py)
-N_SEG = 14
+SEG_COPY = 14  # of SEG_BYTES, copies of spurious declarations: never declared lost (docs/transport.md, "Reordering")
+SEG_COPY_LOST = 15  # such copies lost on the way: they leave the flight at the segment's ACK, undeclared
+N_SEG = 16
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
 # head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free), and
 # scan: every segment from head up to it carries no new data (the receiver's in-order point skips
@@ -207,7 +209,8 @@ RING_SPUR = 6  # packets spuriously declared lost (reordering)
 RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, each with its own jitter (0: none)
 RING_FIRST_SENT = 8  # SEG_FIRST_SENT of the latest segment acknowledged
 RING_SPUR_LEAD = 9  # RING_SPUR times their SEG_SPUR_LEAD, summed (steps)
-N_RING = 10
+RING_FREED = 10  # bytes leaving the flight undeclared at this step (SEG_COPY_LOST)
+N_RING = 11
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
 HOLE_SEQ = 0  # sequence of the first lost byte
