@@ -176,7 +176,7 @@ class Constants(NamedTuple):
     dt: float  # seconds per step
     spur_grid: np.ndarray  # natural logs of the spurious-declaration table's spacing grid (envs/sim/reordering.py)
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
-    spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter, then the mean leads (reordering.detection_tables)
+    spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter, the mean leads, the probability a copy is acknowledged indirectly (reordering.detection_tables)
     stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
 
 
@@ -325,6 +325,15 @@ def _receive(t, conn, dt, stks, nsub, nflows):
             if sg[f, s, SEG_ARRIVE] > t:
                 break
             nbytes = sg[f, s, SEG_BYTES]
+            indirect = sg[f, s, SEG_INDIRECT]
+            if indirect > 0.0:
+                # copies of spurious declarations acknowledged indirectly (their originals' ACKs
+                # came first, then a later packet's): they leave the flight without counting as
+                # delivered or growing the window (XQUIC xqc_send_ctl_indirectly_ack_or_drop_po
+                # acknowledges them without the CC or a rate sample; Linux counts the SACKed skb
+                # once, the copy's arrival is a DSACK)
+                rg[f, slot_ack, RING_FREED] += indirect
+                nbytes = nbytes - indirect if nbytes - indirect > EPS else 0.0
             if nbytes > 0.0:
                 rg[f, slot_ack, RING_ACKED] += nbytes
                 if sg[f, s, SEG_SENT] >= rg[f, slot_ack, RING_SENT]:
@@ -705,6 +714,7 @@ def _init_segment(sg, f, s, seq, pos, t, deliv, first, fill):
     sg[f, s, SEG_NEW] = 0.0
     sg[f, s, SEG_COPY] = 0.0
     sg[f, s, SEG_COPY_LOST] = 0.0
+    sg[f, s, SEG_INDIRECT] = 0.0
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -1589,6 +1599,8 @@ def _depart(b, t, conn, m, nsub, nflows):
         last_arrive = fb[f, FL_LAST_ARRIVE]
         prob = -1.0
         lead = 0.0  # steps from a declaration to the declared packet's ACK
+        p_ind = -1.0  # probability that a copy of a spurious declaration is acknowledged indirectly
+        r_jit, n_train, third = 0.0, -1.0, 0  # n_train -1: evenly spaced (paced)
         out = 0.0
         while d < tl:
             if sg[f, s, SEG_POS] > deq_eps:
@@ -1603,9 +1615,10 @@ def _depart(b, t, conn, m, nsub, nflows):
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         stk = stks[f]
                         tables = m.spur_prob[int(stk[STK_RULE])]
-                        half = tables.shape[0] // 2  # probabilities, then leads (reordering.detection_tables)
-                        spur_p = tables[:half]
-                        spur_lead = tables[half:]
+                        # probabilities, leads, copies acknowledged indirectly (reordering.detection_tables)
+                        third = tables.shape[0] // 3
+                        spur_p = tables[:third]
+                        spur_lead = tables[third:2 * third]
                         window = reorder_window(o, fb, f, stk) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
@@ -1613,7 +1626,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                         if stk[STK_TRAINS] > 0.0 and o[f, OBS_PACING_RATE] <= 0.0:
                             # unpaced: its window's packets, back to back at the bottleneck's rate
                             r_jit = mss / max(bnb[p, BN_CAP], 1e-3) / rtt_jit
-                            n_train = o[f, OBS_SWND] / mss
+                            n_train = max(o[f, OBS_SWND] / mss, 0.0)
                             prob = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_p)
                             lead = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_lead)
                         else:
@@ -1631,6 +1644,19 @@ def _depart(b, t, conn, m, nsub, nflows):
                     if n_spur > 0.0:
                         sg[f, s, SEG_SPUR] += n_spur
                         sg[f, s, SEG_SPUR_LEAD] = lead
+                    # the copies among them: acknowledged indirectly when a later packet's ACK
+                    # comes before theirs (reordering.indirect_table)
+                    copies = sg[f, s, SEG_COPY]
+                    if copies > 0.0:
+                        if p_ind < 0.0:  # at the spacing the declarations took, once per step
+                            spur_ind = m.spur_prob[int(stks[f, STK_RULE])][2 * third:]
+                            p_ind = (_train_prob(r_jit, 0.0, n_train, spur_r, spur_w, spur_ind) if n_train >= 0.0
+                                     else _spurious_prob(r_jit, 0.0, 0, spur_r, spur_w, spur_ind))
+                        ind = 0.0
+                        for _ in range(int(math.ceil(copies / mss - EPS))):
+                            if uniform(rng, b) < p_ind:
+                                ind += mss
+                        sg[f, s, SEG_INDIRECT] = min(ind, copies)
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
             if u < PKT_RTT_TAIL and jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
                 # the least RTT sample among the segment's packets: each packet and its ACK get

@@ -190,7 +190,8 @@ SEG_FIRST_SENT = 12  # the flow's FL_FIRST_SENT when it was sent (delivery-rate 
 SEG_SPUR_LEAD = 13  # steps by which their declaration comes before their ACK (the rule's mean, envs/sim/reordering.py)
 SEG_COPY = 14  # of SEG_BYTES, copies of spurious declarations: never declared lost (docs/transport.md, "Reordering")
 SEG_COPY_LOST = 15  # such copies lost on the way: they leave the flight at the segment's ACK, undeclared
-N_SEG = 16
+SEG_INDIRECT = 16  # of SEG_COPY, those the stack acknowledges indirectly: not counted as delivered (drawn at departure)
+N_SEG = 17
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
 # head (oldest not yet arrived), dep (oldest not yet departed the queue), tail (next free), and
 # scan: every segment from head up to it carries no new data (the receiver's in-order point skips

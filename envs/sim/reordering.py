@@ -37,6 +37,13 @@ leaves (XQUIC ``xqc_send_ctl_indirectly_ack_or_drop_po``; Linux skips a SACKed s
 ``tcp_xmit_retransmit_queue``) has the lead to send the copy. ``D`` depends on the later packets
 only, so with ``F`` its distribution function (the rows integrate ``F(x)``, the probability of a
 declaration by time x) ``E[(x - D)+ | x]`` is the integral of ``F`` up to ``x``.
+
+And the probability that a copy sent for a spurious declaration is acknowledged indirectly
+(``indirect_table``): XQUIC counts a packet as delivered (its rate sample, its CC's acknowledged
+bytes) only when an ACK names it; once its original is acknowledged, a copy that a later packet's
+ACK overtakes first leaves loss detection as acknowledged without either
+(``xqc_send_ctl_indirectly_ack_or_drop_po``), which is the rule above with k = 1. Linux counts the
+SACKed segment once and the copy's arrival is a DSACK: every copy is acknowledged indirectly.
 """
 
 from pathlib import Path
@@ -158,6 +165,24 @@ def rack_train_row(r: float) -> np.ndarray:
     return _prob_and_lead(_train_average(per_m))
 
 
+def build_indirect_table() -> np.ndarray:
+    """P(a later packet is acknowledged first) under XQUIC's rule, on ``GRID``: row 0 the evenly
+    spaced stream, rows 1 .. N the trains of ``TRAIN_GRID`` (shipped as ``indirect_rfc9002.npy``,
+    single precision)."""
+    even = np.array([rfc9002_row(r, 1)[0, 0] for r in GRID])
+    trains = np.array([rfc9002_train_row(r, 1)[0, 0, :] for r in GRID]).T  # N x R
+    return np.ascontiguousarray(np.clip(np.concatenate([even[None], trains]), 0.0, 1.0).astype(np.float32))
+
+
+def indirect_table(rule: str) -> np.ndarray:
+    """(1 + N) x R: the probability that a copy of a spurious declaration is acknowledged
+    indirectly, so not counted as delivered (module docstring): XQUIC's by the later packets, 1
+    for Linux."""
+    if rule == "rack":
+        return np.ones((1 + TRAIN_GRID.size, GRID.size))
+    return np.load(table_file(rule, "indirect")).astype(np.float64)
+
+
 def table_file(rule: str, kind: str = "spurious") -> Path:
     return Path(__file__).with_name(f"{kind}_{rule}.npy")
 
@@ -196,14 +221,17 @@ def lead_train_table(rule: str) -> np.ndarray:
 
 
 def detection_tables(rule: str) -> np.ndarray:
-    """What the core reads (``kernel.Constants.spur_prob``): two blocks of N + 1 slices, the
-    probabilities, then the mean leads; in each, slice 0 the evenly spaced table and slices
-    1 .. N the trains of ``TRAIN_GRID``."""
+    """What the core reads (``kernel.Constants.spur_prob``): three blocks of N + 1 slices, the
+    probabilities, the mean leads, and the probabilities that a copy is acknowledged indirectly
+    (the same for every window); in each, slice 0 the evenly spaced table and slices 1 .. N the
+    trains of ``TRAIN_GRID``."""
+    indirect = np.broadcast_to(indirect_table(rule)[:, None, :], (1 + TRAIN_GRID.size, W_GRID.size, GRID.size))
     return np.ascontiguousarray(np.concatenate([spurious_table(rule)[None], train_table(rule),
-                                                lead_table(rule)[None], lead_train_table(rule)]))
+                                                lead_table(rule)[None], lead_train_table(rule), indirect]))
 
 
 if __name__ == "__main__":
+    np.save(table_file("rfc9002", "indirect"), build_indirect_table())
     for name in RULES:
         prob, lead = build_tables(name)
         np.save(table_file(name), prob)
