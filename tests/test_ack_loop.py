@@ -150,3 +150,19 @@ def test_dispersion_tells_paced_departures_from_bursts() -> None:
     for jitter in (2.0, 5.0):
         for cc in ("bbr2", "cubic", "reno"):
             assert rows[(jitter, cc)]["dispersion"] > 1.5, (jitter, cc)
+
+
+def test_the_delay_line_probe_counts_overtaken_packets_as_defined() -> None:
+    """benchmarks/delayline_reordering.py's shares against a direct count on a random arrival order
+    (independent normal delays at a spacing of 0.25): packets at least 3 later-sent ones arrive
+    before, and packets some packet sent 3 or more later arrives before; none in sending order."""
+    from benchmarks.delayline_reordering import EDGE, overtaken
+    n = 2 * EDGE + 500
+    assert overtaken(np.arange(n)) == (0.0, 0.0)
+    order = np.argsort(0.25 * np.arange(n) + np.random.default_rng(3).standard_normal(n), kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    idx = range(EDGE, n - EDGE)
+    three = np.mean([np.sum(rank[i + 1:] < rank[i]) >= 3 for i in idx])
+    any3 = np.mean([np.any(rank[i + 3:] < rank[i]) for i in idx])
+    assert overtaken(order) == pytest.approx((three, any3))
