@@ -18,7 +18,6 @@ Run it alone: it needs root and the live setup.
 from __future__ import annotations
 
 import argparse
-import socket
 import struct
 import sys
 import threading
@@ -33,7 +32,6 @@ from envs.fidelity import grid_scenario  # noqa: E402
 
 SEQ = struct.Struct("!I")
 PAYLOAD = 1200
-SO_RCVBUFFORCE = 33
 EDGE = 1000  # packets left out at either end (their later or earlier neighbours are missing)
 
 
@@ -58,14 +56,7 @@ def probe(jitter_ms: float, pps: float, packets: int) -> np.ndarray:
     with verified_testbed(lambda: Testbed(grid_scenario(0.0, jitter_ms, 10.0), verify=True)) as tb:
         if tb.verification is not None:
             print(tb.verification.table(), flush=True)
-        path = tb.paths[0]
-        rx = tb.socket("server", 0, socket.SOCK_DGRAM)
-        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
-        rx.bind((path.server_ip, 0))
-        rx.settimeout(1.0)
-        tx = tb.socket("client", 0, socket.SOCK_DGRAM)
-        tx.bind((path.client_ip, 0))
-        tx.connect(rx.getsockname())
+        rx, tx = tb.udp_pair(rcvbuf=64 << 20, timeout_s=1.0)
         got: list[int] = []
 
         def receive() -> None:

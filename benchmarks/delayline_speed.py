@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
-from envs.live.verification import SO_RCVBUFFORCE  # noqa: E402
 from envs.scenario import scenario_from_dict  # noqa: E402
 
 PAYLOAD = 1400
@@ -35,15 +34,8 @@ STAMP = struct.Struct("!Id")  # sequence, send time (CLOCK_REALTIME, same clock 
 
 
 def udp_phase(tb: Testbed, rate_mbps: float, seconds: float, delay_ms: float) -> dict:
-    p = tb.paths[0]
-    rx = tb.socket("server", 0, socket.SOCK_DGRAM)
-    rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 32 << 20)
-    rx.bind((p.server_ip, 0))
-    rx.settimeout(0.5)
-    tx = tb.socket("client", 0, socket.SOCK_DGRAM)
+    rx, tx = tb.udp_pair()
     tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
-    tx.bind((p.client_ip, 0))
-    tx.connect(rx.getsockname())
     delays, arrivals = [], []
     stop = threading.Event()
 

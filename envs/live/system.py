@@ -141,6 +141,7 @@ def popen(argv: Sequence[str], ns_pid: int | None = None, **kwargs) -> subproces
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
+SO_RCVBUFFORCE = 33  # asm-generic/socket.h: a receive buffer beyond net.core.rmem_max (root)
 _netns_lock = threading.Lock()
 
 

@@ -39,10 +39,11 @@ from pathlib import Path
 
 from envs.live import delayline
 from envs.live.emulation import MODES, Direction, LinkEmulation, plan
-from envs.live.system import (LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
+from envs.live.system import (SO_RCVBUFFORCE, LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
                               preflight, run)
 from envs.scenario import Scenario
 
+Socket = socket.socket
 _counter = itertools.count()
 _active: weakref.WeakSet = weakref.WeakSet()
 
@@ -309,6 +310,21 @@ class Testbed:
         ``host_pid``'s hosts)."""
         with netns(self.host_pid(host)):
             return socket.socket(socket.AF_INET, type_, proto)
+
+    def udp_pair(self, path: int = 0, rcvbuf: int = 32 << 20, timeout_s: float = 0.5) -> tuple[Socket, Socket]:
+        """A UDP probe over path ``path``: (receiver, sender). The receiver is bound to the path's
+        server address in the server's namespace, with a forced receive buffer of ``rcvbuf``
+        bytes and a receive timeout. The sender is bound to its client address and connected to
+        the receiver."""
+        p = self.paths[path]
+        rx = self.socket("server", 0, socket.SOCK_DGRAM)
+        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+        rx.bind((p.server_ip, 0))
+        rx.settimeout(timeout_s)
+        tx = self.socket("client", 0, socket.SOCK_DGRAM)
+        tx.bind((p.client_ip, 0))
+        tx.connect(rx.getsockname())
+        return rx, tx
 
     def run(self, host: str, argv: list[str], **kwargs):
         return run(argv, self.client_pid if host == "client" else self.server_pid, **kwargs)

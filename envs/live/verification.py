@@ -45,12 +45,11 @@ import numpy as np
 from scipy import stats
 
 from envs.live.emulation import Direction
-from envs.live.system import LiveError, popen
+from envs.live.system import SO_RCVBUFFORCE, LiveError, popen
 
 ETH_IP_UDP = 14 + 20 + 8  # header bytes on the wire around a UDP payload
 ICMP_WIRE = 98  # a default ping on the wire (56 + 8 + 20 + 14)
 SO_TIMESTAMPNS = 35
-SO_RCVBUFFORCE = 33
 UDP_SEGMENT = 103
 MAX_BURST = 32  # datagrams per GSO send
 PHASE_LOSS, PHASE_RATE = 1, 2
