@@ -311,18 +311,21 @@ class Testbed:
         with netns(self.host_pid(host)):
             return socket.socket(socket.AF_INET, type_, proto)
 
-    def udp_pair(self, path: int = 0, rcvbuf: int = 32 << 20, timeout_s: float = 0.5) -> tuple[Socket, Socket]:
-        """A UDP probe over path ``path``: (receiver, sender). The receiver is bound to the path's
-        server address in the server's namespace, with a forced receive buffer of ``rcvbuf``
-        bytes and a receive timeout. The sender is bound to its client address and connected to
-        the receiver."""
+    def udp_pair(self, path: int = 0, forward: bool = True, rcvbuf: int = 32 << 20,
+                 timeout_s: float = 0.5) -> tuple[Socket, Socket]:
+        """A UDP probe over path ``path``: (receiver, sender). Forward, the receiver is in the
+        server's namespace on the path's server address and the sender in the client's on its
+        client address; reverse, the other way round. The receiver has a forced receive buffer of
+        ``rcvbuf`` bytes and a receive timeout (0: non-blocking); the sender is connected to it."""
         p = self.paths[path]
-        rx = self.socket("server", 0, socket.SOCK_DGRAM)
+        ends = [("client", p.client_ip), ("server", p.server_ip)]
+        (src_host, src_ip), (dst_host, dst_ip) = ends if forward else ends[::-1]
+        rx = self.socket(dst_host, 0, socket.SOCK_DGRAM)
         rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-        rx.bind((p.server_ip, 0))
+        rx.bind((dst_ip, 0))
         rx.settimeout(timeout_s)
-        tx = self.socket("client", 0, socket.SOCK_DGRAM)
-        tx.bind((p.client_ip, 0))
+        tx = self.socket(src_host, 0, socket.SOCK_DGRAM)
+        tx.bind((src_ip, 0))
         tx.connect(rx.getsockname())
         return rx, tx
 

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import stats
 
 from envs.live.emulation import Direction
-from envs.live.system import SO_RCVBUFFORCE, LiveError, popen
+from envs.live.system import LiveError, popen
 
 ETH_IP_UDP = 14 + 20 + 8  # header bytes on the wire around a UDP payload
 ICMP_WIRE = 98  # a default ping on the wire (56 + 8 + 20 + 14)
@@ -180,18 +180,9 @@ class _Stream:
     """One probe stream: a UDP sender in one host and its receiver in the other."""
 
     def __init__(self, tb, d: Direction, index: int, tag: int) -> None:
-        p = tb.paths[d.path]
-        src_host, dst_host = ("client", "server") if d.forward else ("server", "client")
-        src_ip, dst_ip = (p.client_ip, p.server_ip) if d.forward else (p.server_ip, p.client_ip)
         self.d, self.index, self.tag = d, index, tag
-        self.rx = tb.socket(dst_host, 0, socket.SOCK_DGRAM)
-        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        self.rx, self.tx = tb.udp_pair(d.path, d.forward, rcvbuf=16 << 20, timeout_s=0.0)
         self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        self.rx.bind((dst_ip, 0))
-        self.rx.setblocking(False)
-        self.tx = tb.socket(src_host, 0, socket.SOCK_DGRAM)
-        self.tx.bind((src_ip, 0))
-        self.tx.connect(self.rx.getsockname())
         self.received = {PHASE_LOSS: 0, PHASE_RATE: 0}
         self.arrivals: list[float] = []
         self.sent = {PHASE_LOSS: 0, PHASE_RATE: 0}

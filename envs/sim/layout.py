@@ -189,7 +189,7 @@ SEG_NEW = 11  # new (first-transmission) connection bytes that will arrive
 SEG_FIRST_SENT = 12  # the flow's FL_FIRST_SENT when it was sent (delivery-rate sample's send interval)
 SEG_SPUR_LEAD = 13  # steps by which their declaration comes before their ACK (the rule's mean, envs/sim/reordering.py)
 SEG_COPY = 14  # of SEG_BYTES, copies of spurious declarations: never declared lost (docs/transport.md, "Reordering")
-SEG_COPY_LOST = 15  # such copies lost on the way: they leave the flight at the segment's ACK, undeclared
+SEG_COPY_LOST = 15  # such copies lost on the way (also in SEG_LOST, which the ACK path reads first): they leave the flight at the segment's ACK, undeclared
 SEG_INDIRECT = 16  # of SEG_COPY, those the stack acknowledges indirectly: not counted as delivered (drawn at departure)
 N_SEG = 17
 # Q, the FIFO length, is a power of two (the kernel wraps counters with ``& (Q - 1)``); so is L.
@@ -210,7 +210,7 @@ RING_SPUR = 6  # packets spuriously declared lost (reordering)
 RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, each with its own jitter (0: none)
 RING_FIRST_SENT = 8  # SEG_FIRST_SENT of the latest segment acknowledged
 RING_SPUR_LEAD = 9  # RING_SPUR times their SEG_SPUR_LEAD, summed (steps)
-RING_FREED = 10  # bytes leaving the flight undeclared at this step (SEG_COPY_LOST)
+RING_FREED = 10  # bytes leaving the flight undeclared and uncounted at this step (SEG_COPY_LOST, SEG_INDIRECT)
 N_RING = 11
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
