@@ -51,12 +51,12 @@ def overtaken(order: np.ndarray) -> tuple[float, float]:
 def probe(jitter_ms: float, pps: float, packets: int) -> np.ndarray:
     """Send ``packets`` datagrams over a verified testbed; their sequence numbers in arrival order."""
     from envs.live.testbed import Testbed
-    from envs.live.verification import verified_testbed
+    from envs.live.verification import udp_pair, verified_testbed
 
     with verified_testbed(lambda: Testbed(grid_scenario(0.0, jitter_ms, 10.0), verify=True)) as tb:
         if tb.verification is not None:
             print(tb.verification.table(), flush=True)
-        rx, tx = tb.udp_pair(rcvbuf=64 << 20, timeout_s=1.0)
+        rx, tx = udp_pair(tb, rcvbuf=64 << 20, timeout_s=1.0)
         got: list[int] = []
 
         def receive() -> None:

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.verification import udp_pair  # noqa: E402
 from envs.scenario import scenario_from_dict  # noqa: E402
 
 PAYLOAD = 1400
@@ -34,7 +35,7 @@ STAMP = struct.Struct("!Id")  # sequence, send time (CLOCK_REALTIME, same clock 
 
 
 def udp_phase(tb: Testbed, rate_mbps: float, seconds: float, delay_ms: float) -> dict:
-    rx, tx = tb.udp_pair()
+    rx, tx = udp_pair(tb)
     tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
     delays, arrivals = [], []
     stop = threading.Event()

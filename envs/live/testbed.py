@@ -39,11 +39,10 @@ from pathlib import Path
 
 from envs.live import delayline
 from envs.live.emulation import MODES, Direction, LinkEmulation, plan
-from envs.live.system import (SO_RCVBUFFORCE, LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
+from envs.live.system import (LiveError, boot_clock, load_mininet, namespace_alive, netns, ns_inode, pid_alive,
                               preflight, run)
 from envs.scenario import Scenario
 
-Socket = socket.socket
 _counter = itertools.count()
 _active: weakref.WeakSet = weakref.WeakSet()
 
@@ -310,24 +309,6 @@ class Testbed:
         ``host_pid``'s hosts)."""
         with netns(self.host_pid(host)):
             return socket.socket(socket.AF_INET, type_, proto)
-
-    def udp_pair(self, path: int = 0, forward: bool = True, rcvbuf: int = 32 << 20,
-                 timeout_s: float = 0.5) -> tuple[Socket, Socket]:
-        """A UDP probe over path ``path``: (receiver, sender). Forward, the receiver is in the
-        server's namespace on the path's server address and the sender in the client's on its
-        client address; reverse, the other way round. The receiver has a forced receive buffer of
-        ``rcvbuf`` bytes and a receive timeout (0: non-blocking); the sender is connected to it."""
-        p = self.paths[path]
-        ends = [("client", p.client_ip), ("server", p.server_ip)]
-        (src_host, src_ip), (dst_host, dst_ip) = ends if forward else ends[::-1]
-        rx = self.socket(dst_host, 0, socket.SOCK_DGRAM)
-        rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-        rx.bind((dst_ip, 0))
-        rx.settimeout(timeout_s)
-        tx = self.socket(src_host, 0, socket.SOCK_DGRAM)
-        tx.bind((src_ip, 0))
-        tx.connect(rx.getsockname())
-        return rx, tx
 
     def run(self, host: str, argv: list[str], **kwargs):
         return run(argv, self.client_pid if host == "client" else self.server_pid, **kwargs)

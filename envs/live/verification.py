@@ -45,7 +45,7 @@ import numpy as np
 from scipy import stats
 
 from envs.live.emulation import Direction
-from envs.live.system import LiveError, popen
+from envs.live.system import SO_RCVBUFFORCE, LiveError, popen
 
 ETH_IP_UDP = 14 + 20 + 8  # header bytes on the wire around a UDP payload
 ICMP_WIRE = 98  # a default ping on the wire (56 + 8 + 20 + 14)
@@ -176,12 +176,32 @@ def _udp_snmp(pid: int) -> dict[str, int]:
     return dict(zip(lines[0][1:], map(int, lines[1][1:])))
 
 
+def udp_pair(tb, path: int = 0, forward: bool = True, rcvbuf: int = 32 << 20,
+             timeout_s: float = 0.5) -> tuple[socket.socket, socket.socket]:
+    """A UDP probe over path ``path`` of ``tb`` (a testbed, or one path's view of a network
+    testbed: anything with ``paths`` and ``socket``): (receiver, sender). Forward, the receiver is
+    in the server's namespace on the path's server address and the sender in the client's on its
+    client address; reverse, the other way round. The receiver has a forced receive buffer of
+    ``rcvbuf`` bytes and a receive timeout (0: non-blocking); the sender is connected to it."""
+    p = tb.paths[path]
+    ends = [("client", p.client_ip), ("server", p.server_ip)]
+    (src_host, src_ip), (dst_host, dst_ip) = ends if forward else ends[::-1]
+    rx = tb.socket(dst_host, 0, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+    rx.bind((dst_ip, 0))
+    rx.settimeout(timeout_s)
+    tx = tb.socket(src_host, 0, socket.SOCK_DGRAM)
+    tx.bind((src_ip, 0))
+    tx.connect(rx.getsockname())
+    return rx, tx
+
+
 class _Stream:
     """One probe stream: a UDP sender in one host and its receiver in the other."""
 
     def __init__(self, tb, d: Direction, index: int, tag: int) -> None:
         self.d, self.index, self.tag = d, index, tag
-        self.rx, self.tx = tb.udp_pair(d.path, d.forward, rcvbuf=16 << 20, timeout_s=0.0)
+        self.rx, self.tx = udp_pair(tb, d.path, d.forward, rcvbuf=16 << 20, timeout_s=0.0)
         self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.received = {PHASE_LOSS: 0, PHASE_RATE: 0}
         self.arrivals: list[float] = []
