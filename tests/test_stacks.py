@@ -315,13 +315,13 @@ def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:
         return o, fb, C, stacks.stack_vector(stacks.profile(stack))
 
     o, fb, C, stk = flow("linux")
-    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.02)
+    assert recovery.reorder_window(o, fb, 0, stk, 0.1) == pytest.approx(0.02)
     recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)  # spurious only
     C[0, CWND] = 70e3  # the CC's reduction
     assert fb[0, FL_DSACK_AT] == 1100.0  # one RTT later
     recovery.dsack_due(1100, fb, C, 0, stk)
     assert C[0, CWND] == 100e3 and fb[0, FL_REO_STEPS] == 1.0
-    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.04)
+    assert recovery.reorder_window(o, fb, 0, stk, 0.1) == pytest.approx(0.04)
     o, fb, C, stk = flow("linux")
     recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)
     recovery.before_loss(1001, o, fb, C, 0, 1448.0, 0.0, 0.001, stk)  # a real loss joins the episode
@@ -329,11 +329,16 @@ def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:
     recovery.dsack_due(1100, fb, C, 0, stk)
     assert C[0, CWND] == 70e3
     o, fb, C, stk = flow("xquic")
-    assert recovery.reorder_window(o, fb, 0, stk) == pytest.approx(0.1 / 8)  # RFC 9002 time threshold
+    assert recovery.reorder_window(o, fb, 0, stk, 0.1) == pytest.approx(0.1 / 8)  # RFC 9002 time threshold
     recovery.before_loss(1000, o, fb, C, 0, 0.0, 2.0, 0.001, stk)
     assert fb[0, FL_DSACK_AT] == 0.0
     assert recovery.timeout(o, 0, stk) == pytest.approx(3 * (0.1 + 0.001 + 0.025))  # 3 PTOs
     assert recovery.timeout(o, 0, stacks.stack_vector(stacks.LINUX)) == pytest.approx(0.1 + 0.2)
+    # from the send: 9/8 of the larger of srtt and the latest sample, less the expected round trip
+    o[0, OBS_LATEST_RTT] = 0.12
+    assert recovery.reorder_window(o, fb, 0, stk, 0.1) == pytest.approx(0.12 * 9 / 8 - 0.1)
+    o[0, OBS_SRTT], o[0, OBS_LATEST_RTT] = 0.085, 0.085  # early samples (reordering)
+    assert recovery.reorder_window(o, fb, 0, stk, 0.1) == 0.0
 
 
 def test_path_setup_from_each_stacks_source() -> None:

@@ -32,6 +32,12 @@ the order the sender sees. The loop here follows every packet and every ACK:
 
 ``declarations`` gives, per window ``w`` of ``reordering.W_GRID``, the share of packets declared
 lost and the mean lead of a declaration over the sender learning of the packet's arrival.
+
+The same loop gives the RTT samples XQUIC takes (``largest_acked_samples``): only from an ACK
+whose largest packet is newly acknowledged (RFC 9002 sec. 5.1), so under reordering mostly from
+packets and ACKs that overtook others, early ones: its srtt sits below the path's mean round
+trip. ``rtt_sample_table`` tabulates their mean and spread for the core (docs/transport.md,
+"Reordering").
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from envs.sim.reordering import PACKET_THRESHOLD, W_GRID
+from envs.sim.reordering import GRID, PACKET_THRESHOLD, TRAIN_GRID, W_GRID, table_file
 
 RULES = ("xquic", "three_later", "rack")
 # the receiver each stack runs: 0 = ACK at once on a packet below the largest received (XQUIC),
@@ -80,15 +86,14 @@ def bursts(k: int, r_burst: float, r_mean: float) -> SendPattern:
 
 
 @njit(cache=True)
-def first_acks(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
-               ack_every: int) -> np.ndarray:
-    """When the sender learns of each packet's arrival: the first ACK to come back covering it
-    (inf for a packet no ACK covers). ``send`` in sending order; ``forward`` the packets' and
-    ``reverse`` the ACKs' jitters."""
+def _acks(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
+          ack_every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The packets in arrival order, and every ACK the receiver sends: when it reaches the sender,
+    how many arrivals it covers (the first ones) and the largest packet among them."""
     n = send.size
     arrive = send + forward
     order = np.argsort(arrive)
-    first = np.full(n + 1, np.inf)  # first[k]: earliest ACK covering the first k arrivals
+    back, covers, largest_of = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
     received = np.zeros(n, np.bool_)
     largest, expected, unacked, acks = -1, 0, 0, 0
     for i in range(n):
@@ -103,15 +108,52 @@ def first_acks(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, recei
         largest = max(largest, p)
         unacked += 1
         if at_once or unacked >= ack_every or i + 1 == n:
-            first[i + 1] = arrive[p] + reverse[acks]
+            back[acks] = arrive[p] + reverse[acks]
+            covers[acks] = i + 1
+            largest_of[acks] = largest
             acks += 1
             unacked = 0
+    return order, back[:acks], covers[:acks], largest_of[:acks]
+
+
+@njit(cache=True)
+def first_acks(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
+               ack_every: int) -> np.ndarray:
+    """When the sender learns of each packet's arrival: the first ACK to come back covering it
+    (inf for a packet no ACK covers). ``send`` in sending order; ``forward`` the packets' and
+    ``reverse`` the ACKs' jitters."""
+    n = send.size
+    order, back, covers, _ = _acks(send, forward, reverse, receiver, ack_every)
+    first = np.full(n + 1, np.inf)  # first[k]: earliest ACK covering the first k arrivals
+    for a in range(back.size):
+        first[covers[a]] = back[a]
     for k in range(n - 1, -1, -1):
         first[k] = min(first[k], first[k + 1])
     seen = np.empty(n)
     for i in range(n):
         seen[order[i]] = first[i + 1]
     return seen
+
+
+@njit(cache=True)
+def largest_acked_samples(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray,
+                          ack_every: int) -> tuple[np.ndarray, np.ndarray]:
+    """XQUIC's RTT samples under its receiver's ACKs (RFC 9002 sec. 5.1; xqc_send_ctl.c
+    ``xqc_send_ctl_on_ack_received``): an ACK gives one only when the largest packet it
+    acknowledges is newly acknowledged, the time from that packet's send to the ACK's arrival.
+    Returns the samples (less the path's fixed delays) and the packets they time, in the order
+    the ACKs arrive; an ACK overtaken by a later one, or covering only packets below the largest
+    acknowledged so far, gives none."""
+    _, back, _, largest_of = _acks(send, forward, reverse, 0, ack_every)
+    samples, timed = np.empty(back.size), np.empty(back.size, np.int64)
+    m, top = 0, -1
+    for a in np.argsort(back):
+        if largest_of[a] > top:
+            top = largest_of[a]
+            samples[m] = back[a] - send[top]
+            timed[m] = top
+            m += 1
+    return samples[:m], timed[:m]
 
 
 @njit(cache=True)
@@ -198,3 +240,42 @@ def declarations(rule: str, pattern: SendPattern, receiver: str = "xquic", seed:
     sums = _declare(pattern.send, seen, pattern.counted, RULES.index(rule), W_GRID)
     total = np.count_nonzero(pattern.counted & np.isfinite(seen))
     return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])
+
+
+TRAIN_GAP = 12.0  # jitters between one train's last packet and the next train's first: no overlap
+
+
+def _pattern(r: float, train: float) -> SendPattern:
+    """The tables' sending patterns in the loop's units: spacing ``r`` over the round trip's
+    jitter (reordering.GRID), evenly spaced (``train`` < 0) or trains of ``train`` packets."""
+    spacing = r * np.sqrt(2.0)  # the loop's unit is one direction's jitter
+    if train < 0:
+        return stream(spacing)
+    k = max(int(round(train)), 1)
+    return bursts(k, spacing, spacing + TRAIN_GAP / k)
+
+
+def rtt_sample_row(r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
+    """(mean, standard deviation) of XQUIC's RTT samples over the path's mean round trip, in
+    jitters of a round trip, at spacing ``r`` (``_pattern``): the samples of the counted packets
+    under XQUIC's receiver (``ACK_FREQUENCY``), both ways jittered."""
+    pattern = _pattern(r, train)
+    rng = np.random.default_rng(seed)
+    n = pattern.send.size
+    samples, timed = largest_acked_samples(pattern.send, rng.standard_normal(n), rng.standard_normal(n),
+                                           ACK_FREQUENCY)
+    kept = samples[pattern.counted[timed]] / np.sqrt(2.0)
+    return np.array([kept.mean(), kept.std()])
+
+
+def build_rtt_sample_table(seed: int = 0) -> np.ndarray:
+    """2 x (1 + N) x R: the mean and spread of XQUIC's RTT samples (``rtt_sample_row``) on
+    ``GRID``, row 0 the evenly spaced stream, rows 1 .. N the trains of ``TRAIN_GRID`` (shipped
+    as ``rtt_sample_rfc9002.npy``, single precision; regenerate with ``python -m envs.sim.ack_loop``)."""
+    trains = np.concatenate([[-1.0], TRAIN_GRID])
+    table = np.array([[rtt_sample_row(float(r), float(n), seed) for r in GRID] for n in trains])  # (1 + N) x R x 2
+    return np.ascontiguousarray(table.transpose(2, 0, 1).astype(np.float32))
+
+
+if __name__ == "__main__":
+    np.save(table_file("rfc9002", "rtt_sample"), build_rtt_sample_table())

@@ -130,7 +130,7 @@ from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
 from envs.sim.layout import *  # noqa: F403 (column names)
 from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
-from envs.sim.reordering import TRAINS_PER_OCTAVE
+from envs.sim.reordering import DETECTION_BLOCKS, TRAINS_PER_OCTAVE
 from envs.sim.rng import quantile, quantile_min, uniform
 from envs.sim.roles import blocked_rule
 from envs.sim.workload import step as workload_step
@@ -299,7 +299,7 @@ def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
         by_packets = min(by_packets, o[f, OBS_SRTT] * stk[STK_TIME_THRESHOLD] / dt)
     rack = 0.0
     if stk[STK_REO_WND] > 0.0:
-        rack = reorder_window(o, fb, f, stk) / dt
+        rack = reorder_window(o, fb, f, stk, o[f, OBS_SRTT]) / dt
     return 1 + int(min(max(by_packets, rack), most))
 
 
@@ -592,16 +592,18 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - acked, 0.0)
             o[f, OBS_ACKED] += acked
             rtt = max((t - rg[f, slot, RING_SENT]) * dt, dt)
+            # the stack's own sample where it differs from the segment's (RING_RTT_SAMPLE)
+            sample = rtt if rg[f, slot, RING_RTT_SAMPLE] <= 0.0 else rg[f, slot, RING_RTT_SAMPLE] * dt
             # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection)
-            o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - rtt)
-            o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * rtt
+            o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - sample)
+            o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * sample
             # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters;
             # OBS_MIN_RTT (and RACK's window, recovery.reorder_window) keep the segments' samples
             pkt_rtt = rtt
             if rg[f, slot, RING_PKT_RTT] > 0.0:
                 pkt_rtt = min(rtt, rg[f, slot, RING_PKT_RTT] * dt)
             o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
-            o[f, OBS_LATEST_RTT] = rtt
+            o[f, OBS_LATEST_RTT] = sample
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
             # draft-cheng-iccrg-delivery-rate-estimation (Linux tcp_rate.c, XQUIC xqc_sample.c): over
@@ -1600,26 +1602,32 @@ def _depart(b, t, conn, m, nsub, nflows):
         prob = -1.0
         lead = 0.0  # steps from a declaration to the declared packet's ACK
         p_ind = -1.0  # probability that a copy of a spurious declaration is acknowledged indirectly
-        r_jit, n_train, third = 0.0, -1.0, 0  # n_train -1: evenly spaced (paced)
+        r_jit, n_train, block = 0.0, -1.0, 0  # n_train -1: evenly spaced (paced)
+        # the stack's RTT samples over the segments' mean, in round-trip jitters (STK_RTT_LARGEST)
+        sample_mean, sample_sd = 0.0, -1.0
         out = 0.0
         while d < tl:
             if sg[f, s, SEG_POS] > deq_eps:
                 break
             out += sg[f, s, SEG_BYTES]
             delay = dfwd
-            u = 0.0
+            u, z = 0.0, 0.0
             if jit > 0.0:
-                u = uniform(rng, b)  # normal(rng, b), keeping its uniform for the RTT sample below
-                delay = max(delay + jit * quantile(u), 0.0)
+                u = uniform(rng, b)  # normal(rng, b), keeping its uniform for the RTT samples below
+                z = quantile(u)
+                delay = max(delay + jit * z, 0.0)
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         stk = stks[f]
                         tables = m.spur_prob[int(stk[STK_RULE])]
-                        # probabilities, leads, copies acknowledged indirectly (reordering.detection_tables)
-                        third = tables.shape[0] // 3
-                        spur_p = tables[:third]
-                        spur_lead = tables[third:2 * third]
-                        window = reorder_window(o, fb, f, stk) / dt
+                        # probabilities, leads, copies acknowledged indirectly, RTT samples'
+                        # mean and spread (reordering.detection_tables)
+                        block = tables.shape[0] // DETECTION_BLOCKS
+                        spur_p = tables[:block]
+                        spur_lead = tables[block:2 * block]
+                        # the round trip the segment's packets are expected to take
+                        expected = (t - sg[f, s, SEG_SENT]) * dt + (dfwd + fb[f, FL_DREV]) * dt
+                        window = reorder_window(o, fb, f, stk, expected) / dt
                         # the sender learns of an arrival from its ACK, which the reverse path
                         # jitters alike (jitter_ms is per direction): the RTT's jitter is sqrt(2) x
                         rtt_jit = jit * SQRT2
@@ -1634,6 +1642,9 @@ def _depart(b, t, conn, m, nsub, nflows):
                             prob = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_p)
                             lead = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_lead)
                         lead *= rtt_jit  # steps
+                        if stk[STK_RTT_LARGEST] > 0.0:
+                            sample_mean = _detection_lookup(r_jit, n_train, tables[3 * block:4 * block], spur_r, spur_w)
+                            sample_sd = _detection_lookup(r_jit, n_train, tables[4 * block:], spur_r, spur_w)
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
                     # a copy of a spurious declaration is not: its original's ACK takes it out of
@@ -1649,9 +1660,8 @@ def _depart(b, t, conn, m, nsub, nflows):
                     copies = sg[f, s, SEG_COPY]
                     if copies > 0.0:
                         if p_ind < 0.0:  # at the spacing the declarations took, once per step
-                            spur_ind = m.spur_prob[int(stks[f, STK_RULE])][2 * third:]
-                            p_ind = (_train_prob(r_jit, 0.0, n_train, spur_r, spur_w, spur_ind) if n_train >= 0.0
-                                     else _spurious_prob(r_jit, 0.0, 0, spur_r, spur_w, spur_ind))
+                            spur_ind = m.spur_prob[int(stks[f, STK_RULE])][2 * block:3 * block]
+                            p_ind = _detection_lookup(r_jit, n_train, spur_ind, spur_r, spur_w)
                         ind = 0.0
                         for _ in range(int(math.ceil(copies / mss - EPS))):
                             if uniform(rng, b) < p_ind:
@@ -1670,6 +1680,13 @@ def _depart(b, t, conn, m, nsub, nflows):
                 pkt = max(pkt, 1.0)
                 if rg[f, slot, RING_PKT_RTT] == 0.0 or pkt < rg[f, slot, RING_PKT_RTT]:
                     rg[f, slot, RING_PKT_RTT] = pkt
+            if sample_sd >= 0.0 and sg[f, s, SEG_BYTES] > 0.0:
+                # the stack's RTT sample at this segment's ACK: from the ACK's largest newly
+                # acknowledged packet (RFC 9002 sec. 5.1), an early one under reordering
+                # (ack_loop.rtt_sample_table), drawn by the segment's own uniform; the latest
+                # segment acknowledged at a step gives it, as its largest packet
+                sample = t - sg[f, s, SEG_SENT] + dfwd + fb[f, FL_DREV] + jit * SQRT2 * (sample_mean + sample_sd * z)
+                rg[f, int(arrive + fb[f, FL_DREV]) & (rg.shape[1] - 1), RING_RTT_SAMPLE] = max(sample, 1.0)
             sg[f, s, SEG_ARRIVE] = arrive
             last_arrive = arrive
             d += 1
@@ -1689,6 +1706,15 @@ def _grid_pos(v, lo, hi, n):
         return n - 2, 1.0
     i = int(x)
     return i, x - i
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _detection_lookup(r, n_train, tables, log_grid, w_grid):
+    """One of ``reordering.detection_tables``' blocks that are the same for every window, at
+    spacing/jitter ratio r, for a train of ``n_train`` packets (-1: evenly spaced)."""
+    if n_train >= 0.0:
+        return _train_prob(r, 0.0, n_train, log_grid, w_grid, tables)
+    return _spurious_prob(r, 0.0, 0, log_grid, w_grid, tables)
 
 
 @njit(inline="always", cache=True, _nrt=False)

@@ -211,7 +211,8 @@ RING_PKT_RTT = 7  # least RTT (steps) of the packets acknowledged at this step, 
 RING_FIRST_SENT = 8  # SEG_FIRST_SENT of the latest segment acknowledged
 RING_SPUR_LEAD = 9  # RING_SPUR times their SEG_SPUR_LEAD, summed (steps)
 RING_FREED = 10  # bytes leaving the flight undeclared and uncounted at this step (SEG_COPY_LOST, SEG_INDIRECT)
-N_RING = 11
+RING_RTT_SAMPLE = 11  # the RTT sample (steps) the stack takes at this step when it is not the segment's (STK_RTT_LARGEST; 0: none)
+N_RING = 12
 
 # --- holes (lost data the receiver waits for): ``hole[B, H, N_HOLE]`` --------------------------------
 HOLE_SEQ = 0  # sequence of the first lost byte
@@ -304,4 +305,5 @@ STK_WINDOW_DRS = 12  # receive-window auto-tuning: 1 Linux's dynamic right-sizin
 STK_PATH_BUFFER = 13  # 1: a paced path without pacing credit is not blocked; what it is given waits on it (FL_SCHED)
 STK_CC_MSS = 14  # the unit its CCs count windows in, in its packets (XQUIC's XQC_MSS: 1436 / 1200; Linux 1)
 STK_PACKET = 15  # the flow's packet, payload bytes (the stack's packet_bytes, or SimConfig.mss; a subflow's is CN_MSS)
-N_STK = 16
+STK_RTT_LARGEST = 16  # 1: RTT samples only from an ACK's newly acknowledged largest packet (RFC 9002 sec. 5.1)
+N_STK = 17

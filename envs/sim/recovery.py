@@ -4,8 +4,9 @@ Each function reads the flow's stack profile from ``stk`` (its row of ``Constant
 ``envs/sim/layout.py``, filled by ``envs/sim/stacks.py``), so one compiled core serves every
 stack. docs/transport.md ("Stacks differ") gives the sources:
 
-- the detection window (``reorder_window``): RFC 9002's time threshold (XQUIC: srtt / 8 beyond
-  the RTT) or RACK's reordering window (Linux: min_rtt / 4 per step, at most srtt;
+- the detection window (``reorder_window``): RFC 9002's time threshold (XQUIC: 9/8 of the
+  larger of srtt and the latest RTT sample after the send, beyond the packet's expected round
+  trip) or RACK's reordering window (Linux: min_rtt / 4 per step, at most srtt;
   RFC 8985 sec. 6.2, tcp_recovery.c tcp_rack_reo_wnd);
 - DSACK (Linux, RFC 2883): a spurious resend is reported one round trip after the declaration
   that caused it; the report widens RACK's window by one step (at most once per round trip,
@@ -31,11 +32,18 @@ MAX_REO_STEPS = 255.0  # tcp_rack_update_reo_wnd: min_t(u32, 0xFF, reo_wnd_steps
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def reorder_window(o, fb, f, stk):
-    """How late (s) a packet may arrive after a later-sent one before it is declared lost."""
+def reorder_window(o, fb, f, stk, expected):
+    """How late (s) a packet whose round trip is expected to take ``expected`` (s) may be
+    acknowledged, once a later-sent one is, before it is declared lost. RFC 9002 sec. 6.1.2
+    (XQUIC xqc_send_ctl.c xqc_send_ctl_detect_lost): lost once older than (1 + time threshold)
+    max(srtt, latest RTT), which XQUIC's samples of early packets put below the expected round
+    trip plus its eighth under reordering (envs/sim/ack_loop.py); RACK: its reordering window."""
     srtt = o[f, OBS_SRTT]
+    by_time = 0.0
+    if stk[STK_TIME_THRESHOLD] > 0.0:
+        by_time = max((1.0 + stk[STK_TIME_THRESHOLD]) * max(srtt, o[f, OBS_LATEST_RTT]) - expected, 0.0)
     steps = 1.0 + fb[f, FL_REO_STEPS]
-    return min(srtt * stk[STK_TIME_THRESHOLD] + o[f, OBS_MIN_RTT] * stk[STK_REO_WND] * steps, srtt)
+    return min(by_time + o[f, OBS_MIN_RTT] * stk[STK_REO_WND] * steps, srtt)
 
 
 @njit(inline="always", cache=True, _nrt=False)

@@ -52,6 +52,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 RULES = ("rfc9002", "rack")
+DETECTION_BLOCKS = 5  # the blocks of detection_tables
 PACKET_THRESHOLD = 3  # RFC 9002 kPacketThreshold (XQUIC xqc_send_ctl.h XQC_kPacketThreshold)
 GRID = np.logspace(-3.0, 2.0, 201)  # r = packet spacing / jitter standard deviation
 W_GRID = np.linspace(0.0, 16.0, 65)  # w = detection time window / jitter standard deviation
@@ -220,14 +221,26 @@ def lead_train_table(rule: str) -> np.ndarray:
     return np.load(table_file(rule, "lead_train")).astype(np.float64)
 
 
+def rtt_sample_table(rule: str) -> np.ndarray:
+    """2 x (1 + N) x R: the mean and spread of the RTT samples the rule's stack takes over the
+    path's mean round trip, in jitters of a round trip: XQUIC's, from the newly acknowledged
+    largest packet only (``envs/sim/ack_loop.py`` build_rtt_sample_table); none for Linux, whose
+    core samples are the segments' own (stacks.StackProfile.rtt_from_largest)."""
+    if rule == "rack":
+        return np.zeros((2, 1 + TRAIN_GRID.size, GRID.size))
+    return np.load(table_file(rule, "rtt_sample")).astype(np.float64)
+
+
 def detection_tables(rule: str) -> np.ndarray:
-    """What the core reads (``kernel.Constants.spur_prob``): three blocks of N + 1 slices, the
-    probabilities, the mean leads, and the probabilities that a copy is acknowledged indirectly
-    (the same for every window); in each, slice 0 the evenly spaced table and slices 1 .. N the
-    trains of ``TRAIN_GRID``."""
-    indirect = np.broadcast_to(indirect_table(rule)[:, None, :], (1 + TRAIN_GRID.size, W_GRID.size, GRID.size))
+    """What the core reads (``kernel.Constants.spur_prob``): five blocks of N + 1 slices, the
+    probabilities, the mean leads, the probabilities that a copy is acknowledged indirectly, and
+    the mean and spread of the stack's RTT samples (the last three the same for every window); in
+    each, slice 0 the evenly spaced table and slices 1 .. N the trains of ``TRAIN_GRID``."""
+    shape = (1 + TRAIN_GRID.size, W_GRID.size, GRID.size)
+    indirect = np.broadcast_to(indirect_table(rule)[:, None, :], shape)
+    samples = [np.broadcast_to(block[:, None, :], shape) for block in rtt_sample_table(rule)]
     return np.ascontiguousarray(np.concatenate([spurious_table(rule)[None], train_table(rule),
-                                                lead_table(rule)[None], lead_train_table(rule), indirect]))
+                                                lead_table(rule)[None], lead_train_table(rule), indirect, *samples]))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ import numpy as np
 from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PATH_BUFFER, STK_PKT_THRESHOLD, STK_REO_ADAPT,
                              STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
-                             STK_RTO_VAR_FLOOR, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS, STK_UNDO, STK_WINDOW_DRS)
+                             STK_RTO_VAR_FLOOR, STK_RTT_LARGEST, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS, STK_UNDO,
+                             STK_WINDOW_DRS)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
@@ -71,6 +72,10 @@ class StackProfile:
     # a flow whose CC does not pace releases what each ACK frees at once: its round trip's packets
     # cross the bottleneck as one back-to-back train (envs/sim/reordering.py, train_table)
     unpaced_trains: bool
+    # RTT samples (srtt, rttvar, latest RTT) come only from an ACK whose largest packet is newly
+    # acknowledged (RFC 9002 sec. 5.1), so under reordering from early packets (envs/sim/ack_loop.py
+    # rtt_sample_table); False: every ACK's segment gives one
+    rtt_from_largest: bool
     # retransmission timer: mult * (srtt + max(4 rttvar, rto_var_floor) + rto_ack_delay), >= rto_min
     rto_mult: float
     rto_var_floor: float  # s
@@ -129,6 +134,10 @@ XQUIC = StackProfile(
     # frees it (the peer acknowledges every 2 packets), so reno and cubic send ACK-clocked trains;
     # the pacer (xqc_pacing.c) spreads bbr and bbr2 over the round trip
     unpaced_trains=True,
+    # xqc_send_ctl.c xqc_send_ctl_on_ack_received: ctl_latest_rtt and xqc_send_ctl_update_rtt only
+    # when update_largest_ack (a packet above ctl_largest_acked is acknowledged), timed from
+    # ctl_largest_acked_sent_time; xqc_sample.c gives BBR the same ctl_latest_rtt
+    rtt_from_largest=True,
     # RFC 9002 sec. 6.2.1 PTO = srtt + max(4 rttvar, kGranularity) + max_ack_delay
     # (xqc_send_ctl.h XQC_kGranularity 1 ms; xqc_transport_params.h XQC_DEFAULT_MAX_ACK_DELAY 25 ms).
     # A PTO only probes; the window collapses on persistent congestion, losses spanning
@@ -246,6 +255,10 @@ LINUX = StackProfile(
     # reno and cubic do not ask for pacing (tcp_needs_internal_pacing: only when the CC sets
     # sk_pacing_status, as tcp_bbr.c does), so tcp_write_xmit sends what each ACK frees at once
     unpaced_trains=False,
+    # tcp_input.c tcp_clean_rtx_queue times the oldest newly acknowledged segment not acknowledged
+    # before by SACK (first_ackt; else sack->first_sackt), which reordering makes late, not early:
+    # not modelled, the segments' own samples stand for it (docs/transport.md, "Reordering")
+    rtt_from_largest=False,
     # tcp_input.c tcp_rtt_estimator / tcp_output.c __tcp_set_rto: rto = srtt + max(4 mdev,
     # tcp_rto_min); include/net/tcp.h TCP_RTO_MIN = HZ / 5 (200 ms)
     rto_mult=1.0,
@@ -320,6 +333,7 @@ def stack_vector(prof: StackProfile, packet: float | None = None) -> np.ndarray:
     v[STK_REO_PERSIST] = prof.reo_wnd_persist
     v[STK_UNDO] = float(prof.undo)
     v[STK_TRAINS] = float(prof.unpaced_trains)
+    v[STK_RTT_LARGEST] = float(prof.rtt_from_largest)
     v[STK_RTO_MULT] = prof.rto_mult
     v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
