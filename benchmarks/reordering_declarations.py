@@ -8,7 +8,7 @@ The record holds live transfers on the grid's path (``benchmarks/xquic_cubic_liv
 per transfer the packets XQUIC sent and declared lost (``ctl_lost_pkts_number``) after its first
 second, its window and srtt. Per cell (jitter, CC) this prints the live share declared (mean and
 range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQUIC's time window
-(srtt / 8):
+(``time_window``: 9/8 of the srtt XQUIC reported, less the path's round trip, RFC 9002 sec. 6.1.2):
 
 - ``table``: the shipped table (``envs/sim/reordering.py``: one ACK per packet, the round trip's
   jitter, 3 later packets arrived first), as the core reads it for an evenly spaced flow;
@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.fidelity import GRID_MBPS  # noqa: E402
+from envs.fidelity import GRID_DELAY_MS, GRID_MBPS  # noqa: E402
 from envs.sim.ack_loop import EDGE, SendPattern, bursts, declarations, stream  # noqa: E402
 from envs.sim import kernel  # noqa: E402
 from envs.sim.reordering import GRID, W_GRID, detection_tables  # noqa: E402
@@ -57,6 +57,14 @@ BURSTS = (2, 4, 10)
 def _window_index(w: float) -> int:
     """The nearest window of ``W_GRID``."""
     return min(int(round(w / (W_GRID[1] - W_GRID[0]))), W_GRID.size - 1)
+
+
+def time_window(srtt_ms: float, jitter_ms: float) -> float:
+    """XQUIC's time threshold beyond a packet's expected arrival, in jitters: a packet is lost once
+    older than 9/8 max(srtt, latest RTT) (xqc_send_ctl.c ``XQC_kTimeThresholdShift``), which with
+    the srtt the transfer reported (its samples early under reordering, envs/sim/ack_loop.py) is
+    that much beyond the grid path's round trip, or none; the latest sample's spread is left out."""
+    return max(srtt_ms * 9.0 / 8.0 - 2.0 * GRID_DELAY_MS, 0.0) / jitter_ms
 
 
 def table_value(r: float, w: float) -> float:
@@ -99,7 +107,7 @@ def row(jitter_ms: float, cc: str, runs: list[dict], patterns: Path = PATTERNS) 
     docstring names them); ``patterns``: where the captured runs' departures are."""
     share = np.array([run["declared_lost"] / run["sent_pkts"] for run in runs])
     r = float(np.mean([run["span_s"] / run["sent_pkts"] for run in runs])) * 1e3 / jitter_ms
-    w = _mean(runs, "srtt_ms") / 8 / jitter_ms
+    w = time_window(_mean(runs, "srtt_ms"), jitter_ms)
     wi = _window_index(w)
     r_link = min((_mean(runs, "wire_bytes_per_packet") + HEADERS) * 8 / (GRID_MBPS * 1e6) * 1e3 / jitter_ms, r)
     out = {"live": float(share.mean()), "live_min": float(share.min()), "live_max": float(share.max()),
