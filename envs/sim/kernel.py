@@ -291,7 +291,9 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
 def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
     """Steps from a lost packet's would-be arrival to its declaration, at least one and at most
     ``most``: the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut
-    short by its time threshold (srtt / 8), or RACK's window after the next packet's ACK
+    short by its time threshold (srtt / 8: the packet's round trip is not at hand here, so the
+    window ``recovery.reorder_window`` gives a reordered packet, 9/8 max(srtt, latest RTT) less its
+    round trip, is read with srtt for both), or RACK's window after the next packet's ACK
     (envs/sim/recovery.py)."""
     spacing = stk[STK_PACKET] / max(bnb[p, BN_CAP], 1.0)  # the flow's packets at the bottleneck
     by_packets = stk[STK_PKT_THRESHOLD] * spacing

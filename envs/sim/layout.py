@@ -289,8 +289,8 @@ N_REC = 2
 
 # --- the stack profile as the core reads it: ``Constants.stack[B, F, N_STK]``, one row per flow
 # (envs/sim/stacks.py; train.randomise draws a row per episode) -----------------------------------
-STK_TIME_THRESHOLD = 0  # loss detection window: fraction of the srtt (RFC 9002 time threshold)
-STK_REO_WND = 1  # ... plus this fraction of min_rtt per RACK reo_wnd step
+STK_TIME_THRESHOLD = 0  # RFC 9002 time threshold - 1: lost once older than (1 + it) max(srtt, latest RTT)
+STK_REO_WND = 1  # RACK reordering window: this fraction of min_rtt per reo_wnd step
 STK_REO_ADAPT = 2  # 1: DSACKs widen the window (RACK reo_wnd_steps)
 STK_REO_PERSIST = 3  # recoveries a widened window persists for
 STK_UNDO = 4  # 1: reductions caused only by spurious declarations are undone

@@ -61,10 +61,12 @@ class StackProfile:
     name: str
     description: str
     # loss detection under reordering (envs/sim/reordering.py): the rule, and the time window
-    # w = min(srtt * time_threshold + min_rtt * reo_wnd * steps, srtt)
+    # beyond a packet's expected round trip (recovery.reorder_window): with a time threshold,
+    # (1 + time_threshold) max(srtt, latest RTT) less that round trip; with RACK, min_rtt * reo_wnd
+    # * steps; at most srtt
     rule: str
     packet_threshold: int  # later packets whose arrival declares a packet lost
-    time_threshold: float  # fraction of the srtt a packet may be late (RFC 9002 time threshold - 1)
+    time_threshold: float  # RFC 9002 time threshold - 1: lost once older than (1 + it) max(srtt, latest RTT)
     reo_wnd: float  # RACK reordering window per step, fraction of min_rtt
     reo_wnd_adapt: bool  # DSACKs widen the window one step per round trip (RACK reo_wnd_steps)
     reo_wnd_persist: int  # recoveries without DSACK before the window returns to one step
