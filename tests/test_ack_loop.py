@@ -205,9 +205,9 @@ def test_the_shipped_rtt_sample_table_is_the_loops() -> None:
 
 
 def _paced_record() -> list[dict]:
-    from benchmarks.reordering_declarations import RECORD
-    runs = [r for rec in json.loads(RECORD.read_text())["recordings"] for r in rec["runs"]]
-    return [r for r in runs if r["cc"] in ("bbr", "bbr2")]
+    """The recorded transfers of the CCs XQUIC paces."""
+    from benchmarks.reordering_declarations import PACED, RECORD, cells
+    return [r for (_, cc), runs in cells(json.loads(RECORD.read_text())).items() if cc in PACED for r in runs]
 
 
 def test_xquics_rtt_samples_give_live_xquics_srtt() -> None:

@@ -1666,8 +1666,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                     copies = sg[f, s, SEG_COPY]
                     if copies > 0.0:
                         if p_ind < 0.0:  # at the spacing the declarations took, once per step
-                            spur_ind = m.spur_prob[int(stks[f, STK_RULE])][2 * block:3 * block]
-                            p_ind = _detection_lookup(r_jit, n_train, spur_ind, spur_r, spur_w)
+                            p_ind = _detection_lookup(r_jit, n_train, tables[2 * block:3 * block], spur_r, spur_w)
                         ind = 0.0
                         for _ in range(int(math.ceil(copies / mss - EPS))):
                             if uniform(rng, b) < p_ind:
