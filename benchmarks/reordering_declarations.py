@@ -10,11 +10,11 @@ second, its window and srtt. Per cell (jitter, CC) this prints the live share de
 range over the runs) and, at the live's own mean spacing ``r`` (jitters) and XQUIC's time window
 (``time_window``: 9/8 of the srtt XQUIC reported, less the path's round trip, RFC 9002 sec. 6.1.2):
 
-- ``table``: the shipped table (``envs/sim/reordering.py``: one ACK per packet, the round trip's
-  jitter, 3 later packets arrived first), as the core reads it for an evenly spaced flow;
+- ``table``: the shipped table (``envs/sim/reordering.py``, the whole loop's at XQUIC's receiver and
+  rule since 2026-11-30), as the core reads it for an evenly spaced flow;
 - ``loop xquic`` and ``loop three_later``: the whole loop (``envs/sim/ack_loop.py``: XQUIC's receiver,
-  each ACK's own jitter back), an evenly spaced stream, under the tables' reading and under
-  XQUIC's source (a packet 3 or more later acknowledged);
+  each ACK's own jitter back), an evenly spaced stream, under XQUIC's source (a packet 3 or more
+  later acknowledged) and under the integral's reading (3 later packets acknowledged);
 - ``bursts k``: the whole loop under XQUIC's rule, the packets leaving in bursts of k back to back
   at the bottleneck (1 ms of XQUIC's pacer, ``xqc_pacing.c`` ``XQC_CLOCK_GRANULARITY_US``; its burst
   budget ``XQC_MAX_BURST_NUM`` 10 packets) at the same mean spacing; for an unpaced CC the

@@ -19,7 +19,8 @@ from envs.live.reference import ReferenceCell, available_references, load_refere
 
 RUNS = 5  # simulated connections per cell
 
-LINUX_BBR = ("modelled: tcp_bbr.c's packet conservation in recovery, cwnd -= rs->losses and long-term "
+LINUX_BBR = ("(the model's figures in this note are of the reordering tables before 2026-11-30, which integrated each "
+             "arrival as the sender saw it at once) modelled: tcp_bbr.c's packet conservation in recovery, cwnd -= rs->losses and long-term "
              "bandwidth sampling (bbr_lt_bw_sampling), the per-packet min_rtt that sets RACK's window, and "
              "delivery-rate samples over the longer of the ACK and send intervals (tcp_rate.c). Identified "
              "live, not modelled (benchmarks/bbr_jitter_live.py, one transfer each, 2026-11-28, load average "
@@ -90,86 +91,20 @@ CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC a
               "ahead (tcp_cubic.c bictcp_update: t += ca->delay_min; 2026-11-28, the ACK's RTT sample before) its "
               "Linux CUBIC moved by at most 7% (10 runs: ispras_s1 10.03 -> 10.07, ispras_s2 12.67 -> 12.62, grid "
               "0.5% / 2 ms 6.51 -> 6.97, 0.5% / 5 ms 5.20 -> 5.41)")
-XQUIC_BBR1_JITTER = (
-    "the model's BBRv1 settles below live XQUIC's under jitter. Since 2026-11-29 (docs/transport.md, "
-    "\"Reordering\") a copy of a spurious declaration is never declared lost itself, and counts as delivered "
-    "only when its own ACK comes before any later packet's (xqc_send_ctl_indirectly_ack_or_drop_po acknowledges "
-    "the others without a rate sample); so BBRv1's bandwidth estimate, the most delivered per round, falls with "
-    "the copies it sends, in the model as live. On the grid's path (benchmarks/xquic_cubic_live.py "
-    "grid:0/<jitter>, the model's 3 connections beside 2 live transfers, after their first second) at 2 ms of "
-    "jitter the model's estimate is 18.1-20.5 Mbit/s against live 27.6-28.3 (18.8 before XQUIC's RTT samples), "
-    "its window 171-197 packets against 247-251, its min RTT 28.8-30.0 ms against 28.4-28.6, declaring "
-    "33.5-34.6% of its packets against 33.6-33.8% and copying 32.4-33.5% against 28.6-28.8%; at 5 ms 9.7-13.8 "
-    "Mbit/s against 11.5-13.9, 62-94 packets against 63-83, 12.9-14.9 ms against 10.9-13.4, 38-41% declared "
-    "against 37-38%. Counting every "
-    "copy as delivered (the model before) kept its estimate at the link's rate (50.5-51.1 Mbit/s, a window of "
-    "390-520 packets, x1.35-2.72 of live); counting none (as under Linux) took it to 14.2-14.5 Mbit/s at 2 ms "
-    "(12.0 Mbit/s goodput, x0.60). What keeps live's estimate a third above the model's is not identified")
-BBR2_5MS = (
-    "XQUIC's BBRv2 at its floor under 5 ms of jitter: the model's window 5-6 packets, 1.8-3.4 reductions a "
-    "second, 6.6-7.2% of its packets declared lost (benchmarks/xquic_cubic_live.py grid:0.5/5 --sim-only, 3 "
-    "connections); live on the same path without loss (tests/data/declarations_xquic_live.json, after the "
-    "first second) 5.6-7.4 packets, 14-20% declared, 1.12-1.53 Mbit/s, its departures bursty at the jitter's "
-    "scale (dispersion 3.5, benchmarks/reordering_declarations.py) where the model paces them evenly; the "
-    "table's whole transfers include BBRv2's Startup. These cells passed while the model counted every copy of "
-    "a spurious declaration as delivered (x0.74-0.87); which of these mechanisms sets the gap is not identified")
-RTT_SAMPLES = (
-    "Since 2026-11-30 the model's XQUIC takes its RTT samples as XQUIC does, only from an ACK whose largest "
-    "packet is newly acknowledged (xqc_send_ctl_on_ack_received; envs/sim/ack_loop.py), which under reordering "
-    "puts its srtt below the path's round trip as live (grid 0% / 2 ms BBRv1: model 35.4-35.7 ms, live "
-    "34.8-35.1, the segments' own 40.2 before; tests/test_ack_loop.py), so its time threshold, 9/8 of the larger "
-    "of srtt and the latest sample, fires nearer the mean round trip, and BBR's delivery-rate interval, the "
-    "ACK's newest packet's own round trip (xqc_sample.c ack_elapse), is that sample. Its declarations rose "
-    "towards live's (BBRv1 at 2 ms 30.5-30.8% -> 33.5-34.6% of its packets, live 32.9-34.3%; BBRv2 4.7-6.4% -> "
-    "7.0-7.4%, live 9.2-11.7%); with the time threshold alone every XQUIC cell under jitter lost 1-20% of its "
-    "goodput (10 runs), away from live, and the rate interval gave the BBR cells back 2-17% (CUBIC and Reno, "
-    "which do not read it, stay 1-6% lower): for the same declarations the model's CCs still give up more rate "
-    "than XQUIC's. It also sends a copy for 96-99% of BBRv1's declarations where live sends one for 85-90%")
-XQUIC_CUBIC_TRAINS = (
-    "the model's XQUIC CUBIC declares about three times what live XQUIC declares under jitter: on the grid's "
-    "path at 2 ms 15.5-16.1% of its packets (13.6-14.2% before XQUIC's RTT samples) against live 5.2-5.4% "
-    "(benchmarks/xquic_cubic_live.py grid:0/2 --ccs cubic, 3 connections beside 2 live transfers), its srtt "
-    "39.0-39.3 ms against live 38.9-39.0. Its unpaced packets are read as ACK-clocked trains "
-    "(reordering.train_table), which the captured departures of live CUBIC support within 21% in the whole "
-    "loop (README, \"Where it misses\"); what makes the core declare more than those tables give is not identified")
-# (table, cell label) -> why the model misses it, with the figures: sim (RUNS runs) vs live mean [min-max]
+XQUIC_BBR2_BURSTS = (
+    "the model's XQUIC BBRv2 paces its packets evenly, and evenly spaced packets at its spacing are hardly "
+    "reordered, where live XQUIC's leave in bursts (benchmarks/reordering_declarations.py: dispersion 2.6 and "
+    "3.5 at 2 and 5 ms of jitter, the pacer's budget and the ACKs that free its window; tests/test_ack_loop.py): "
+    "on the grid's 2 ms path the model's BBRv2 declares 3.6-4.5% of its packets lost against live 9.2-11.7% "
+    "(benchmarks/xquic_cubic_live.py grid:0/2 --sim-only, 3 connections, after the first second), so its "
+    "loss-bounded window is cut less. The whole loop on the transfers' own departures gives live's share "
+    "(0.095 and 0.156 against 0.098 and 0.165); the core does not draw its flows' bursts (docs/transport.md, "
+    "'Reordering')")
 GAPS: dict[tuple[str, str], str] = {
-    ("ispras_xquic", "scenario=ispras_s1, cc=bbr"):
-        "sim 32.74 vs live 43.85 [39.85-45.90] Mbit/s (x0.747, just under the mark; 10 runs 32.98, x0.752, on it; "
-        "32.54, x0.74, before XQUIC's RTT samples; 46.64, x1.06, while the model counted every copy as delivered, "
-        "29.89, x0.68, while it also declared its copies): " + XQUIC_BBR1_JITTER + ". " + RTT_SAMPLES,
-    ("ispras_xquic", "scenario=ispras_s2, cc=bbr"):
-        "sim 24.51 vs live 34.97 [31.42-38.79] Mbit/s (x0.70; 10 runs 24.16, x0.69; 22.82, x0.65, before XQUIC's "
-        "RTT samples; 46.74, x1.34, while the model counted every copy as delivered, 28.71, x0.82, while it also "
-        "declared its copies): " + XQUIC_BBR1_JITTER + ". " + RTT_SAMPLES,
-    ("ispras_xquic", "scenario=ispras_s1, cc=cubic"):
-        "sim 2.32 vs live 3.12 [3.07-3.17] Mbit/s (x0.74; 10 runs 2.32; 2.46, x0.79, within the mark, before "
-        "XQUIC's RTT samples): " + XQUIC_CUBIC_TRAINS + ". " + RTT_SAMPLES,
-    ("grid_xquic", "loss_pct=0.0, jitter_ms=2.0, cc=bbr"):
-        "sim 13.93 vs live 20.17 [19.36-20.91] Mbit/s (x0.69; 10 runs 13.82, x0.69; 14.38, x0.71, within the "
-        "mark, before XQUIC's RTT samples): " + XQUIC_BBR1_JITTER + ". " + RTT_SAMPLES,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
-        "sim 13.70 vs live 20.68 [19.87-21.73] Mbit/s (x0.66; 10 runs 13.64; 14.04 before XQUIC's RTT samples; "
-        "27.86 while the model counted every copy as delivered, 17.52 while it also declared its copies): "
-        + XQUIC_BBR1_JITTER + ". " + RTT_SAMPLES,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=2.0, cc=bbr"):
-        "sim 12.76 vs live 20.41 [19.66-21.25] Mbit/s (x0.63; 10 runs 12.99; 13.65 before XQUIC's RTT samples; "
-        "27.89 while the model counted every copy as delivered, 17.60 while it also declared its copies): "
-        + XQUIC_BBR1_JITTER + ". " + RTT_SAMPLES,
-    ("grid_xquic", "loss_pct=0.5, jitter_ms=5.0, cc=bbr2"):
-        "sim 1.31 vs live 2.04 [1.81-2.49] Mbit/s (x0.64; 10 runs 1.28; 1.31 before XQUIC's RTT samples; 1.51, "
-        "x0.74, while the model counted every copy as delivered; 1.30, x0.64, while it also declared its copies): "
-        + BBR2_5MS,
-    ("grid_xquic", "loss_pct=2.0, jitter_ms=5.0, cc=bbr2"):
-        "sim 1.22 vs live 1.81 [1.74-1.91] Mbit/s (x0.67; 10 runs 1.25; 1.18 before XQUIC's RTT samples; 1.45, "
-        "x0.80, while the model counted every copy as delivered; 1.24, x0.68, while it also declared its copies): "
-        + BBR2_5MS,
-    ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=cubic"):
-        "sim 6.67 vs live 5.06 [4.60-5.91] Mbit/s (x1.32) over 5 connections, 6.22 (x1.23, within the mark) over "
-        "10; 6.52 and 6.44 before 2026-11-29, 7.02 and 6.44 while the model counted every copy as delivered: the "
-        "mark's edge and a draw of the model's random streams, which the copies' draws moved (each connection's "
-        "runs spread widely: grid 0% / 5 ms BBRv1 24-46 Mbit/s over 10 connections), not a change of mechanism "
-        "under Linux, whose RACK declares 0.1-0.4% of its packets spuriously there",
+    ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
+        "sim 6.58 vs live 5.09 [4.10-5.89] Mbit/s (x1.29; 10 runs 6.56; 4.79, x0.94, while the tables integrated "
+        "each arrival as the sender saw it at once, before 2026-11-30, which declared 0.16 of an evenly spaced "
+        "stream's packets at BBRv2's spacing where XQUIC's receiver and the way back give 0.02): " + XQUIC_BBR2_BURSTS,
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
         "sim 66.14 vs live 40.10 [29.38-53.06] Mbit/s over 10 runs (x1.65; 68.56, x1.71, before a copy of a spurious declaration stopped being declared itself and counting as delivered, 2026-11-29; its first 3 runs 43.8 [29.9-53.1], "
         "x1.57; the runs fall near 30, 29.4-31.3 in 5, or near 50, 46.9-53.1 in 5, the model above both) on the "
@@ -186,9 +121,14 @@ GAPS: dict[tuple[str, str], str] = {
         "sim 20.89 vs live 11.83 [11.21-12.32] Mbit/s (x1.77; 22.45 before a copy of a spurious declaration stopped being declared itself and counting as delivered; 22.80 before the copies were dropped, x2.12 before the "
         "BBRv1 rules of 2026-11-29, x2.22 before the ProbeBW loss test) on the byte buffer (packet buffer: 11.65 "
         "[11.35-12.07], x2.26; x3.04 before the delivery-rate intervals): " + LINUX_BBR,
-    ("ispras_linux", "scenario=ispras_s2, cc=cubic"):
-        "sim 14.45 vs live 10.40 [8.87-12.50] Mbit/s (x1.39; 10 runs 13.88, x1.33; 13.50 before a copy of a spurious declaration stopped being declared itself and counting as delivered), since the links carry each "
-        "packet's headers (2026-11-29: 12.71 with 10 runs before, x1.22): " + CUBIC_RENO,
+    ("ispras_linux", "scenario=ispras_s2, cc=bbr"):
+        "sim 72.91 vs live 55.03 [49.28-58.09] Mbit/s (x1.33; 10 runs 71.18, x1.29; 66.08, x1.20, while the tables "
+        "integrated each arrival as the sender saw it at once, before 2026-11-30: they declared more, standing in "
+        "for part of what kernel MPTCP's one SACK block makes RACK declare) on the byte buffer: " + LINUX_BBR,
+    ("ispras_linux", "scenario=ispras_s2, cc=reno"):
+        "sim 12.71 vs live 10.00 [7.83-12.21] Mbit/s (x1.27; 10 runs 12.56, x1.26, and 12.60 with the tables "
+        "before 2026-11-30, 12.48 before the links carried each packet's headers), on the mark's edge: "
+        + CUBIC_RENO,
 }
 # CC orderings the model misses: (stack, scenario) -> why
 ORDER_GAPS: dict[tuple[str, str], str] = {
@@ -199,11 +139,17 @@ ORDER_GAPS: dict[tuple[str, str], str] = {
         "117.69 [114.41-119.03], 112.44 [93.10-118.52], 118.28 [116.58-119.32], within 9%, Reno bimodal live, "
         "100-102 or 114-118): the order among near-equal rates is noise, not a missing scheduling mechanism",
     ("linux", "ispras_s1"):
-        "Spearman 0.50: the model's CUBIC runs above its Reno (10.10 and 9.54 Mbit/s), this table's below (8.45 "
+        "Spearman 0.50: the model's CUBIC runs above its Reno (10.01 and 9.17 Mbit/s; 10.10 and 9.54 with the "
+        "tables before 2026-11-30), this table's below (8.45 "
         "[6.78-9.85] and 8.56 [8.13-8.91] over 10 runs a cell on the byte buffer, 7.99 and 8.37 in the first 3; "
         "7.69 and 9.21 on the packet buffer); bbr first on both sides. Over 14 live runs (before the extension) "
         "CUBIC and Reno are level (8.75 and 8.85), and over this table's 10 too (within 1.3%, CUBIC's range "
         "holding Reno's), so the order of the two is a draw: " + CUBIC_RENO,
+    ("linux", "ispras_s2"):
+        "Spearman 0.50 since the tables are the whole loop's (2026-11-30; 1.00 before): the model's Reno and CUBIC "
+        "level (12.71 and 12.69 Mbit/s), this table's Reno below its CUBIC (10.00 [7.83-12.21] and 10.40 "
+        "[8.87-12.50] over 10 runs, each range holding the other's mean); bbr first on both sides: the order of "
+        "the two is a draw: " + CUBIC_RENO,
 }
 
 def _cells() -> list[tuple[str, str, ReferenceCell]]:

@@ -19,7 +19,7 @@ from envs.sim import kernel
 from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SENT_PKTS, FL_SPUR_PENDING, N_FL, N_OBS,
                              OBS_AVAILABLE, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT,
                              PAUSE_DECISION, PAUSE_NONE)
-from envs.sim.reordering import GRID, W_GRID, indirect_table, lead_table, rack_row, rfc9002_row, spurious_table
+from envs.sim.reordering import GRID, W_GRID, indirect_table, rack_row, rfc9002_row, spurious_table
 from envs.sim.simulator import SimConfig, Simulator
 from tests.conftest import compose_config
 
@@ -163,8 +163,13 @@ def test_detection_tables() -> None:
     declarations as the window narrows; RACK (Linux): vanishing once the window is a few jitters."""
     rfc, rack = spurious_table("rfc9002"), spurious_table("rack")
     assert rfc.shape == rack.shape == (W_GRID.size, GRID.size)
-    assert np.all(np.diff(rfc, axis=0) <= 1e-12) and np.all(np.diff(rack, axis=0) <= 1e-12)  # wider window: fewer
-    assert np.all(np.diff(rfc, axis=1) <= 1e-12) and np.all(np.diff(rack, axis=1) <= 1e-12)  # wider spacing: fewer
+    # wider window: fewer (the loop draws each column's jitters once, so exactly)
+    assert np.all(np.diff(rfc, axis=0) <= 1e-12) and np.all(np.diff(rack, axis=0) <= 1e-12)
+    # wider spacing: fewer, decade by decade (each column is its own Monte Carlo of the loop)
+    decades = [int(np.searchsorted(GRID, r)) for r in (0.01, 0.1, 1.0, 10.0)]
+    for table in (rfc, rack):
+        assert np.all(np.diff(table[:, decades], axis=1) < 0.0) or np.all(table[:, decades[-1]] == 0.0)
+        assert np.all(np.diff(table[0, decades]) < 0.0)
     r = np.searchsorted(GRID, 0.05)
     w = np.searchsorted(W_GRID, 10.0)
     assert rack[w, r] < 1e-6 < 0.1 < rfc[w, r]
@@ -190,9 +195,6 @@ def test_declaration_leads_agree_with_a_monte_carlo() -> None:
             declared = d < x
             assert row[0, i] == pytest.approx(declared.mean(), abs=0.01)
             assert row[1, i] == pytest.approx(np.mean(x[declared] - d[declared]), abs=0.03)
-    g = int(np.searchsorted(GRID, 0.05))
-    assert np.allclose(lead_table("rfc9002")[:, g], rfc9002_row(GRID[g])[1])
-    assert np.allclose(lead_table("rack")[:, g], rack_row(GRID[g])[1])
 
 
 def test_copies_that_would_leave_after_their_originals_ack_are_dropped() -> None:
@@ -246,42 +248,40 @@ def test_a_copy_of_a_spurious_declaration_is_never_declared_lost() -> None:
 
 
 
-def test_the_indirect_table_is_xquics_rule_for_one_later_packet() -> None:
-    """A copy is acknowledged indirectly when some packet sent after it is acknowledged first: the
-    table is the RFC 9002 row with k = 1, and a Monte Carlo of an evenly spaced stream (each
-    packet its own N(0, 1) delay) agrees; under Linux every copy is (its original's SACK counted)."""
-    ind = indirect_table("rfc9002")
-    rng = np.random.default_rng(0)
-    for r in (0.1, 0.3, 1.0):
-        g = int(np.argmin(np.abs(GRID - r)))
-        assert ind[0, g] == pytest.approx(rfc9002_row(GRID[g], 1)[0, 0], abs=1e-6)
-        n = 200_000
-        arrive = GRID[g] * np.arange(n) + rng.standard_normal(n)
-        later_min = np.minimum.accumulate(arrive[::-1])[::-1]  # the earliest arrival from i on
-        overtaken = later_min[1:] < arrive[:-1]
-        assert ind[0, g] == pytest.approx(overtaken[1000:-1000].mean(), abs=0.01), r
+def test_the_indirect_table_reads_as_xquics_loss_detection() -> None:
+    """XQUIC's loss detection reaches a copy, and drops it uncounted, once the packet sent just
+    before it or any after it is acknowledged (ack_loop.acknowledged_indirectly): without
+    reordering (wide spacing) the copy that leads an ACK's pair is reached through its predecessor,
+    half of them; the closer the packets, the more a later packet's ACK comes first. Under Linux
+    every copy is (its original's SACK counted)."""
+    ind = indirect_table("rfc9002")[0]
+    close = [int(np.searchsorted(GRID, r)) for r in (0.01, 0.05, 0.15, 0.3)]
+    assert np.all(np.diff(ind[close]) < 0.0) and ind[close[1]] > 0.7
+    wide = GRID >= 0.3
+    assert np.all(np.abs(ind[wide] - 0.5) < 0.03) and ind[-1] == pytest.approx(0.5, abs=0.005)
     assert np.all(indirect_table("rack") == 1.0)
 
 
 def test_a_copy_counts_as_delivered_only_when_acknowledged_directly() -> None:
     """XQUIC counts a copy of a spurious declaration as delivered (its rate sample, its CC's
-    acknowledged bytes) only when its own ACK comes before any later packet's; the others leave
-    the flight uncounted. On a 5 ms jittery path most of BBRv1's copies are overtaken (about 0.89
-    uncounted), not all; under Linux none counts (the original's SACK did)."""
+    acknowledged bytes) only when its own ACK comes before that of the packet sent just before it
+    or of any later one; the others leave the flight uncounted. On a 5 ms jittery path most of
+    BBRv1's copies are (0.77 uncounted, as live XQUIC's on the grid's 2 ms path), not all; under
+    Linux none counts (the original's SACK did; 40 of its 41 copies here, the other a copy of a
+    packet its Startup lost at the queue, which counts)."""
     from envs.sim.layout import FL_LOST_PKTS, OBS_ACKED, OBS_INFLIGHT, OBS_RETRANS
     scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 3},
                                "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 5, "queue_bdp": 1}]})
     share = {}
     for stack in ("xquic", "linux"):
-        sim = Simulator(scen, "bbr", batch=2, seed=1, config=SimConfig(stack=stack))
+        sim = Simulator(scen, "bbr", batch=4, seed=1, config=SimConfig(stack=stack))
         sim.reset()
         sim.run()
         o = sim.obs[:, 0]
         uncounted = (o[:, OBS_SENT] - o[:, OBS_ACKED] - o[:, OBS_INFLIGHT]) / sim.mss - sim.fl[:, 0, FL_LOST_PKTS]
-        assert np.all(o[:, OBS_RETRANS] > 10), (stack, o[:, OBS_RETRANS])
-        share[stack] = uncounted / o[:, OBS_RETRANS]
-    assert np.all((share["xquic"] > 0.5) & (share["xquic"] < 0.97)), share
-    assert np.all(np.abs(share["linux"] - 1.0) < 0.02), share
+        assert o[:, OBS_RETRANS].sum() > 20, (stack, o[:, OBS_RETRANS])  # RACK declares few, in Startup
+        share[stack] = uncounted.sum() / o[:, OBS_RETRANS].sum()
+    assert 0.5 < share["xquic"] < 0.97 and share["linux"] > 0.95, share
 
 
 def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:

@@ -1,9 +1,11 @@
-"""Spurious loss declarations packet by packet: a Monte Carlo of the whole loop, to measure the
-reordering tables of ``envs/sim/reordering.py`` against (docs/transport.md, "Reordering").
+"""Spurious loss declarations packet by packet: a Monte Carlo of the whole loop, whose shares are
+the reordering tables the core reads (``envs/sim/reordering.py``; docs/transport.md,
+"Reordering"). Regenerate every table with ``python -m envs.sim.ack_loop`` (``write_tables``).
 
-The tables integrate one simplification of the loop: every packet's arrival is seen by the
-sender through one ACK of its own, so the round trip's jitter (sqrt(2) x one direction's) decides
-the order the sender sees. The loop here follows every packet and every ACK:
+``reordering.rfc9002_row`` and ``rack_row`` integrate one simplification of the loop: every
+packet's arrival seen by the sender through one ACK of its own, so the round trip's jitter
+(sqrt(2) x one direction's) decides the order the sender sees. The loop follows every packet
+and every ACK:
 
 - the data cross the forward path, each with its own jitter ``N(0, 1)`` (units: one direction's
   jitter), at the send times of a ``SendPattern`` (an evenly spaced stream, or bursts);
@@ -25,13 +27,16 @@ the order the sender sees. The loop here follows every packet and every ACK:
     more after it is acknowledged (``xqc_send_ctl_get_lost_sent_pn``: largest acked -
     ``XQC_kPacketThreshold``; RFC 9002 sec. 6.1.1), or once a later packet is acknowledged and
     the packet is more than ``w`` later than the mean (the time threshold, sec. 6.1.2);
-  - ``three_later``: the reading the tables take, lost once 3 packets sent after it are
+  - ``three_later``: the integral's reading, lost once 3 packets sent after it are
     acknowledged (or by the same time threshold);
   - ``rack``: Linux RACK (RFC 8985 sec. 6.2; ``tcp_recovery.c`` ``tcp_rack_detect_loss``), lost
     when a packet sent ``g`` after it is acknowledged and ``w - g`` more has passed.
 
 ``declarations`` gives, per window ``w`` of ``reordering.W_GRID``, the share of packets declared
-lost and the mean lead of a declaration over the sender learning of the packet's arrival.
+lost and the mean lead of a declaration over the sender learning of the packet's arrival;
+``detection_row`` the same for a rule of the core's (``TABLE_RULES``: its sender rule and
+receiver) in the core's units, and ``indirect_row`` the share of copies of spurious declarations
+XQUIC acknowledges without counting them (``acknowledged_indirectly``).
 
 The same loop gives the RTT samples XQUIC takes (``largest_acked_samples``): only from an ACK
 whose largest packet is newly acknowledged (RFC 9002 sec. 5.1), so under reordering mostly from
@@ -57,6 +62,9 @@ ACK_FREQUENCY = 2  # packets per ACK without reordering: XQUIC xqc_conn.c ack_fr
 STREAM_PACKETS = 20000  # packets counted of a stream (beside its edges), at least
 STREAM_SPAN = 400.0  # jitters of sending time counted, at least (a close stream's declarations come in clusters)
 EDGE = 10.0  # jitters at either end of a pattern left out (their packets miss earlier or later ones)
+# the loop's sender rule and receiver behind each rule of the core's tables (reordering.RULES)
+TABLE_RULES = {"rfc9002": ("xquic", "xquic"), "rack": ("rack", "linux")}
+_TRAINS = np.concatenate([[-1.0], TRAIN_GRID])  # the tables' rows: the evenly spaced stream, then the trains
 
 
 @dataclass(frozen=True)
@@ -226,20 +234,39 @@ def _declare(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int,
 
 
 def declarations(rule: str, pattern: SendPattern, receiver: str = "xquic", seed: int = 0,
-                 ack_every: int = ACK_FREQUENCY, reverse_jitter: bool = True) -> np.ndarray:
-    """(share of packets declared lost, mean lead of a declaration) for every w of ``W_GRID``
+                 ack_every: int = ACK_FREQUENCY, reverse_jitter: bool = True, windows: np.ndarray = W_GRID) -> np.ndarray:
+    """(share of packets declared lost, mean lead of a declaration) for every w of ``windows``
     (2 x W), in jitters, with ``receiver``'s ACK policy; ``ack_every`` 1 and no
     ``reverse_jitter``: the sender sees each arrival as it happens."""
     if rule not in RULES or receiver not in RECEIVERS:
         raise ValueError(f"unknown rule {rule!r} or receiver {receiver!r}; rules: {', '.join(RULES)}, "
                          f"receivers: {', '.join(RECEIVERS)}")
+    seen = _seen(pattern, RECEIVERS[receiver], seed, ack_every, reverse_jitter)
+    sums = _declare(pattern.send, seen, pattern.counted, RULES.index(rule), windows)
+    total = np.count_nonzero(pattern.counted & np.isfinite(seen))
+    return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])
+
+
+def _seen(pattern: SendPattern, receiver: int, seed: int, ack_every: int = ACK_FREQUENCY,
+          reverse_jitter: bool = True) -> np.ndarray:
+    """``first_acks`` of ``pattern`` on the jitters ``seed`` draws (forward, then reverse)."""
     rng = np.random.default_rng(seed)
     n = pattern.send.size
     forward, reverse = rng.standard_normal(n), rng.standard_normal(n)
-    seen = first_acks(pattern.send, forward, reverse if reverse_jitter else np.zeros(n), RECEIVERS[receiver], ack_every)
-    sums = _declare(pattern.send, seen, pattern.counted, RULES.index(rule), W_GRID)
-    total = np.count_nonzero(pattern.counted & np.isfinite(seen))
-    return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])
+    return first_acks(pattern.send, forward, reverse if reverse_jitter else np.zeros(n), receiver, ack_every)
+
+
+def acknowledged_indirectly(seen: np.ndarray) -> np.ndarray:
+    """Per packet, whether XQUIC would acknowledge it indirectly were it a copy of a spurious
+    declaration (its original acknowledged first): ``xqc_send_ctl_detect_lost`` runs after every
+    ACK, walks the unacknowledged packets in sending order, drops a copy whose original is
+    acknowledged (``xqc_send_ctl_indirectly_ack_or_drop_po``: no rate sample, no CC) and stops at
+    the first packet above the largest acknowledged, so it reaches the copy once the packet sent
+    just before it, or any sent after it, is acknowledged; the copy counts as delivered only if
+    its own ACK comes first (``seen``: the first ACK covering each packet, in sending order)."""
+    later = np.minimum.accumulate(seen[::-1])[::-1]  # the first ACK covering any packet from p on
+    reached = np.minimum(np.append(np.inf, seen[:-1]), np.append(later[1:], np.inf))
+    return reached < seen
 
 
 TRAIN_GAP = 12.0  # jitters between one train's last packet and the next train's first: no overlap
@@ -271,11 +298,54 @@ def rtt_sample_row(r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
 def build_rtt_sample_table(seed: int = 0) -> np.ndarray:
     """2 x (1 + N) x R: the mean and spread of XQUIC's RTT samples (``rtt_sample_row``) on
     ``GRID``, row 0 the evenly spaced stream, rows 1 .. N the trains of ``TRAIN_GRID`` (shipped
-    as ``rtt_sample_rfc9002.npy``, single precision; regenerate with ``python -m envs.sim.ack_loop``)."""
-    trains = np.concatenate([[-1.0], TRAIN_GRID])
-    table = np.array([[rtt_sample_row(float(r), float(n), seed) for r in GRID] for n in trains])  # (1 + N) x R x 2
+    as ``rtt_sample_rfc9002.npy``, single precision)."""
+    table = np.array([[rtt_sample_row(float(r), float(n), seed) for r in GRID] for n in _TRAINS])  # (1 + N) x R x 2
     return np.ascontiguousarray(table.transpose(2, 0, 1).astype(np.float32))
 
 
-if __name__ == "__main__":
+def detection_row(rule: str, r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
+    """2 x W: the share of the packets that ``rule``'s stack declares lost and the mean lead of a
+    declaration over the sender learning of the packet's arrival, at spacing ``r`` (``_pattern``)
+    for every window of ``reordering.W_GRID``, all three in jitters of a round trip as the core
+    reads them (the loop's unit is one direction's jitter)."""
+    sender, receiver = TABLE_RULES[rule]
+    row = declarations(sender, _pattern(r, train), receiver, seed, windows=W_GRID * np.sqrt(2.0))
+    return np.array([row[0], row[1] / np.sqrt(2.0)])
+
+
+def indirect_row(r: float, train: float = -1.0, seed: int = 0) -> float:
+    """The share of copies of spurious declarations XQUIC acknowledges indirectly, uncounted
+    (``acknowledged_indirectly``), at spacing ``r`` (``_pattern``) under its receiver."""
+    pattern = _pattern(r, train)
+    seen = _seen(pattern, RECEIVERS["xquic"], seed)
+    kept = pattern.counted & np.isfinite(seen)
+    return float(np.mean(acknowledged_indirectly(seen)[kept]))
+
+
+def build_detection_tables(rule: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(1 + N) x W x R: the probabilities and mean leads of ``detection_row`` on ``GRID``, row 0
+    the evenly spaced stream, rows 1 .. N the trains of ``TRAIN_GRID``."""
+    table = np.array([[detection_row(rule, float(r), float(n), seed) for r in GRID] for n in _TRAINS])
+    return np.ascontiguousarray(table[:, :, 0].transpose(0, 2, 1)), np.ascontiguousarray(table[:, :, 1].transpose(0, 2, 1))
+
+
+def build_indirect_table(seed: int = 0) -> np.ndarray:
+    """(1 + N) x R: ``indirect_row`` on ``GRID`` (shipped as ``indirect_rfc9002.npy``)."""
+    return np.array([[indirect_row(float(r), float(n), seed) for r in GRID] for n in _TRAINS], np.float32)
+
+
+def write_tables() -> None:
+    """Regenerate every table the core reads (``reordering.detection_tables``) from the loop:
+    ``python -m envs.sim.ack_loop`` (about a minute)."""
+    for rule in TABLE_RULES:
+        prob, lead = build_detection_tables(rule)
+        np.save(table_file(rule), prob[0])
+        np.save(table_file(rule, "lead"), lead[0])
+        np.save(table_file(rule, "train"), prob[1:].astype(np.float32))
+        np.save(table_file(rule, "lead_train"), lead[1:].astype(np.float32))
+    np.save(table_file("rfc9002", "indirect"), build_indirect_table())
     np.save(table_file("rfc9002", "rtt_sample"), build_rtt_sample_table())
+
+
+if __name__ == "__main__":
+    write_tables()

@@ -330,7 +330,7 @@ def _receive(t, conn, dt, stks, nsub, nflows):
             indirect = sg[f, s, SEG_INDIRECT]
             if indirect > 0.0:
                 # copies of spurious declarations acknowledged indirectly (their originals' ACKs
-                # came first, then a later packet's): they leave the flight without counting as
+                # came first, then the packet's sent next to them): they leave the flight without counting as
                 # delivered or growing the window (XQUIC xqc_send_ctl_indirectly_ack_or_drop_po
                 # acknowledges them without the CC or a rate sample; Linux counts the SACKed skb
                 # once, the copy's arrival is a DSACK)
@@ -1661,8 +1661,8 @@ def _depart(b, t, conn, m, nsub, nflows):
                     if n_spur > 0.0:
                         sg[f, s, SEG_SPUR] += n_spur
                         sg[f, s, SEG_SPUR_LEAD] = lead
-                    # the copies among them: acknowledged indirectly when a later packet's ACK
-                    # comes before theirs (reordering.indirect_table)
+                    # the copies among them: acknowledged indirectly when the packet sent just
+                    # before them or a later one is acknowledged first (reordering.indirect_table)
                     copies = sg[f, s, SEG_COPY]
                     if copies > 0.0:
                         if p_ind < 0.0:  # at the spacing the declarations took, once per step
