@@ -306,8 +306,8 @@ def build_rtt_sample_table(seed: int = 0) -> np.ndarray:
 def detection_row(rule: str, r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
     """2 x W: the share of the packets that ``rule``'s stack declares lost and the mean lead of a
     declaration over the sender learning of the packet's arrival, at spacing ``r`` (``_pattern``)
-    for every window of ``reordering.W_GRID``, all three in jitters of a round trip as the core
-    reads them (the loop's unit is one direction's jitter)."""
+    for every window of ``reordering.W_GRID``: spacing, windows and leads in jitters of a round
+    trip, as the core reads them (the loop's unit is one direction's jitter)."""
     sender, receiver = TABLE_RULES[rule]
     row = declarations(sender, _pattern(r, train), receiver, seed, windows=W_GRID * np.sqrt(2.0))
     return np.array([row[0], row[1] / np.sqrt(2.0)])
