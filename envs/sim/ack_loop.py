@@ -247,13 +247,18 @@ def declarations(rule: str, pattern: SendPattern, receiver: str = "xquic", seed:
     return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])
 
 
+def _jitters(pattern: SendPattern, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each packet's forward jitter and each ACK's reverse jitter, drawn from ``seed`` (in that
+    order, so every table built from one seed sees the same draws)."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(pattern.send.size), rng.standard_normal(pattern.send.size)
+
+
 def _seen(pattern: SendPattern, receiver: int, seed: int, ack_every: int = ACK_FREQUENCY,
           reverse_jitter: bool = True) -> np.ndarray:
-    """``first_acks`` of ``pattern`` on the jitters ``seed`` draws (forward, then reverse)."""
-    rng = np.random.default_rng(seed)
-    n = pattern.send.size
-    forward, reverse = rng.standard_normal(n), rng.standard_normal(n)
-    return first_acks(pattern.send, forward, reverse if reverse_jitter else np.zeros(n), receiver, ack_every)
+    """``first_acks`` of ``pattern`` on the jitters of ``seed``."""
+    forward, reverse = _jitters(pattern, seed)
+    return first_acks(pattern.send, forward, reverse if reverse_jitter else np.zeros_like(reverse), receiver, ack_every)
 
 
 def acknowledged_indirectly(seen: np.ndarray) -> np.ndarray:
@@ -287,10 +292,7 @@ def rtt_sample_row(r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
     jitters of a round trip, at spacing ``r`` (``_pattern``): the samples of the counted packets
     under XQUIC's receiver (``ACK_FREQUENCY``), both ways jittered."""
     pattern = _pattern(r, train)
-    rng = np.random.default_rng(seed)
-    n = pattern.send.size
-    samples, timed = largest_acked_samples(pattern.send, rng.standard_normal(n), rng.standard_normal(n),
-                                           ACK_FREQUENCY)
+    samples, timed = largest_acked_samples(pattern.send, *_jitters(pattern, seed), ACK_FREQUENCY)
     kept = samples[pattern.counted[timed]] / np.sqrt(2.0)
     return np.array([kept.mean(), kept.std()])
 

@@ -1641,16 +1641,13 @@ def _depart(b, t, conn, m, nsub, nflows):
                             # unpaced: its window's packets, back to back at the bottleneck's rate
                             r_jit = mss / max(bnb[p, BN_CAP], 1e-3) / rtt_jit
                             n_train = max(o[f, OBS_SWND] / mss, 0.0)
-                            prob = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_p)
-                            lead = _train_prob(r_jit, window / rtt_jit, n_train, spur_r, spur_w, spur_lead)
                         else:
                             r_jit = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3) / rtt_jit
-                            prob = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_p)
-                            lead = _spurious_prob(r_jit, window / rtt_jit, 0, spur_r, spur_w, spur_lead)
-                        lead *= rtt_jit  # steps
+                        prob = _detection_lookup(r_jit, window / rtt_jit, n_train, spur_p, spur_r, spur_w)
+                        lead = _detection_lookup(r_jit, window / rtt_jit, n_train, spur_lead, spur_r, spur_w) * rtt_jit  # steps
                         if stk[STK_RTT_LARGEST] > 0.0:
-                            sample_mean = _detection_lookup(r_jit, n_train, tables[3 * block:4 * block], spur_r, spur_w)
-                            sample_sd = _detection_lookup(r_jit, n_train, tables[4 * block:], spur_r, spur_w)
+                            sample_mean = _detection_lookup(r_jit, 0.0, n_train, tables[3 * block:4 * block], spur_r, spur_w)
+                            sample_sd = _detection_lookup(r_jit, 0.0, n_train, tables[4 * block:], spur_r, spur_w)
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur = 0.0
                     # a copy of a spurious declaration is not: its original's ACK takes it out of
@@ -1666,7 +1663,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                     copies = sg[f, s, SEG_COPY]
                     if copies > 0.0:
                         if p_ind < 0.0:  # at the spacing the declarations took, once per step
-                            p_ind = _detection_lookup(r_jit, n_train, tables[2 * block:3 * block], spur_r, spur_w)
+                            p_ind = _detection_lookup(r_jit, 0.0, n_train, tables[2 * block:3 * block], spur_r, spur_w)
                         ind = 0.0
                         for _ in range(int(math.ceil(copies / mss - EPS))):
                             if uniform(rng, b) < p_ind:
@@ -1714,12 +1711,13 @@ def _grid_pos(v, lo, hi, n):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _detection_lookup(r, n_train, tables, log_grid, w_grid):
-    """One of ``reordering.detection_tables``' blocks that are the same for every window, at
-    spacing/jitter ratio r, for a train of ``n_train`` packets (-1: evenly spaced)."""
+def _detection_lookup(r, w, n_train, tables, log_grid, w_grid):
+    """One of ``reordering.detection_tables``' blocks at spacing/jitter ratio r and window/jitter
+    ratio w (0 for the blocks that are the same for every window), for a train of ``n_train``
+    packets (-1: evenly spaced)."""
     if n_train >= 0.0:
-        return _train_prob(r, 0.0, n_train, log_grid, w_grid, tables)
-    return _spurious_prob(r, 0.0, 0, log_grid, w_grid, tables)
+        return _train_prob(r, w, n_train, log_grid, w_grid, tables)
+    return _spurious_prob(r, w, 0, log_grid, w_grid, tables)
 
 
 @njit(inline="always", cache=True, _nrt=False)

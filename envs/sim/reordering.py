@@ -81,9 +81,9 @@ def _later(r: float) -> np.ndarray:
     return _X[:, None] - r * np.arange(1, n_terms + 1)[None, :]
 
 
-def rfc9002_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
+def rfc9002_row(r: float) -> np.ndarray:
     """P(declared lost) at spacing r for every w of ``W_GRID`` under the RFC 9002 rule read as
-    ``k`` later packets arriving first, and the mean lead of a declaration (shape 2 x W), for a
+    ``PACKET_THRESHOLD`` later packets arriving first, and the mean lead of a declaration (shape 2 x W), for a
     sender that sees each arrival as it happens (the loop's reference, module docstring):
     conditional on the packet's own delay ``x``, the ``j``-th later packet overtakes it with
     probability ``Phi(x - j r)``, independently, integrated over ``x`` on a fine grid."""
@@ -91,6 +91,7 @@ def rfc9002_row(r: float, k: int = PACKET_THRESHOLD) -> np.ndarray:
     p = ndtr(z)
     # P(no later packet overtakes | x), and P(at least k overtake | x) (Poisson-binomial)
     none = np.exp(log_ndtr(-z).sum(axis=1))
+    k = PACKET_THRESHOLD
     dist = np.zeros((_X.size, k + 1))
     dist[:, 0] = 1.0
     for j in range(p.shape[1]):
