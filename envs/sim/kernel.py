@@ -291,17 +291,15 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
 def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
     """Steps from a lost packet's would-be arrival to its declaration, at least one and at most
     ``most``: the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut
-    short by its time threshold (srtt / 8: the packet's round trip is not at hand here, so the
-    window ``recovery.reorder_window`` gives a reordered packet, 9/8 max(srtt, latest RTT) less its
-    round trip, is read with srtt for both), or RACK's window after the next packet's ACK
-    (envs/sim/recovery.py)."""
+    short by its time threshold, or RACK's window after the next packet's ACK: the window
+    ``recovery.reorder_window`` gives a reordered packet, with the lost packet's round trip, not
+    at hand here, read as srtt (XQUIC: 9/8 max(srtt, latest RTT) less srtt)."""
     spacing = stk[STK_PACKET] / max(bnb[p, BN_CAP], 1.0)  # the flow's packets at the bottleneck
     by_packets = stk[STK_PKT_THRESHOLD] * spacing
+    window = reorder_window(o, fb, f, stk, o[f, OBS_SRTT]) / dt
     if stk[STK_TIME_THRESHOLD] > 0.0:
-        by_packets = min(by_packets, o[f, OBS_SRTT] * stk[STK_TIME_THRESHOLD] / dt)
-    rack = 0.0
-    if stk[STK_REO_WND] > 0.0:
-        rack = reorder_window(o, fb, f, stk, o[f, OBS_SRTT]) / dt
+        by_packets = min(by_packets, window)
+    rack = window if stk[STK_REO_WND] > 0.0 else 0.0
     return 1 + int(min(max(by_packets, rack), most))
 
 
