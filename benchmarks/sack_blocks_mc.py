@@ -23,7 +23,9 @@ without undo), or fixed (``--window`` ms); what it marks it retransmits at once.
 retransmissions and the spurious ones (the receiver had the packet), as shares of the originals.
 
 Not modelled: congestion control, pacing of the resends, the bottleneck queue, delayed ACKs of
-in-order data, GRO. It is a check of the mechanism's direction and size, not a calibrated model.
+in-order data, GRO. It is a check of the mechanism's direction and size, not a calibrated model; the
+core's tables take the same receiver from the whole loop (envs/sim/ack_loop.py one_block_seen, with a
+hole held open and no sender reaction).
 """
 
 from __future__ import annotations

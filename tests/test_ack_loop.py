@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from envs.sim.ack_loop import (RECEIVERS, RULES, SendPattern, acknowledged_indirectly, bursts, declarations,
-                               detection_row, first_acks, indirect_row, largest_acked_samples, rtt_sample_row, stream)
-from envs.sim.reordering import (GRID, TRAIN_GRID, indirect_table, lead_table, lead_train_table, rack_row,
-                                 rfc9002_row, rtt_sample_table, spurious_table, train_table)
+                               detection_row, first_acks, hidden_row, indirect_row, largest_acked_samples,
+                               one_block_seen, rtt_sample_row, stream)
+from envs.sim.reordering import (COMP_GRID, GRID, TRAIN_GRID, W_GRID, hidden_table, indirect_table, lead_table,
+                                 lead_train_table, rack_row, rfc9002_row, rtt_sample_table, spurious_table,
+                                 train_table)
 
 
 @pytest.mark.parametrize("r", [0.05, 0.2, 0.6])
@@ -243,6 +245,36 @@ def test_the_shipped_rtt_sample_table_is_the_loops() -> None:
     assert abs(even[0, -1]) < 0.02 and abs(even[1, -1] - 1.0) < 0.02 and np.allclose(table[0, 1], even[0, -1], atol=0.02)
     coarse = even[0, [int(np.searchsorted(GRID, r)) for r in (0.001, 0.01, 0.1, 0.3, 1.0, 3.0)]]
     assert np.all(np.diff(coarse) > 0.0) and coarse[2] < -1.5
+
+
+def test_one_sack_block_leaves_a_late_packet_below_a_hole_unnamed() -> None:
+    """Kernel MPTCP's receiver behind a hole (packets 0 and 5 lost): 1, 2, 3 are ACKed at once;
+    6 opens a block and a compressed ACK is held; 4 joins the block of 1-3, which becomes first
+    (it was second: no flush), then 7 makes 6's first again; the held ACK names 6-7. No ACK named
+    the block holding 4 while it was first, and 5's hole keeps it from joining 6-7: 4 is never
+    named. With ACKs at once (a compression far below the arrivals' spacing) every block is
+    named in turn."""
+    send = np.arange(8.0)
+    arrive = np.array([np.inf, 0.0, 1.0, 2.0, 4.0, np.inf, 3.0, 5.0])  # arrival order 1, 2, 3, 6, 4, 7
+    held = one_block_seen(send, arrive - send, np.zeros(8), 100.0)
+    assert np.isinf(held[[0, 4, 5]]).all() and np.isfinite(held[[1, 2, 3, 6, 7]]).all()
+    assert held[6] == held[7] == 103.0  # the held ACK, sent by its timer 100 after 6 arrived
+    at_once = one_block_seen(send, arrive - send, np.zeros(8), 0.01)
+    assert np.isinf(at_once[[0, 5]]).all() and at_once[4] == pytest.approx(4.01)
+
+
+def test_the_shipped_hidden_table_is_the_loops() -> None:
+    """envs/sim/hidden_rack.npy is ``ack_loop.build_hidden_table`` (single precision): sampled rows;
+    and it reads as the mechanism says: packets close enough to overtake each other are hidden
+    more the longer the receiver holds its ACKs, and hardly at all once it ACKs each arrival, or
+    when they are too far apart to overtake."""
+    table = hidden_table()
+    for i, g in ((2, 60), (4, 110), (6, 130)):
+        assert np.allclose(table[i, :, g], hidden_row(float(GRID[g]), float(COMP_GRID[i])).astype(np.float32))
+    g, w = int(np.searchsorted(GRID, 0.1)), int(np.searchsorted(W_GRID, 3.5))  # the grid's 2 ms path under BBR
+    by_comp = table[:, w, g]
+    assert by_comp[0] < by_comp[4] / 10 and by_comp[4] > 0.05  # 0.01 jitters against 1
+    assert table[:, :, int(np.searchsorted(GRID, 3.0))].max() < 1e-3
 
 
 def _paced_record() -> list[dict]:

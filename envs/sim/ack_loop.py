@@ -38,6 +38,13 @@ lost and the mean lead of a declaration over the sender learning of the packet's
 receiver) in the core's units, and ``indirect_row`` the share of copies of spurious declarations
 XQUIC acknowledges without counting them (``acknowledged_indirectly``).
 
+While a real loss leaves a hole, kernel MPTCP's receiver names one SACK block per ACK and
+compresses its ACKs (``one_block_seen``; docs/transport.md, "One SACK block per ACK"): a packet
+that arrives late below a later loss's hole lands in a block no ACK may name before the hole is
+repaired, and RACK declares it lost whatever its window. ``hidden_row`` gives the share of packets
+so declared while a hole persists that the stack's own loop above would not declare
+(``reordering.hidden_table``).
+
 The same loop gives the RTT samples XQUIC takes (``largest_acked_samples``): only from an ACK
 whose largest packet is newly acknowledged (RFC 9002 sec. 5.1), so under reordering mostly from
 packets and ACKs that overtook others, early ones: its srtt sits below the path's mean round
@@ -52,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from envs.sim.reordering import GRID, PACKET_THRESHOLD, TRAIN_GRID, W_GRID, table_file
+from envs.sim.reordering import COMP_GRID, GRID, PACKET_THRESHOLD, TRAIN_GRID, W_GRID, table_file
 
 RULES = ("xquic", "three_later", "rack")
 # the receiver each stack runs: 0 = ACK at once on a packet below the largest received (XQUIC),
@@ -65,6 +72,11 @@ EDGE = 10.0  # jitters at either end of a pattern left out (their packets miss e
 # the loop's sender rule and receiver behind each rule of the core's tables (reordering.RULES)
 TABLE_RULES = {"rfc9002": ("xquic", "xquic"), "rack": ("rack", "linux")}
 _TRAINS = np.concatenate([[-1.0], TRAIN_GRID])  # the tables' rows: the evenly spaced stream, then the trains
+# kernel MPTCP's receiver while a hole persists (one_block_seen)
+TCP_NUM_SACKS = 4  # include/net/tcp.h: the SACK blocks a receiver keeps
+TCP_SACK_BLOCKS_EXPECTED = 2  # net/ipv4/tcp_input.c: the blocks an ACK is taken to carry (tcp_sack_new_ofo_skb)
+TCP_FASTRETRANS_THRESH = 3  # include/net/tcp.h: duplicate ACKs sent at once before compression (__tcp_ack_snd_check)
+TCP_COMP_SACK_NR = 44  # net.ipv4.tcp_comp_sack_nr's default: arrivals one compressed ACK may stand for
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,100 @@ def largest_acked_samples(send: np.ndarray, forward: np.ndarray, reverse: np.nda
             timed[m] = top
             m += 1
     return samples[:m], timed[:m]
+
+
+@njit(cache=True)
+def one_block_seen(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, comp: float,
+                   comp_nr: int = TCP_COMP_SACK_NR) -> np.ndarray:
+    """When the sender learns of each packet's arrival from kernel MPTCP's receiver while a hole
+    below every packet persists (its cumulative ACK held there), as ``first_acks`` does for the
+    receivers that report every packet they hold; inf for a packet never named (and for one
+    that never arrives: ``forward`` inf).
+
+    The receiver keeps up to ``TCP_NUM_SACKS`` blocks, the block of its latest arrival first
+    (``tcp_input.c`` ``tcp_sack_new_ofo_skb``, merging blocks that meet as
+    ``tcp_sack_maybe_coalesce``), and an ACK names the first block only: the room MPTCP's DSS
+    option and the timestamps leave in the TCP options (``tcp_output.c``
+    ``tcp_established_options``; docs/transport.md, "One SACK block per ACK"). It ACKs its first
+    ``TCP_FASTRETRANS_THRESH`` arrivals at once, then compresses (``__tcp_ack_snd_check``): one
+    ACK ``comp`` after the first arrival it holds an ACK for (``tcp_comp_sack_delay_ns``), or at
+    the ``comp_nr``-th such arrival, or at once before another block becomes first, when that
+    block is not among the first ``TCP_SACK_BLOCKS_EXPECTED`` (``tcp_sack_compress_send_ack``);
+    any ACK sent ends the compression. Each ACK crosses back with its own ``reverse`` jitter (the
+    n-th and later ACKs reuse them in turn)."""
+    n = send.size
+    arrive = send + forward
+    order = np.argsort(arrive)
+    start = np.zeros(TCP_NUM_SACKS, np.int64)
+    end = np.zeros(TCP_NUM_SACKS, np.int64)
+    nb = 0
+    ack_start, ack_end, ack_back = np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2)
+    na = 0
+    held, deadline = 0, np.inf  # arrivals a compressed ACK is held for; when its timer fires
+    for i in range(n):
+        p = order[i]
+        a = arrive[p]
+        if not np.isfinite(a):
+            break
+        if held > 0 and deadline <= a:  # the compressed ACK's timer fired first
+            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], deadline + reverse[na % n]
+            na += 1
+            held = 0
+        k = 0
+        while k < nb and not (start[k] <= p + 1 and p <= end[k]):  # tcp_sack_extend: meets block k
+            k += 1
+        if k >= TCP_SACK_BLOCKS_EXPECTED and held > 0:  # flushed before another block is named first
+            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], a + reverse[na % n]
+            na += 1
+            held = 0
+        if k < nb:
+            s0, e0 = min(start[k], p), max(end[k], p + 1)
+        else:
+            s0, e0 = p, p + 1
+            nb = min(nb + 1, TCP_NUM_SACKS)  # a full list forgets its last block
+            k = nb - 1
+        for j in range(k, 0, -1):
+            start[j], end[j] = start[j - 1], end[j - 1]
+        start[0], end[0] = s0, e0
+        j = 1
+        while j < nb:  # coalesce the first block with any it now meets
+            if start[j] <= end[0] and start[0] <= end[j]:
+                start[0], end[0] = min(start[0], start[j]), max(end[0], end[j])
+                for m in range(j, nb - 1):
+                    start[m], end[m] = start[m + 1], end[m + 1]
+                nb -= 1
+            else:
+                j += 1
+        if i < TCP_FASTRETRANS_THRESH:
+            at_once = True
+        else:
+            held += 1
+            at_once = held >= comp_nr
+            if held == 1:
+                deadline = a + comp
+        if at_once:
+            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], a + reverse[na % n]
+            na += 1
+            held = 0
+    if held > 0:
+        ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], deadline + reverse[na % n]
+        na += 1
+    # each packet: the first ACK back naming it (ACKs by arrival at the sender, each naming the
+    # packets no earlier one named: a pointer past the packets already named, path-halved)
+    seen = np.full(n, np.inf)
+    nxt = np.arange(n + 1)
+    for a in np.argsort(ack_back[:na]):
+        j = ack_start[a]
+        while j < ack_end[a]:
+            while nxt[j] != j:
+                nxt[j] = nxt[nxt[j]]
+                j = nxt[j]
+            if j >= ack_end[a]:
+                break
+            seen[j] = ack_back[a]
+            nxt[j] = j + 1
+            j += 1
+    return seen
 
 
 @njit(cache=True)
@@ -336,6 +442,32 @@ def build_indirect_table(seed: int = 0) -> np.ndarray:
     return np.array([[indirect_row(float(r), float(n), seed) for r in GRID] for n in _TRAINS], np.float32)
 
 
+def hidden_row(r: float, comp: float, seed: int = 0) -> np.ndarray:
+    """W: the share of packets that kernel MPTCP's RACK declares while a real loss's hole holds
+    the cumulative ACK below them, because its one SACK block never names them
+    (``one_block_seen``), and that Linux's loop with every block reported would not declare at
+    that window (``detection_row``'s), for every window of ``reordering.W_GRID``: an evenly
+    spaced stream at spacing ``r``, ACK compression ``comp``; spacing, windows and compression
+    in jitters of a round trip, as the core reads them.
+
+    Such a packet is declared whatever the window, once its deadline (a later packet's round
+    trip and at most srtt after it left) comes before the hole is repaired (the core checks
+    that, ``kernel._depart``)."""
+    pattern = _pattern(r, -1.0)
+    forward, reverse = _jitters(pattern, seed)
+    hidden = pattern.counted & np.isinf(one_block_seen(pattern.send, forward, reverse, comp * np.sqrt(2.0)))
+    every_block = first_acks(pattern.send, forward, reverse, RECEIVERS["linux"], ACK_FREQUENCY)
+    declared_anyway = _declare(pattern.send, every_block, hidden, RULES.index("rack"), W_GRID * np.sqrt(2.0))[0]
+    return (np.count_nonzero(hidden) - declared_anyway) / np.count_nonzero(pattern.counted)
+
+
+def build_hidden_table(seed: int = 0) -> np.ndarray:
+    """C x W x R: ``hidden_row`` at every compression of ``reordering.COMP_GRID`` and spacing of
+    ``GRID`` (shipped as ``hidden_rack.npy``, single precision)."""
+    table = np.array([[hidden_row(float(r), float(c), seed) for r in GRID] for c in COMP_GRID])  # C x R x W
+    return np.ascontiguousarray(table.transpose(0, 2, 1).astype(np.float32))
+
+
 def write_tables() -> None:
     """Regenerate every table the core reads (``reordering.detection_tables``) from the loop:
     ``python -m envs.sim.ack_loop`` (about a minute)."""
@@ -347,6 +479,7 @@ def write_tables() -> None:
         np.save(table_file(rule, "lead_train"), lead[1:].astype(np.float32))
     np.save(table_file("rfc9002", "indirect"), build_indirect_table())
     np.save(table_file("rfc9002", "rtt_sample"), build_rtt_sample_table())
+    np.save(table_file("rack", "hidden"), build_hidden_table())
 
 
 if __name__ == "__main__":

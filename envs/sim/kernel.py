@@ -178,6 +178,8 @@ class Constants(NamedTuple):
     spur_wgrid: np.ndarray  # its detection-window grid (window / jitter), evenly spaced from 0
     spur_prob: np.ndarray  # per rule (STK_RULE), its tables: probability per packet at each (train, window, spacing) / jitter, the mean leads, the probability a copy is acknowledged indirectly (reordering.detection_tables)
     stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
+    hidden: np.ndarray  # [C, W, R]: the share of packets one SACK block hides while a hole persists (reordering.hidden_table)
+    hidden_cgrid: np.ndarray  # natural logs of its ACK-compression grid (compression delay / jitter, reordering.COMP_GRID)
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -1573,7 +1575,14 @@ def _depart(b, t, conn, m, nsub, nflows):
     back-to-back train per round trip (the stack's ``unpaced_trains``), whose packets can be
     overtaken only by the later ones of their train. Spacing and window are measured against the
     jitter of a round trip (the data's and its ACK's). The same tables give the declaration's mean
-    lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave."""
+    lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave.
+
+    On a subflow whose ACKs name one SACK block (``STK_ONE_SACK``, kernel MPTCP) a real loss's
+    hole holds the cumulative ACK until its retransmission arrives (``FL_HOLE_UNTIL``: its
+    declaration, ``_detect_delay``, and the way there); a packet arriving meanwhile is also
+    declared with the probability that no ACK names it (``reordering.hidden_table``) if its own
+    deadline comes first, its lead the time left to the repair (docs/transport.md, "One SACK
+    block per ACK")."""
     o, fb, bnb, c, sg, si, rg, rng = conn.obs, conn.fl, conn.bn, conn.cn, conn.seg, conn.segi, conn.ring, conn.rng
     stks = m.stack[b]
     dt, spur_r, spur_w = m.dt, m.spur_grid, m.spur_wgrid
@@ -1603,10 +1612,14 @@ def _depart(b, t, conn, m, nsub, nflows):
         # a transit link of the route is down: what crosses the bottleneck waits there for it
         down = fb[f, FL_DOWN_UNTIL] + dfwd if fb[f, FL_DOWN_UNTIL] > t else 0.0
         last_arrive = fb[f, FL_LAST_ARRIVE]
+        one_sack = stks[f, STK_ONE_SACK] > 0.0 and f < nsub  # competing flows are plain TCP: three blocks
+        det = -1  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
+        hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0
         lead = 0.0  # steps from a declaration to the declared packet's ACK
         p_ind = -1.0  # probability that a copy of a spurious declaration is acknowledged indirectly
         r_jit, n_train, block = 0.0, -1.0, 0  # n_train -1: evenly spaced (paced)
+        ri, ra, wj, wc = 0, 0.0, 0, 0.0  # where the spacing and window fall on the tables' grids (_table_pos)
         # the stack's RTT samples over the segments' mean, in round-trip jitters (STK_RTT_LARGEST)
         sample_mean, sample_sd = 0.0, -1.0
         out = 0.0
@@ -1620,6 +1633,16 @@ def _depart(b, t, conn, m, nsub, nflows):
                 u = uniform(rng, b)  # normal(rng, b), keeping its uniform for the RTT samples below
                 z = quantile(u)
                 delay = max(delay + jit * z, 0.0)
+            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
+            if jit > 0.0:
+                p_hide, hide_lead = 0.0, 0.0
+                real = one_sack and reorders and sg[f, s, SEG_LOST] - sg[f, s, SEG_COPY_LOST] > EPS
+                if real or (one_sack and reorders and fb[f, FL_HOLE_UNTIL] > arrive):
+                    if det < 0:
+                        det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, rg.shape[1] - 2 - int(fb[f, FL_DREV]))
+                    if real:  # a real loss: a hole until its resend arrives
+                        fb[f, FL_HOLE_UNTIL] = max(fb[f, FL_HOLE_UNTIL], arrive + fb[f, FL_DREV] + det + dfwd)
+                    hide_lead = fb[f, FL_HOLE_UNTIL] - arrive - det
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         stk = stks[f]
@@ -1641,33 +1664,42 @@ def _depart(b, t, conn, m, nsub, nflows):
                             n_train = max(o[f, OBS_SWND] / mss, 0.0)
                         else:
                             r_jit = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3) / rtt_jit
-                        prob = _detection_lookup(r_jit, window / rtt_jit, n_train, spur_p, spur_r, spur_w)
-                        lead = _detection_lookup(r_jit, window / rtt_jit, n_train, spur_lead, spur_r, spur_w) * rtt_jit  # steps
-                        if stk[STK_RTT_LARGEST] > 0.0:
-                            sample_mean = _detection_lookup(r_jit, 0.0, n_train, tables[3 * block:4 * block], spur_r, spur_w)
-                            sample_sd = _detection_lookup(r_jit, 0.0, n_train, tables[4 * block:], spur_r, spur_w)
+                        ri, ra, wj, wc = _table_pos(r_jit, window / rtt_jit, spur_r, spur_w)
+                        prob = _lookup_at(ri, ra, wj, wc, n_train, spur_p)
+                        lead = _lookup_at(ri, ra, wj, wc, n_train, spur_lead) * rtt_jit  # steps
+                        if stk[STK_RTT_LARGEST] > 0.0:  # the same for every window: at w = 0
+                            sample_mean = _lookup_at(ri, ra, 0, 0.0, n_train, tables[3 * block:4 * block])
+                            sample_sd = _lookup_at(ri, ra, 0, 0.0, n_train, tables[4 * block:])
+                    if hide_lead > 0.0:
+                        if hidden < 0.0:  # the receiver's compression against the round trip's jitter
+                            stk = stks[f]
+                            comp = min(stk[STK_COMP_SACK_DELAY], stk[STK_COMP_SACK_RTT] * o[f, OBS_SRTT]) / dt
+                            hidden = _hidden_prob(ri, ra, wj, wc, comp / rtt_jit, m)
+                        p_hide = hidden
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
-                    n_spur = 0.0
+                    n_spur, n_hide = 0.0, 0.0
                     # a copy of a spurious declaration is not: its original's ACK takes it out of
                     # the rule's reach first (SEG_COPY; docs/transport.md, "Reordering")
                     for _ in range(int(math.ceil((sg[f, s, SEG_BYTES] - sg[f, s, SEG_COPY]) / mss - EPS))):
-                        if uniform(rng, b) < prob:
+                        v = uniform(rng, b)
+                        if v < prob:
                             n_spur += 1.0
-                    if n_spur > 0.0:
-                        sg[f, s, SEG_SPUR] += n_spur
-                        sg[f, s, SEG_SPUR_LEAD] = lead
+                        elif v < prob + p_hide:  # never named before the hole's repair (one SACK block)
+                            n_hide += 1.0
+                    if n_spur + n_hide > 0.0:
+                        sg[f, s, SEG_SPUR] += n_spur + n_hide
+                        sg[f, s, SEG_SPUR_LEAD] = (n_spur * lead + n_hide * hide_lead) / (n_spur + n_hide)
                     # the copies among them: acknowledged indirectly when the packet sent just
                     # before them or a later one is acknowledged first (reordering.indirect_table)
                     copies = sg[f, s, SEG_COPY]
                     if copies > 0.0:
                         if p_ind < 0.0:  # at the spacing the declarations took, once per step
-                            p_ind = _detection_lookup(r_jit, 0.0, n_train, tables[2 * block:3 * block], spur_r, spur_w)
+                            p_ind = _lookup_at(ri, ra, 0, 0.0, n_train, tables[2 * block:3 * block])
                         ind = 0.0
                         for _ in range(int(math.ceil(copies / mss - EPS))):
                             if uniform(rng, b) < p_ind:
                                 ind += mss
                         sg[f, s, SEG_INDIRECT] = min(ind, copies)
-            arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
             if u < PKT_RTT_TAIL and jit > 0.0 and sg[f, s, SEG_BYTES] > 0.0:
                 # the least RTT sample among the segment's packets: each packet and its ACK get
                 # their own jitter, so the sender's per-packet samples reach below the segment's
@@ -1713,35 +1745,49 @@ def _detection_lookup(r, w, n_train, tables, log_grid, w_grid):
     """One of ``reordering.detection_tables``' blocks at spacing/jitter ratio r and window/jitter
     ratio w (0 for the blocks that are the same for every window), for a train of ``n_train``
     packets (-1: evenly spaced)."""
-    if n_train >= 0.0:
-        return _train_prob(r, w, n_train, log_grid, w_grid, tables)
-    return _spurious_prob(r, w, 0, log_grid, w_grid, tables)
+    i, a, j, c = _table_pos(r, w, log_grid, w_grid)
+    return _lookup_at(i, a, j, c, n_train, tables)
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _spurious_prob(r, w, k, log_grid, w_grid, tables):
-    """Interpolate the stack's spurious-declaration probability at spacing/jitter ratio r and
-    window/jitter ratio w in table ``k`` (``log_grid``: the natural logs of the tables' evenly
-    log-spaced spacing grid; ``w_grid``: their evenly spaced window grid; ``tables[k, w, r]``)."""
+def _table_pos(r, w, log_grid, w_grid):
+    """Where spacing/jitter ratio r and window/jitter ratio w fall on the tables' grids (``log_grid``:
+    the natural logs of the evenly log-spaced spacing grid; ``w_grid``: the evenly spaced window
+    grid): the index and weight along each, for ``_lookup_at`` (one position, every block)."""
     i, a = _grid_pos(math.log(r), log_grid[0], log_grid[log_grid.shape[0] - 1], log_grid.shape[0])
     j, c = _grid_pos(w, w_grid[0], w_grid[w_grid.shape[0] - 1], w_grid.shape[0])
+    return i, a, j, c
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _bilinear(tables, k, i, a, j, c):
+    """``tables[k, w, r]`` interpolated at a position of ``_table_pos``."""
     lo = tables[k, j, i] * (1.0 - a) + tables[k, j, i + 1] * a
     hi = tables[k, j + 1, i] * (1.0 - a) + tables[k, j + 1, i + 1] * a
     return lo * (1.0 - c) + hi * c
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _train_prob(r, w, n, log_grid, w_grid, tables):
-    """The probability for a packet of a back-to-back train of ``n`` packets at spacing ratio r:
-    tables 1.. hold trains of ``reordering.TRAIN_GRID`` packets (log-spaced, interpolated), a
-    longer train is the evenly spaced stream of table 0."""
-    x = TRAINS_PER_OCTAVE * math.log2(max(n, 1.0))
-    if x >= tables.shape[0] - 2:
-        return _spurious_prob(r, w, 0, log_grid, w_grid, tables)
-    k = int(x)
-    a = x - k
-    return (_spurious_prob(r, w, k + 1, log_grid, w_grid, tables) * (1.0 - a)
-            + _spurious_prob(r, w, k + 2, log_grid, w_grid, tables) * a)
+def _lookup_at(i, a, j, c, n_train, tables):
+    """``_detection_lookup`` at a position of ``_table_pos``. Slice 0 is the evenly spaced
+    stream; for a back-to-back train of ``n_train`` packets, slices 1.. hold trains of
+    ``reordering.TRAIN_GRID`` packets (log-spaced, interpolated), a longer train is the stream."""
+    if n_train >= 0.0:
+        x = TRAINS_PER_OCTAVE * math.log2(max(n_train, 1.0))
+        if x < tables.shape[0] - 2:
+            k = int(x)
+            g = x - k
+            return _bilinear(tables, k + 1, i, a, j, c) * (1.0 - g) + _bilinear(tables, k + 2, i, a, j, c) * g
+    return _bilinear(tables, 0, i, a, j, c)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _hidden_prob(i, a, j, e, c, m):
+    """``Constants.hidden`` at a position of ``_table_pos`` (spacing and window over the jitter)
+    and ACK compression/jitter ratio c (interpolated in log c, clamped to its grid)."""
+    cg = m.hidden_cgrid
+    k, g = _grid_pos(math.log(max(c, 1e-12)), cg[0], cg[cg.shape[0] - 1], cg.shape[0])
+    return _bilinear(m.hidden, k, i, a, j, e) * (1.0 - g) + _bilinear(m.hidden, k + 1, i, a, j, e) * g
 
 
 @njit(inline="always", cache=True, _nrt=False)

@@ -98,7 +98,10 @@ FL_SCHED = 34  # bytes scheduled on the path and not yet sent (part of OBS_INFLI
 FL_BUFFERED = 35  # 1 when the connection's stack holds scheduled packets on the path (STK_PATH_BUFFER)
 FL_SQ_HEAD = 36  # ring index of the oldest range
 FL_SQ_N = 37  # ranges in the ring
-FL_SQ = 38  # first column of the ring
+# subflow of a stack whose ACKs name one SACK block (STK_ONE_SACK): the step the retransmission of
+# its latest real loss reaches the receiver, until which that loss's hole holds its cumulative ACK
+FL_HOLE_UNTIL = 38
+FL_SQ = 39  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
 SQ_NEW = -1.0  # SQ_FILL of new data
@@ -306,4 +309,7 @@ STK_PATH_BUFFER = 13  # 1: a paced path without pacing credit is not blocked; wh
 STK_CC_MSS = 14  # the unit its CCs count windows in, in its packets (XQUIC's XQC_MSS: 1436 / 1200; Linux 1)
 STK_PACKET = 15  # the flow's packet, payload bytes (the stack's packet_bytes, or SimConfig.mss; a subflow's is CN_MSS)
 STK_RTT_LARGEST = 16  # 1: RTT samples only from an ACK's newly acknowledged largest packet (RFC 9002 sec. 5.1)
-N_STK = 17
+STK_ONE_SACK = 17  # 1: a subflow's ACKs name one SACK block and compress while a hole persists (kernel MPTCP)
+STK_COMP_SACK_DELAY = 18  # that receiver's ACK compression delay (s), at most ...
+STK_COMP_SACK_RTT = 19  # ... this fraction of the round trip
+N_STK = 20

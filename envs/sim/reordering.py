@@ -63,6 +63,7 @@ _PDF = np.exp(-_X ** 2 / 2.0) / np.sqrt(2.0 * np.pi) * (_X[1] - _X[0])
 _MAX_TERMS = 20000
 TRAINS_PER_OCTAVE = 2
 TRAIN_GRID = 2.0 ** (np.arange(21) / TRAINS_PER_OCTAVE)  # n = packets in a train, 1 .. 1024
+COMP_GRID = np.logspace(-2.0, 2.0, 9)  # c = a receiver's ACK compression delay / jitter (hidden_table)
 # weights of F on _X giving P(declared) and E[(x - D)+], the latter as
 # sum over x of pdf(x) * sum over t <= x of F(t) dt = sum over t of F(t) * dt * P(x >= t)
 _WEIGHTS = np.stack([_PDF, np.cumsum(_PDF[::-1])[::-1] * (_X[1] - _X[0])])
@@ -159,6 +160,14 @@ def rtt_sample_table(rule: str) -> np.ndarray:
     if rule == "rack":
         return np.zeros((2, 1 + TRAIN_GRID.size, GRID.size))
     return np.load(table_file(rule, "rtt_sample")).astype(np.float64)
+
+
+def hidden_table() -> np.ndarray:
+    """C x W x R: the share of packets kernel MPTCP's one SACK block makes RACK declare while a
+    real loss's hole persists, beyond what ``spurious_table("rack")`` declares, at ACK
+    compression / jitter ``COMP_GRID``, window / jitter ``W_GRID`` and spacing / jitter ``GRID``
+    (``ack_loop.hidden_row``)."""
+    return np.load(table_file("rack", "hidden")).astype(np.float64)
 
 
 def detection_tables(rule: str) -> np.ndarray:

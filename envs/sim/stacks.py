@@ -23,7 +23,7 @@ from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PATH_BUFFER, STK_PKT_THRESHOLD, STK_REO_ADAPT,
                              STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
                              STK_RTO_VAR_FLOOR, STK_RTT_LARGEST, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS, STK_UNDO,
-                             STK_WINDOW_DRS)
+                             STK_WINDOW_DRS, STK_ONE_SACK, STK_COMP_SACK_DELAY, STK_COMP_SACK_RTT)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
@@ -78,6 +78,13 @@ class StackProfile:
     # acknowledged (RFC 9002 sec. 5.1), so under reordering from early packets (envs/sim/ack_loop.py
     # rtt_sample_table); False: every ACK's segment gives one
     rtt_from_largest: bool
+    # while a real loss's hole holds a subflow's cumulative ACK, its receiver's ACKs name one SACK
+    # block and are compressed, one per comp_sack_delay s (at most comp_sack_rtt of the round
+    # trip): a late packet may never be named before the hole is repaired, and RACK declares it
+    # (envs/sim/ack_loop.py one_block_seen; docs/transport.md, "One SACK block per ACK")
+    one_sack_block: bool
+    comp_sack_delay: float  # s
+    comp_sack_rtt: float
     # retransmission timer: mult * (srtt + max(4 rttvar, rto_var_floor) + rto_ack_delay), >= rto_min
     rto_mult: float
     rto_var_floor: float  # s
@@ -140,6 +147,11 @@ XQUIC = StackProfile(
     # when update_largest_ack (a packet above ctl_largest_acked is acknowledged), timed from
     # ctl_largest_acked_sent_time; xqc_sample.c gives BBR the same ctl_latest_rtt
     rtt_from_largest=True,
+    # an ACK frame names every range the receiver holds, up to XQC_MAX_ACK_RANGE_CNT, 64 (xqc_recv_record.h),
+    # and an out-of-order packet is acknowledged at once (xqc_conn.c): no range goes unnamed
+    one_sack_block=False,
+    comp_sack_delay=0.0,
+    comp_sack_rtt=0.0,
     # RFC 9002 sec. 6.2.1 PTO = srtt + max(4 rttvar, kGranularity) + max_ack_delay
     # (xqc_send_ctl.h XQC_kGranularity 1 ms; xqc_transport_params.h XQC_DEFAULT_MAX_ACK_DELAY 25 ms).
     # A PTO only probes; the window collapses on persistent congestion, losses spanning
@@ -261,6 +273,15 @@ LINUX = StackProfile(
     # before by SACK (first_ackt; else sack->first_sackt), which reordering makes late, not early:
     # not modelled, the segments' own samples stand for it (docs/transport.md, "Reordering")
     rtt_from_largest=False,
+    # MPTCP's options take precedence over SACK in the 40 bytes of TCP options (tcp_output.c
+    # tcp_established_options): timestamps 12 (TCPOLEN_TSTAMP_ALIGNED) and the DSS option with its
+    # 64-bit data ACK 12 (net/mptcp/options.c: TCPOLEN_MPTCP_DSS_BASE 4 + TCPOLEN_MPTCP_DSS_ACK64 8)
+    # leave (16 - TCPOLEN_SACK_BASE_ALIGNED 4) / TCPOLEN_SACK_PERBLOCK 8 = 1 block; tcp_input.c
+    # __tcp_ack_snd_check compresses SACKs by net.ipv4.tcp_comp_sack_delay_ns (1 ms), at most
+    # the receiver's RTT / 20. Competing flows are plain TCP, whose ACKs carry three (kernel.py)
+    one_sack_block=True,
+    comp_sack_delay=0.001,
+    comp_sack_rtt=0.05,
     # tcp_input.c tcp_rtt_estimator / tcp_output.c __tcp_set_rto: rto = srtt + max(4 mdev,
     # tcp_rto_min); include/net/tcp.h TCP_RTO_MIN = HZ / 5 (200 ms)
     rto_mult=1.0,
@@ -336,6 +357,9 @@ def stack_vector(prof: StackProfile, packet: float | None = None) -> np.ndarray:
     v[STK_UNDO] = float(prof.undo)
     v[STK_TRAINS] = float(prof.unpaced_trains)
     v[STK_RTT_LARGEST] = float(prof.rtt_from_largest)
+    v[STK_ONE_SACK] = float(prof.one_sack_block)
+    v[STK_COMP_SACK_DELAY] = prof.comp_sack_delay
+    v[STK_COMP_SACK_RTT] = prof.comp_sack_rtt
     v[STK_RTO_MULT] = prof.rto_mult
     v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
