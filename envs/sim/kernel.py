@@ -1085,6 +1085,17 @@ def _send_packet(b, f, t, o, fb, bnb, c, sg, si, ho, rng, mss, kind, seq3, fill3
     return size
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _can_send(o, fb, f, mss):
+    """Whether ``_burst`` may send flow f's first packet (unless it is free): window room over what
+    is in flight and pacing credit with a path buffer (OBS_AVAILABLE does not say whether the pacer
+    lets a packet out now), else OBS_AVAILABLE. A burst that may not sends nothing and changes nothing."""
+    if fb[f, FL_BUFFERED] > 0.0:
+        return (o[f, OBS_INFLIGHT] - fb[f, FL_SCHED] + mss <= o[f, OBS_CWND] + EPS) \
+            & (fb[f, FL_PACE_CREDIT] >= mss - EPS) & (fb[f, FL_ACTIVE] > 0.0)
+    return o[f, OBS_AVAILABLE] > 0.0
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
 def _burst(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     """``_burst_packets`` with its integers and flag passed on as plain values: numba compiles a
@@ -1146,10 +1157,7 @@ def _burst_packets(b, f, t, conn, mss, kind, first_free, maxpk, budget, seq3):
     seg_seq = sg[f, ls, SEG_SEQ] if cached else 0.0
     seg_pos = sg[f, ls, SEG_POS] if cached else 0.0
     buffered = fb[f, FL_BUFFERED] > 0.0
-    if buffered:  # OBS_AVAILABLE does not say whether the pacer lets a packet out now
-        avail = (inflight + mss <= cwnd_eps) & (credit >= mss_eps) & active
-    else:
-        avail = o[f, OBS_AVAILABLE] > 0.0
+    avail = _can_send(o, fb, f, mss)
     n = 0
     failed = False
     seq = math.inf
@@ -1397,8 +1405,10 @@ def _release(b, f, t, conn, mss):
         nbytes = fb[f, col + SQ_BYTES]
         fill = int(fb[f, col + SQ_FILL])
         if fill == SQ_NEW:
-            _, _, left = _burst(b, f, t, conn, mss, 3, False, MAX_PACKETS_PER_STEP, nbytes, fb[f, col + SQ_SEQ])
-            fb[f, col + SQ_SEQ] += nbytes - left
+            left = nbytes
+            if _can_send(o, fb, f, mss):
+                _, _, left = _burst(b, f, t, conn, mss, 3, False, MAX_PACKETS_PER_STEP, nbytes, fb[f, col + SQ_SEQ])
+                fb[f, col + SQ_SEQ] += nbytes - left
         else:
             kind = 3 if fill >= 0 else 4
             left = nbytes
@@ -1432,7 +1442,7 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     # xqc_engine.c xqc_conn_retransmit_lost_packets before xqc_conn_send_packets; _burst checks
     # the window over what is in flight and the pacer)
     for f in range(nsub):
-        if fb[f, FL_SPUR_PENDING] > EPS and (o[f, OBS_AVAILABLE] > 0.0 or fb[f, FL_BUFFERED] > 0.0):
+        if fb[f, FL_SPUR_PENDING] > EPS and _can_send(o, fb, f, mss):
             _, _, left = _burst(b, f, t, conn, mss, 1, False, MAX_PACKETS_PER_STEP, fb[f, FL_SPUR_PENDING], 0.0)
             fb[f, FL_SPUR_PENDING] = left
     # then what the paths' schedule buffers hold, as their pacers and windows allow
@@ -1616,7 +1626,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         det = -1  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
         hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0
-        lead = 0.0  # steps from a declaration to the declared packet's ACK
+        lead = -1.0  # steps from a declaration to the declared packet's ACK (-1: not looked up yet)
         p_ind = -1.0  # probability that a copy of a spurious declaration is acknowledged indirectly
         r_jit, n_train, block = 0.0, -1.0, 0  # n_train -1: evenly spaced (paced)
         ri, ra, wj, wc = 0, 0.0, 0, 0.0  # where the spacing and window fall on the tables' grids (_table_pos)
@@ -1651,7 +1661,6 @@ def _depart(b, t, conn, m, nsub, nflows):
                         # mean and spread (reordering.detection_tables)
                         block = tables.shape[0] // DETECTION_BLOCKS
                         spur_p = tables[:block]
-                        spur_lead = tables[block:2 * block]
                         # the round trip the segment's packets are expected to take
                         expected = (t - sg[f, s, SEG_SENT]) * dt + (dfwd + fb[f, FL_DREV]) * dt
                         window = reorder_window(o, fb, f, stk, expected) / dt
@@ -1666,7 +1675,6 @@ def _depart(b, t, conn, m, nsub, nflows):
                             r_jit = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3) / rtt_jit
                         ri, ra, wj, wc = _table_pos(r_jit, window / rtt_jit, spur_r, spur_w)
                         prob = _lookup_at(ri, ra, wj, wc, n_train, spur_p)
-                        lead = _lookup_at(ri, ra, wj, wc, n_train, spur_lead) * rtt_jit  # steps
                         if stk[STK_RTT_LARGEST] > 0.0:  # the same for every window: at w = 0
                             sample_mean = _lookup_at(ri, ra, 0, 0.0, n_train, tables[3 * block:4 * block])
                             sample_sd = _lookup_at(ri, ra, 0, 0.0, n_train, tables[4 * block:])
@@ -1674,7 +1682,11 @@ def _depart(b, t, conn, m, nsub, nflows):
                         if hidden < 0.0:  # the receiver's compression against the round trip's jitter
                             stk = stks[f]
                             comp = min(stk[STK_COMP_SACK_DELAY], stk[STK_COMP_SACK_RTT] * o[f, OBS_SRTT]) / dt
-                            hidden = _hidden_prob(ri, ra, wj, wc, comp / rtt_jit, m)
+                            cj = max(comp / rtt_jit, 1e-12)
+                            if cj != fb[f, FL_COMP_C]:
+                                fb[f, FL_COMP_C] = cj
+                                fb[f, FL_COMP_LOG] = math.log(cj)
+                            hidden = _hidden_prob(ri, ra, wj, wc, fb[f, FL_COMP_LOG], m)
                         p_hide = hidden
                     # one uniform per packet: cheaper than a binomial draw's power at these counts
                     n_spur, n_hide = 0.0, 0.0
@@ -1687,6 +1699,8 @@ def _depart(b, t, conn, m, nsub, nflows):
                         elif v < prob + p_hide:  # never named before the hole's repair (one SACK block)
                             n_hide += 1.0
                     if n_spur + n_hide > 0.0:
+                        if lead < 0.0:  # once per step, at the first declaration
+                            lead = _lookup_at(ri, ra, wj, wc, n_train, tables[block:2 * block]) * rtt_jit  # steps
                         sg[f, s, SEG_SPUR] += n_spur + n_hide
                         sg[f, s, SEG_SPUR_LEAD] = (n_spur * lead + n_hide * hide_lead) / (n_spur + n_hide)
                     # the copies among them: acknowledged indirectly when the packet sent just
@@ -1782,11 +1796,12 @@ def _lookup_at(i, a, j, c, n_train, tables):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _hidden_prob(i, a, j, e, c, m):
+def _hidden_prob(i, a, j, e, log_c, m):
     """``Constants.hidden`` at a position of ``_table_pos`` (spacing and window over the jitter)
-    and ACK compression/jitter ratio c (interpolated in log c, clamped to its grid)."""
+    and ACK compression/jitter ratio c, given as ``log_c`` = log(max(c, 1e-12)) (interpolated in
+    log c, clamped to its grid)."""
     cg = m.hidden_cgrid
-    k, g = _grid_pos(math.log(max(c, 1e-12)), cg[0], cg[cg.shape[0] - 1], cg.shape[0])
+    k, g = _grid_pos(log_c, cg[0], cg[cg.shape[0] - 1], cg.shape[0])
     return _bilinear(m.hidden, k, i, a, j, e) * (1.0 - g) + _bilinear(m.hidden, k + 1, i, a, j, e) * g
 
 

@@ -101,7 +101,11 @@ FL_SQ_N = 37  # ranges in the ring
 # subflow of a stack whose ACKs name one SACK block (STK_ONE_SACK): the step the retransmission of
 # its latest real loss reaches the receiver, until which that loss's hole holds its cumulative ACK
 FL_HOLE_UNTIL = 38
-FL_SQ = 39  # first column of the ring
+# the ACK compression / jitter ratio the one-SACK-block table was last read at, and its log (the
+# compression delay is mostly the stack's constant one: the log once, not per step)
+FL_COMP_C = 39
+FL_COMP_LOG = 40
+FL_SQ = 41  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
 SQ_NEW = -1.0  # SQ_FILL of new data

@@ -46,6 +46,10 @@ bytes) only when an ACK names it; once its original is acknowledged, its loss de
 copy as acknowledged without either as soon as it reaches it, once the packet sent just before
 the copy or any after it is acknowledged (``ack_loop.acknowledged_indirectly``). Linux counts the
 SACKed segment once and the copy's arrival is a DSACK: every copy is acknowledged indirectly.
+
+And, for kernel MPTCP, whose ACKs name one SACK block, the share of packets that no ACK names
+while a real loss's hole holds the cumulative ACK, which RACK declares besides (``hidden_table``,
+``ack_loop.hidden_row``; docs/transport.md, "One SACK block per ACK").
 """
 
 from pathlib import Path
