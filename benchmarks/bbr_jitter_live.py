@@ -4,6 +4,7 @@ its loss detection and BBR's model do (tests/test_stack_fidelity.py, ``LINUX_BBR
     sudo python benchmarks/bbr_jitter_live.py grid:2/5 grid:2/0 --runs 1
     sudo python benchmarks/bbr_jitter_live.py grid:2/2 --sacks --plain     # SACK blocks; plain TCP beside
     sudo python benchmarks/bbr_jitter_live.py grid:2/2 --receiver-sysctl net.ipv4.tcp_comp_sack_nr=0
+    python benchmarks/bbr_jitter_live.py grid:2/2 grid:0.5/2 --sim-only --runs 4   # the model's side
 
 Per scenario one verified testbed (envs.live.testbed; ``grid:<loss_pct>/<jitter_ms>`` is the grid
 table's 10 s path, ``ispras_s1|s2`` the tables' file), then per run one kernel MPTCP BBR transfer
@@ -19,6 +20,11 @@ state, and the share in which the window binds (in flight within one packet of c
 ``--sysctl`` / ``--receiver-sysctl`` set a sysctl in the sender's / receiver's namespace first
 (``net.ipv4.tcp_recovery=3``: RACK's reordering window held at one step; ``net.ipv4.tcp_comp_sack_nr=0``:
 no SACK compression). Run it alone (``flock /tmp/mpsched-live.lock``): it needs root and the live setup.
+
+``--sim-only``: the simulator's side instead (``stack=linux``, BBR, ``--runs`` connections): per
+connection its goodput, the packets it declared lost and those the network lost as shares of what it
+sent, and the share of the time a real loss's hole held its cumulative ACK (``FL_HOLE_UNTIL``, where
+kernel MPTCP's one SACK block hides late packets; docs/transport.md, "One SACK block per ACK").
 """
 
 from __future__ import annotations
@@ -313,6 +319,27 @@ def transfer(tb: Testbed, scen: Scenario, sacks: bool = False, plain: bool = Fal
     print("   cwnd/inflight/ca_state/reordering/total_retrans: " + ", ".join(trace), flush=True)
 
 
+def simulated(scen: Scenario, runs: int) -> None:
+    """The simulator's side of ``scen`` (``--sim-only``): one line per connection."""
+    from envs.sim.layout import CN_T, FL_HOLE_UNTIL, FL_LOST_PKTS, FL_SENT_PKTS, OBS_LOSSES
+    from envs.sim.simulator import SimConfig, Simulator
+    sim = Simulator(scen, "bbr", "minrtt", batch=runs, seed=0, config=SimConfig(stack="linux"))
+    sim.reset()
+    n = len(scen.paths)
+    held = np.zeros((runs, n))
+    steps = 0
+    while not np.all(sim.done):
+        sim.advance(10)
+        steps += 1
+        held += sim.fl[:, :n, FL_HOLE_UNTIL] > sim.cn[:, CN_T, None]
+    sent = np.maximum(sim.fl[:, :n, FL_SENT_PKTS], 1.0)
+    for b, mbps in enumerate(sim.results()["goodput_mbps"]):
+        print(f"sim {scen.name} connection {b + 1}: {mbps:.2f} Mbit/s; per path, declared lost "
+              + ", ".join(f"{d:.1%}" for d in sim.obs[b, :n, OBS_LOSSES] / sent[b]) + " of the packets sent, lost in "
+              "the network " + ", ".join(f"{x:.1%}" for x in sim.fl[b, :n, FL_LOST_PKTS] / sent[b])
+              + ", a hole held " + ", ".join(f"{h:.0%}" for h in held[b] / max(steps, 1)) + " of the time", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="+", help="grid:<loss_pct>/<jitter_ms> or ispras_s1|ispras_s2")
@@ -326,9 +353,13 @@ def main() -> int:
                     help="also run a plain TCP transfer (no MPTCP options on the ACKs) after each MPTCP one")
     ap.add_argument("--sacks", action="store_true",
                     help="count the SACK blocks of the pure ACKs the sender receives")
+    ap.add_argument("--sim-only", action="store_true", help="the simulator's side instead (no root needed)")
     a = ap.parse_args()
     for name in a.scenarios:
         scen = scenario(name)
+        if a.sim_only:
+            simulated(scen, a.runs)
+            continue
         with verified_testbed(functools.partial(Testbed, scen, verify=True)) as tb:
             for kv in a.sysctl:
                 print(tb.run("client", ["sysctl", "-w", kv]).stdout.strip(), flush=True)

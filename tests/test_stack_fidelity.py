@@ -37,7 +37,7 @@ LINUX_BBR = ("modelled: tcp_bbr.c's packet conservation in recovery, cwnd -= rs-
              "against 12.7% at 2% / 5 ms; without SACK compression (net.ipv4.tcp_comp_sack_nr=0) 11.9% at 2% / "
              "2 ms. The model's receiver hides 7.1% of the packets at the grid's 2 ms spacing while a hole persists "
              "(the Monte Carlo of benchmarks/sack_blocks_mc.py, fixed rate, 5.5% spurious), and its BBR now "
-             "declares 7.5-7.7% of what it sends at 2% / 2 ms (2.3-2.6% before; 2.0-2.2% real), 3.8-4.2% at 0.5% "
+             "declares (benchmarks/bbr_jitter_live.py --sim-only) 7.5-7.7% of what it sends at 2% / 2 ms (2.3-2.6% before; 2.0-2.2% real), 3.8-4.2% at 0.5% "
              "/ 2 ms (0.9-1.1%), 4.3-4.9% at 2% / 5 ms (3.8-4.9%: the copies' DSACKs widen RACK's window, which "
              "declares fewer of the rest): about a third of live's excess over plain TCP. Not modelled: the "
              "repair's own dynamics (the hole held open in the table, its life in the core a detection and a "

@@ -448,3 +448,21 @@ def test_one_sack_block_declares_what_no_ack_names_while_a_hole_persists(monkeyp
     assert np.all(one > every + 0.03), (one, every)
     (one, lost), (every, _) = _declared_share(monkeypatch, True, 0.0, 8.0), _declared_share(monkeypatch, False, 0.0, 8.0)
     assert np.all(lost == 0.0) and np.all(one > 0.0) and np.array_equal(one, every), (one, every, lost)
+
+
+def test_the_linux_bbr_probe_prints_the_models_side(capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/bbr_jitter_live.py --sim-only`` (the figures docs/transport.md, "One SACK block per
+    ACK", quotes): per connection its goodput, what it declared and what the network lost as shares of
+    what it sent, and how long a hole held its cumulative ACK, which 2% random loss keeps nearly always."""
+    import re
+
+    from benchmarks.bbr_jitter_live import simulated
+    from envs.fidelity import grid_scenario
+    simulated(grid_scenario(2.0, 2.0, 2.0), 2)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        m = re.fullmatch(r"sim grid_loss2_jitter2 connection \d: ([\d.]+) Mbit/s; per path, declared lost ([\d.]+)% of the "
+                         r"packets sent, lost in the network ([\d.]+)%, a hole held (\d+)% of the time", line)
+        assert m, line
+        assert float(m[2]) > float(m[3]) > 1.0 and int(m[4]) > 80

@@ -470,7 +470,7 @@ def build_hidden_table(seed: int = 0) -> np.ndarray:
 
 def write_tables() -> None:
     """Regenerate every table the core reads (``reordering.detection_tables``, ``hidden_table``) from the loop:
-    ``python -m envs.sim.ack_loop`` (about a minute and a half)."""
+    ``python -m envs.sim.ack_loop`` (about 70 s)."""
     for rule in TABLE_RULES:
         prob, lead = build_detection_tables(rule)
         np.save(table_file(rule), prob[0])
