@@ -35,13 +35,18 @@ import heapq
 import math
 from dataclasses import dataclass
 
+import os
+import sys
+
 import numpy as np
 
-TCP_NUM_SACKS = 4  # include/net/tcp.h
-TCP_SACK_BLOCKS_EXPECTED = 2  # net/ipv4/tcp_input.c
-TCP_FASTRETRANS_THRESH = 3  # include/net/tcp.h
-TCP_RACK_RECOVERY_THRESH = 16  # include/net/tcp.h
-MSS = 1448
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's envs
+from envs.sim.ack_loop import (TCP_COMP_SACK_NR, TCP_FASTRETRANS_THRESH, TCP_NUM_SACKS,  # noqa: E402
+                               TCP_SACK_BLOCKS_EXPECTED)
+from envs.sim.stacks import LINUX, LINUX_PAYLOAD  # noqa: E402
+
+TCP_RACK_RECOVERY_THRESH = LINUX.reo_wnd_persist  # include/net/tcp.h
+MSS = LINUX_PAYLOAD
 
 
 @dataclass
@@ -54,7 +59,8 @@ class Result:
 
 def simulate(rate_mbps: float = 40.0, loss: float = 0.02, jitter_ms: float = 2.0, owd_ms: float = 20.0,
              blocks: int = 1, compress: bool = True, window_ms: float | None = None, seconds: float = 6.0,
-             seed: int = 1, comp_delay_ms: float = 1.0, comp_nr: int = 44) -> Result:
+             seed: int = 1, comp_delay_ms: float = LINUX.comp_sack_delay * 1e3,
+             comp_nr: int = TCP_COMP_SACK_NR) -> Result:
     """One run; ``window_ms`` None: RACK's adaptive window."""
     rng = np.random.default_rng(seed)
     gap = MSS * 8 / (rate_mbps * 1e6) * 1e3  # ms between sends
