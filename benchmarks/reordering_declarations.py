@@ -69,8 +69,8 @@ def time_window(srtt_ms: float, jitter_ms: float) -> float:
 
 def table_value(r: float, w: float) -> float:
     """The shipped rfc9002 table at spacing r and window w, both over the round trip's jitter,
-    interpolated as the core reads it for an evenly spaced flow (``kernel._detection_lookup``)."""
-    return float(kernel._detection_lookup(r, w, -1.0, detection_tables("rfc9002"), np.log(GRID), W_GRID))
+    interpolated as the core reads it for an evenly spaced flow (``kernel._table_pos``, ``_lookup_at``)."""
+    return float(kernel._lookup_at(*kernel._table_pos(r, w, np.log(GRID), W_GRID), -1.0, detection_tables("rfc9002")))
 
 
 def cells(record: dict) -> dict[tuple[float, str], list[dict]]:

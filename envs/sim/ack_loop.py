@@ -201,7 +201,7 @@ def one_block_seen(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, c
     start = np.zeros(TCP_NUM_SACKS, np.int64)
     end = np.zeros(TCP_NUM_SACKS, np.int64)
     nb = 0
-    ack_start, ack_end, ack_back = np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2)
+    acks = np.empty((2 * n + 2, 3))  # per ACK sent: the first block's start and end, when it reaches the sender
     na = 0
     held, deadline = 0, np.inf  # arrivals a compressed ACK is held for; when its timer fires
     for i in range(n):
@@ -210,16 +210,12 @@ def one_block_seen(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, c
         if not np.isfinite(a):
             break
         if held > 0 and deadline <= a:  # the compressed ACK's timer fired first
-            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], deadline + reverse[na % n]
-            na += 1
-            held = 0
+            na, held = _name_first(acks, na, start, end, deadline + reverse[na % n]), 0
         k = 0
         while k < nb and not (start[k] <= p + 1 and p <= end[k]):  # tcp_sack_extend: meets block k
             k += 1
         if k >= TCP_SACK_BLOCKS_EXPECTED and held > 0:  # flushed before another block is named first
-            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], a + reverse[na % n]
-            na += 1
-            held = 0
+            na, held = _name_first(acks, na, start, end, a + reverse[na % n]), 0
         if k < nb:
             s0, e0 = min(start[k], p), max(end[k], p + 1)
         else:
@@ -246,28 +242,33 @@ def one_block_seen(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, c
             if held == 1:
                 deadline = a + comp
         if at_once:
-            ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], a + reverse[na % n]
-            na += 1
-            held = 0
+            na, held = _name_first(acks, na, start, end, a + reverse[na % n]), 0
     if held > 0:
-        ack_start[na], ack_end[na], ack_back[na] = start[0], end[0], deadline + reverse[na % n]
-        na += 1
+        na = _name_first(acks, na, start, end, deadline + reverse[na % n])
     # each packet: the first ACK back naming it (ACKs by arrival at the sender, each naming the
     # packets no earlier one named: a pointer past the packets already named, path-halved)
     seen = np.full(n, np.inf)
     nxt = np.arange(n + 1)
-    for a in np.argsort(ack_back[:na]):
-        j = ack_start[a]
-        while j < ack_end[a]:
+    for a in np.argsort(acks[:na, 2]):
+        j, e = int(acks[a, 0]), int(acks[a, 1])
+        while j < e:
             while nxt[j] != j:
                 nxt[j] = nxt[nxt[j]]
                 j = nxt[j]
-            if j >= ack_end[a]:
+            if j >= e:
                 break
-            seen[j] = ack_back[a]
+            seen[j] = acks[a, 2]
             nxt[j] = j + 1
             j += 1
     return seen
+
+
+@njit(inline="always", cache=True)
+def _name_first(acks: np.ndarray, na: int, start: np.ndarray, end: np.ndarray, back: float) -> int:
+    """``one_block_seen``'s receiver sends an ACK naming its first block, back at the sender at
+    ``back``; returns the ACKs sent."""
+    acks[na, 0], acks[na, 1], acks[na, 2] = start[0], end[0], back
+    return na + 1
 
 
 @njit(cache=True)

@@ -1587,7 +1587,7 @@ def _depart(b, t, conn, m, nsub, nflows):
     jitter of a round trip (the data's and its ACK's). The same tables give the declaration's mean
     lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave.
 
-    On a subflow whose ACKs name one SACK block (``STK_ONE_SACK``, kernel MPTCP) a real loss's
+    On a flow whose ACKs name one SACK block (``STK_ONE_SACK``, a kernel MPTCP subflow) a real loss's
     hole holds the cumulative ACK until its retransmission arrives (``FL_HOLE_UNTIL``: its
     declaration, ``_detect_delay``, and the way there); a packet arriving meanwhile is also
     declared with the probability that no ACK names it (``reordering.hidden_table``) if its own
@@ -1622,7 +1622,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         # a transit link of the route is down: what crosses the bottleneck waits there for it
         down = fb[f, FL_DOWN_UNTIL] + dfwd if fb[f, FL_DOWN_UNTIL] > t else 0.0
         last_arrive = fb[f, FL_LAST_ARRIVE]
-        one_sack = stks[f, STK_ONE_SACK] > 0.0 and f < nsub  # competing flows are plain TCP: three blocks
+        one_sack = stks[f, STK_ONE_SACK] > 0.0 and reorders
         det = -1  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
         hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0
@@ -1646,13 +1646,14 @@ def _depart(b, t, conn, m, nsub, nflows):
             arrive = max(float(t) + max(math.floor(delay + 0.5), 1.0), last_arrive, down)
             if jit > 0.0:
                 p_hide, hide_lead = 0.0, 0.0
-                real = one_sack and reorders and sg[f, s, SEG_LOST] - sg[f, s, SEG_COPY_LOST] > EPS
-                if real or (one_sack and reorders and fb[f, FL_HOLE_UNTIL] > arrive):
-                    if det < 0:
-                        det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, rg.shape[1] - 2 - int(fb[f, FL_DREV]))
-                    if real:  # a real loss: a hole until its resend arrives
-                        fb[f, FL_HOLE_UNTIL] = max(fb[f, FL_HOLE_UNTIL], arrive + fb[f, FL_DREV] + det + dfwd)
-                    hide_lead = fb[f, FL_HOLE_UNTIL] - arrive - det
+                if one_sack:
+                    real = sg[f, s, SEG_LOST] - sg[f, s, SEG_COPY_LOST] > EPS
+                    if real or fb[f, FL_HOLE_UNTIL] > arrive:
+                        if det < 0:
+                            det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, rg.shape[1] - 2 - int(fb[f, FL_DREV]))
+                        if real:  # a real loss: a hole until its resend arrives
+                            fb[f, FL_HOLE_UNTIL] = max(fb[f, FL_HOLE_UNTIL], arrive + fb[f, FL_DREV] + det + dfwd)
+                        hide_lead = fb[f, FL_HOLE_UNTIL] - arrive - det
                 if reorders and sg[f, s, SEG_BYTES] > 0.0:
                     if prob < 0.0:  # spacing at the rate so far (before this step's departures)
                         stk = stks[f]
@@ -1755,19 +1756,11 @@ def _grid_pos(v, lo, hi, n):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _detection_lookup(r, w, n_train, tables, log_grid, w_grid):
-    """One of ``reordering.detection_tables``' blocks at spacing/jitter ratio r and window/jitter
-    ratio w (0 for the blocks that are the same for every window), for a train of ``n_train``
-    packets (-1: evenly spaced)."""
-    i, a, j, c = _table_pos(r, w, log_grid, w_grid)
-    return _lookup_at(i, a, j, c, n_train, tables)
-
-
-@njit(inline="always", cache=True, _nrt=False)
 def _table_pos(r, w, log_grid, w_grid):
-    """Where spacing/jitter ratio r and window/jitter ratio w fall on the tables' grids (``log_grid``:
-    the natural logs of the evenly log-spaced spacing grid; ``w_grid``: the evenly spaced window
-    grid): the index and weight along each, for ``_lookup_at`` (one position, every block)."""
+    """Where spacing/jitter ratio r and window/jitter ratio w (0 for the blocks that are the same
+    for every window) fall on the grids of ``reordering.detection_tables`` (``log_grid``: the
+    natural logs of the evenly log-spaced spacing grid; ``w_grid``: the evenly spaced window grid):
+    the index and weight along each, for ``_lookup_at`` (one position, every block)."""
     i, a = _grid_pos(math.log(r), log_grid[0], log_grid[log_grid.shape[0] - 1], log_grid.shape[0])
     j, c = _grid_pos(w, w_grid[0], w_grid[w_grid.shape[0] - 1], w_grid.shape[0])
     return i, a, j, c
@@ -1783,9 +1776,10 @@ def _bilinear(tables, k, i, a, j, c):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _lookup_at(i, a, j, c, n_train, tables):
-    """``_detection_lookup`` at a position of ``_table_pos``. Slice 0 is the evenly spaced
-    stream; for a back-to-back train of ``n_train`` packets, slices 1.. hold trains of
-    ``reordering.TRAIN_GRID`` packets (log-spaced, interpolated), a longer train is the stream."""
+    """One of ``reordering.detection_tables``' blocks at a position of ``_table_pos``, for a train
+    of ``n_train`` packets (-1: evenly spaced). Slice 0 is the evenly spaced stream; for a
+    back-to-back train, slices 1.. hold trains of ``reordering.TRAIN_GRID`` packets (log-spaced,
+    interpolated), a longer train is the stream."""
     if n_train >= 0.0:
         x = TRAINS_PER_OCTAVE * math.log2(max(n_train, 1.0))
         if x < tables.shape[0] - 2:
