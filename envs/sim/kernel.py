@@ -1587,7 +1587,7 @@ def _depart(b, t, conn, m, nsub, nflows):
     jitter of a round trip (the data's and its ACK's). The same tables give the declaration's mean
     lead over the packet's ACK (``SEG_SPUR_LEAD``), the time its copy has to leave.
 
-    On a flow whose ACKs name one SACK block (``STK_ONE_SACK``, a kernel MPTCP subflow) a real loss's
+    On a subflow whose ACKs name one SACK block (``STK_ONE_SACK``, kernel MPTCP) a real loss's
     hole holds the cumulative ACK until its retransmission arrives (``FL_HOLE_UNTIL``: its
     declaration, ``_detect_delay``, and the way there); a packet arriving meanwhile is also
     declared with the probability that no ACK names it (``reordering.hidden_table``) if its own
@@ -1622,7 +1622,8 @@ def _depart(b, t, conn, m, nsub, nflows):
         # a transit link of the route is down: what crosses the bottleneck waits there for it
         down = fb[f, FL_DOWN_UNTIL] + dfwd if fb[f, FL_DOWN_UNTIL] > t else 0.0
         last_arrive = fb[f, FL_LAST_ARRIVE]
-        one_sack = stks[f, STK_ONE_SACK] > 0.0 and reorders
+        # a competing kernel TCP flow runs the Linux profile's row but is plain TCP: three blocks
+        one_sack = stks[f, STK_ONE_SACK] > 0.0 and reorders and f < nsub
         det = -1  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
         hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0

@@ -98,7 +98,7 @@ FL_SCHED = 34  # bytes scheduled on the path and not yet sent (part of OBS_INFLI
 FL_BUFFERED = 35  # 1 when the connection's stack holds scheduled packets on the path (STK_PATH_BUFFER)
 FL_SQ_HEAD = 36  # ring index of the oldest range
 FL_SQ_N = 37  # ranges in the ring
-# a flow whose ACKs name one SACK block (STK_ONE_SACK): the step the retransmission of
+# subflow of a stack whose ACKs name one SACK block (STK_ONE_SACK): the step the retransmission of
 # its latest real loss reaches the receiver, until which that loss's hole holds its cumulative ACK
 FL_HOLE_UNTIL = 38
 # the ACK compression / jitter ratio the one-SACK-block table was last read at, and its log (the

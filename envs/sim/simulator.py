@@ -306,7 +306,6 @@ class Simulator:
             if comp.stack == "linux":
                 comp_params = self._params(comp.cc, None, stacks.LINUX)
                 comp_stack = self._stack_row(stacks.LINUX)  # its own packet too
-                comp_stack[STK_ONE_SACK] = 0.0  # plain TCP: no MPTCP option, its ACKs carry three SACK blocks
             else:
                 comp_params = self._params(comp.cc, self._cc_overrides.get(comp.cc), prof)
                 comp_stack = self._stack_row(prof)

@@ -278,7 +278,7 @@ LINUX = StackProfile(
     # 64-bit data ACK 12 (net/mptcp/options.c: TCPOLEN_MPTCP_DSS_BASE 4 + TCPOLEN_MPTCP_DSS_ACK64 8)
     # leave (16 - TCPOLEN_SACK_BASE_ALIGNED 4) / TCPOLEN_SACK_PERBLOCK 8 = 1 block; tcp_input.c
     # __tcp_ack_snd_check compresses SACKs by net.ipv4.tcp_comp_sack_delay_ns (1 ms), at most
-    # the receiver's RTT / 20. A competing kernel TCP flow's ACKs carry three (simulator.py)
+    # the receiver's RTT / 20. Competing flows are plain TCP, whose ACKs carry three (kernel.py)
     one_sack_block=True,
     comp_sack_delay=0.001,
     comp_sack_rtt=0.05,
