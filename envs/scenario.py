@@ -701,16 +701,19 @@ class Scenario(_Model):
             return max(link.max_bandwidth_mbps() for link in self.links.values())
         return max(path.max_bandwidth_mbps() for path in self.paths)
 
-    def receive_buffer(self, mss: int) -> float:
+    def receive_buffer(self, mss: int, stack_window: float | None = None) -> float:
         """Receive buffer in bytes (concrete scenarios only).
 
-        receive_buffer_bytes if set, else RFC 6182's ``2 * max_i RTT_i * sum_i BW_i``
+        receive_buffer_bytes if set, else the stack's own window where it has one (``stack_window``:
+        ``StackProfile.receive_window``, XQUIC's 16 MiB), else RFC 6182's ``2 * max_i RTT_i * sum_i BW_i``
         (docs/transport.md, "Connection level") with RTT_i the base RTT plus the time to drain
         a full bottleneck buffer (the largest RTT drop-tail allows) and BW_i the path's
         peak capacity; at least 64 KiB.
         """
         if self.receive_buffer_bytes is not None:
             return self.receive_buffer_bytes
+        if stack_window is not None:
+            return stack_window
         if self.is_distribution:
             raise ScenarioError("receive_buffer() needs a concrete scenario: sample it first (Scenario.sample(rng))")
         if self.links is not None:  # the paths' bottlenecks, each counted once

@@ -235,7 +235,10 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
     the CIs. On hetero_file the second path opens
     0.25 s after the handshake, before the fast path alone has finished the 2 MB, so the little minRTT
     sends there arrives last: at low load waiting for the fast path beats minRTT by more than 10%
-    beyond both CIs under BBRv1 and BBRv2 (a batch at load average 16 could not resolve it)."""
+    beyond both CIs under BBRv1 and BBRv2 (a batch at load average 16 could not resolve it). On
+    ispras_s3 round robin is no better than minRTT live under BBRv1 and Reno (the simulator's
+    +5.4% and +2.3% there came from a receive window XQUIC does not have: docs/transport.md,
+    "Connection level")."""
     records = json.loads(LIVE.read_text())["cells"]
     for rec in records:
         assert rec["date"] and rec["kernel"] and rec["stack"].startswith("XQUIC ")
@@ -257,6 +260,9 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
             for run in rec["runs"]:
                 if "path_opening" in run:  # recorded since the low-load batches
                     assert run["path_opening"]["first_sent_s"][1] is None, run  # the file is out first
+    for c in cells:  # ispras_s3: two identical loss-free paths, no scheduler beyond minRTT's CI
+        if c.scenario == "ispras_s3":
+            assert not c.significant and (c.scheduler != "rr" or abs(c.gain) < 0.01), c
     quiet = [r for r in records if r["scenario"] == "hetero_file" and r["load_before"][0] < 2.0]
     assert {r["cc"] for r in quiet} == {"bbr", "bbr2"}
     for rec in quiet:

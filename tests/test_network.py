@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.scenario import Scenario, ScenarioError, scenario_from_dict
+from envs.scenario import Scenario, ScenarioError, load_scenario, scenario_from_dict
 from envs.sim.layout import CN_RCVBUF, CN_REORDER_MAX, FL_ACTIVE, OBS_ACKED, OBS_SENT, OBS_SRTT
+from envs.sim import stacks
 from envs.sim.simulator import SimConfig, Simulator
 
 MBPS = 125_000.0  # bytes/s per Mbit/s
@@ -275,6 +276,26 @@ def test_receive_window_rule_is_the_stacks() -> None:
     assert 4 * rate * 0.040 <= xq[-1] <= 8 * rate * xq_srtt  # srtt between the 40 ms base and the largest seen
     assert drs == sorted(drs) and drs[-1] >= 2 * rate * 0.040
     assert any(np.log2(w / 65536) != round(np.log2(w / 65536)) for w in drs)
+
+
+def test_default_receive_window_is_the_stacks() -> None:
+    """Where a scenario sets no receive buffer, an XQUIC connection has the 16 MiB stream window
+    bindings/ leaves it (XQC_MAX_RECV_WINDOW), a Linux one RFC 6182's 2 x max RTT x sum of rates;
+    a scenario's own buffer holds under either. On ispras_s3 (two 70 Mbit/s paths, 30 ms) RFC
+    6182's 2.1 MB stalled minRTT under BBRv1 behind the startup losses' holes, which live XQUIC's
+    window does not (docs/transport.md, "Connection level")."""
+    scen = load_scenario("ispras_s3")
+    rfc6182 = scen.receive_buffer(stacks.LINUX.packet_bytes)
+    for stack, expected in (("xquic", float(16 << 20)), ("linux", rfc6182)):
+        sim = Simulator(scen, "bbr", batch=1, seed=0, config=SimConfig(stack=stack))
+        sim.reset()
+        assert float(sim.cn[0, CN_RCVBUF]) == pytest.approx(expected), stack
+    assert 2.0e6 < rfc6182 < 2.2e6
+    own = scenario_from_dict({**scen.model_dump(mode="json", exclude_none=True), "receive_buffer_bytes": 65536.0})
+    for stack in ("xquic", "linux"):
+        sim = Simulator(own, "bbr", batch=1, seed=0, config=SimConfig(stack=stack))
+        sim.reset()
+        assert float(sim.cn[0, CN_RCVBUF]) == 65536.0, stack
 
 
 def test_auto_tuned_window_needs_its_start() -> None:

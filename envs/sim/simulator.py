@@ -330,7 +330,7 @@ class Simulator:
         cn[CN_N_SUB] = nsub
         cn[CN_N_FLOWS] = f
         cn[CN_N_LINKS] = len(net.links)
-        cn[CN_RCVBUF] = scen.receive_buffer(mss)
+        cn[CN_RCVBUF] = scen.receive_buffer(mss, prof.receive_window)
         cn[CN_RCVBUF_MAX] = scen.receive_buffer_max_bytes or 0.0  # auto-tuned up to it (the stack's rule)
         # DRS's first measurement to beat: the initial window, at most TCP_INIT_CWND (10) segments
         # (net/mptcp/protocol.c mptcp_rcv_space_init)

@@ -43,6 +43,7 @@ XQC_PACKET_OUT_SIZE = 1200
 XQC_PAYLOAD = XQC_PACKET_OUT_SIZE - 13 - 8
 XQC_MSS = 1420 + 16
 XQC_MSS_PACKETS = XQC_MSS / XQC_PACKET_OUT_SIZE
+XQC_MAX_RECV_WINDOW = 16 * 1024 * 1024  # src/transport/xqc_conn.h: the largest flow-control window
 # Linux's: a 1500-byte MTU less the IPv4 (20) and TCP (20) headers and the timestamp option (12)
 LINUX_PAYLOAD = 1500 - 20 - 20 - 12
 # what a full packet adds on the link beside its payload, as the emulation's qdisc counts a frame:
@@ -92,6 +93,9 @@ class StackProfile:
     rto_min: float  # s
     # receive-window auto-tuning (scenario receive_buffer_max_bytes), one of WINDOW_RULES
     window_rule: str
+    # the receive window (bytes) of a connection whose scenario sets no receive_buffer_bytes; None:
+    # RFC 6182's 2 x max RTT x sum of the paths' rates (Scenario.receive_buffer)
+    receive_window: float | None
     # how the paths after the first are set up before they carry data, one of PATH_SETUPS, and
     # the peer's ACK delay in such a path's first RTT sample (s), added to its round trip
     path_setup: str
@@ -165,6 +169,11 @@ XQUIC = StackProfile(
     # 2 min srtt ago (xqc_conn_get_min_srtt), then the limit moves to read + window; bindings/
     # leaves the initial windows at that maximum, so there the window is fixed at 16 MiB
     window_rule="xquic",
+    # bindings/ (mps_xquic.c settings()) sets no flow control, so xqc_conn.c
+    # xqc_conn_init_trans_settings gives the stream XQC_MAX_RECV_WINDOW (16 MiB, xqc_conn.h) as
+    # max_stream_data_bidi_local (enable_stream_rate_limit off) and the connection
+    # XQC_DEFAULT_MAX_STREAMS (1024) times that as max_data: the stream's window binds
+    receive_window=float(XQC_MAX_RECV_WINDOW),
     # xqc_conn.c xqc_conn_try_add_new_conn_id (after handshake confirmation, for the next unused
     # path ID only), xqc_conn_get_available_path_id (an acknowledged connection ID), bindings/
     # create_paths on ready_to_create_path_notify, xqc_multipath.c xqc_path_init (PATH_CHALLENGE)
@@ -292,6 +301,7 @@ LINUX = StackProfile(
     # connection level, with the largest subflow RTT) and mptcp_rcvbuf_grow: DRS, capped by
     # tcp_rmem[2] (net.ipv4.tcp_rmem, 6 MiB by default)
     window_rule="drs",
+    receive_window=None,  # the live testbed sizes tcp_rmem from the scenario's (RFC 6182's) buffer
     # RFC 8684 sec. 3.2: net/mptcp/options.c check_fully_established (the first DSS ACK of data),
     # pm_kernel.c mptcp_pm_create_subflow_or_signal_addr (every subflow endpoint at once), and a
     # joining subflow waits for the fourth ACK: one round trip of path 0, then two of the path's own
