@@ -1,7 +1,7 @@
 """Each source study's headline comparison, run in simulation with the ready-made studies
 (configs/study/*.yaml, evaluated by studies.runner): the claim, our numbers, reproduced or not,
-on the studies' first scenarios (one path per bottleneck, steady competition, RFC 6182's receive
-buffer) and on the networks that rebuild them (envs/network.py: MPTCP-TUT's full mesh of shared
+on the studies' first scenarios (one path per bottleneck, steady competition, the stack's default
+receive buffer: RFC 6182's under Linux, XQUIC's 16 MiB) and on the networks that rebuild them (envs/network.py: MPTCP-TUT's full mesh of shared
 bottlenecks, KATO's arriving and leaving competition, LEEYOO with a receive window that starts at
 64 KiB and auto-tunes).
 
@@ -264,7 +264,8 @@ def kato_checks(cells: Cells, scens: tuple[str, ...], cc: str, where: str) -> li
 
 
 def leeyoo(runs: int, out: Path) -> list[Row]:
-    """LEEYOO static with RFC 6182's fixed window, then with the auto-tuned one (leeyoo_flow)."""
+    """LEEYOO static with the stack's default window (the study runs XQUIC's profile: its fixed 16 MiB),
+    then with the auto-tuned one (leeyoo_flow)."""
     from envs.evaluation import evaluate_heuristic
     from envs.scenario import load_scenario
     fixed, _ = run("leeyoo", runs, out)
@@ -285,7 +286,7 @@ def leeyoo(runs: int, out: Path) -> list[Row]:
         if where:
             e0, mr0 = (m(fixed, x, "leeyoo_static_dash", "cubic", "download_time_s") * 1e3 for x in ("ecf", "minrtt"))
             cause += (f"; the window auto-tuned from 64 KiB by the stack's rule leaves ECF at {e:.0f} and minRTT at "
-                      f"{mr:.0f} ms against {e0:.0f} and {mr0:.0f} ms with RFC 6182's fixed window (row above)")
+                      f"{mr:.0f} ms against {e0:.0f} and {mr0:.0f} ms with the stack's fixed window (row above)")
         rows.append(row if row.ok else row._replace(cause=cause))
     return rows
 

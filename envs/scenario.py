@@ -604,8 +604,9 @@ class Scenario(_Model):
     """Number of paths to draw from the single template path (a constant or a choice)."""
     workload: WorkloadSpec
     receive_buffer_bytes: Annotated[float, _range(gt=0)] | None = None
-    """Connection receive buffer; None = RFC 6182's 2 * max RTT * sum BW (see receive_buffer). With
-    receive_buffer_max_bytes: the initial window of auto-tuning."""
+    """Connection receive buffer; None = the stack's own window (XQUIC's 16 MiB) or RFC 6182's
+    2 * max RTT * sum BW (see receive_buffer). With receive_buffer_max_bytes: the initial window of
+    auto-tuning."""
     receive_buffer_max_bytes: Annotated[float, _range(gt=0)] | None = None
     """Auto-tune the receive window from receive_buffer_bytes up to this, by the stack's rule
     (envs/sim/stacks.py window_rule: XQUIC doubles it while the application reads half of it
