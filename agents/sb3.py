@@ -15,6 +15,7 @@ import numpy as np
 import stable_baselines3
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.dqn.policies import MlpPolicy as DQNMlpPolicy
@@ -29,6 +30,18 @@ MODEL_FILE = "model.zip"
 
 # variants of SB3 algorithms that published schedulers need, by the name ``algorithm`` takes
 VARIANTS = {"LEEYOO_DQN": "agents.leeyoo:LeeyooDQN"}
+# replay buffers of our own, by the name ``hyperparams.replay_buffer_class`` takes; each takes the
+# algorithm's ``gamma`` as a keyword, which ``_kwargs`` passes
+REPLAY_BUFFERS = {"TimeDiscountReplayBuffer": "agents.time_discount:TimeDiscountReplayBuffer"}
+BUFFER_RULES: dict[str, Rule] = {"time_constant_ms": number(0.0, lo_open=True)}
+
+
+def replay_buffer_class(name: object) -> type[ReplayBuffer]:
+    """The replay buffer ``agent.hyperparams.replay_buffer_class`` names (``REPLAY_BUFFERS``)."""
+    if not isinstance(name, str) or name not in REPLAY_BUFFERS:
+        raise unknown_name("agent.hyperparams.replay_buffer_class", name, REPLAY_BUFFERS)
+    module, cls_name = REPLAY_BUFFERS[name].split(":")
+    return getattr(importlib.import_module(module), cls_name)
 
 
 def algorithm_class(name: str) -> type[BaseAlgorithm]:
@@ -74,6 +87,7 @@ def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> 
         # (learning_rate=fast ended in SB3's own words at the first update, gamma=[0.9] in torch's)
         if rule is not None and not callable(value) and not rule[0](value):
             raise out_of_range(f"agent.hyperparams.{key}", value, rule[1])
+    _check_buffer(hyperparams)
     arch = (hyperparams.get("policy_kwargs") or {}).get("net_arch")
     layers = [w for part in arch.values() for w in part] if isinstance(arch, dict) else arch
     if layers is not None and not (isinstance(layers, (list, tuple)) and all(
@@ -82,8 +96,42 @@ def check_hyperparams(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> 
                            "a list of layer widths (integers >= 1), or {pi: [...], vf: [...]}")
 
 
-def _kwargs(hyperparams: dict[str, Any]) -> dict[str, Any]:
+def _check_buffer(hyperparams: dict[str, Any]) -> None:
+    """Refuse a ``replay_buffer_kwargs`` key the replay buffer does not take (SB3's
+    ``ReplayBuffer`` unless ``replay_buffer_class`` names one of ``REPLAY_BUFFERS``) and a value
+    outside BUFFER_RULES, naming ``agent.hyperparams.replay_buffer_kwargs.<key>``."""
+    name = hyperparams.get("replay_buffer_class")
+    given = hyperparams.get("replay_buffer_kwargs") or {}
+    if name is None and not given:
+        return
+    buffer = ReplayBuffer if name is None else replay_buffer_class(name)
+    if not isinstance(given, dict):
+        raise out_of_range("agent.hyperparams.replay_buffer_kwargs", given, "a mapping")
+    params = inspect.signature(buffer.__init__).parameters
+    taken = set(params) - {"self", "buffer_size", "observation_space", "action_space", "device", "n_envs", "gamma"}
+    for key, value in given.items():
+        if key not in taken:
+            raise unknown_name(f"agent.hyperparams.replay_buffer_kwargs key for {buffer.__name__}", key, taken)
+        rule = BUFFER_RULES.get(key)
+        if rule is not None and not rule[0](value):
+            raise out_of_range(f"agent.hyperparams.replay_buffer_kwargs.{key}", value, rule[1])
+    missing = [k for k, p in params.items() if p.kind == p.KEYWORD_ONLY and p.default is p.empty
+               and k != "gamma" and k not in given]
+    if missing:
+        raise ConfigError(f"agent.hyperparams.replay_buffer_kwargs: {buffer.__name__} needs {', '.join(missing)}")
+
+
+def _kwargs(cls: type[BaseAlgorithm], hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """``cls``'s keyword arguments from ``hyperparams``: an activation and a replay buffer of
+    ours by name, the buffer given the algorithm's ``gamma``."""
     kwargs = dict(hyperparams)
+    if isinstance(kwargs.get("replay_buffer_class"), str):
+        kwargs["replay_buffer_class"] = replay_buffer_class(kwargs["replay_buffer_class"])
+        if "gamma" not in kwargs:  # the algorithm's default, from the first class up its MRO that names it
+            kwargs["gamma"] = next(params["gamma"].default for params in
+                                   (inspect.signature(k.__init__).parameters for k in cls.__mro__)  # type: ignore[misc]
+                                   if "gamma" in params)
+        kwargs["replay_buffer_kwargs"] = {**(kwargs.get("replay_buffer_kwargs") or {}), "gamma": kwargs["gamma"]}
     policy_kwargs = dict(kwargs.pop("policy_kwargs", {}) or {})
     act = policy_kwargs.get("activation_fn")
     if isinstance(act, str):
@@ -197,7 +245,7 @@ class SB3Agent(Agent):
         if self.model is None:
             try:
                 self.model = self.cls(_policy(self.cls), env, seed=self.seed, verbose=0, device="cpu",
-                                      **_kwargs(self.spec.get("hyperparams") or {}))
+                                      **_kwargs(self.cls, self.spec.get("hyperparams") or {}))
             except (TypeError, ValueError, AssertionError) as err:  # SB3's own checks of combinations
                 raise ConfigError(f"agent.hyperparams: {err}") from None
         elif self.model.n_envs != env.num_envs:  # resumed with another train.n_envs: SB3 reloads for that

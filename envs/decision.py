@@ -22,7 +22,7 @@ from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, evaluate, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
 from envs.plugins import scheduler_id, scheduler_params
-from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
+from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.sim import kernel
 from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_MSS, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,
                              CN_PAUSE, COBS_ELAPSED, PAUSE_UNREADY, SCHED_STATE, WL_BUFFER, WL_DASH, WL_TYPE)
@@ -223,7 +223,8 @@ class DecisionProcess:
 
 class Infos(Sequence):
     """Per-connection info dicts of one step, built when read: ``goodput_mbps``, ``elapsed_s``,
-    ``decisions``, ``cc``, ``buffer_s`` (the client's video buffer, dash workload only), and ``episode_metrics`` for connections whose episode ended. A dict,
+    ``dt_s`` (the simulated time from the previous decision to this one, the interval a
+    semi-MDP discounts over: ``agents.time_discount``), ``decisions``, ``cc``, ``buffer_s`` (the client's video buffer, dash workload only), and ``episode_metrics`` for connections whose episode ended. A dict,
     once read, is kept (callers may add keys)."""
 
     def __init__(self, table: np.ndarray, ccs: list[str], metrics: dict[str, np.ndarray] | None) -> None:
@@ -254,8 +255,8 @@ class Infos(Sequence):
 
 def info_dict(row: np.ndarray, cc: str, metrics: dict[str, np.ndarray] | None, b: int) -> dict:
     """Connection ``b``'s info dict from its row of ``_step``'s info table (``Infos``)."""
-    goodput, elapsed, decisions, done, buffer = row.tolist()
-    d = {"goodput_mbps": goodput, "elapsed_s": elapsed, "decisions": int(decisions), "cc": cc}
+    goodput, elapsed, decisions, done, buffer, dt = row.tolist()
+    d = {"goodput_mbps": goodput, "elapsed_s": elapsed, "dt_s": dt, "decisions": int(decisions), "cc": cc}
     if buffer >= 0.0:
         d["buffer_s"] = buffer
     if done > 0.0 and metrics is not None:
@@ -263,8 +264,8 @@ def info_dict(row: np.ndarray, cc: str, metrics: dict[str, np.ndarray] | None, b
     return d
 
 
-INFO_GOODPUT, INFO_ELAPSED, INFO_DECISIONS, INFO_DONE, INFO_BUFFER = range(5)  # buffer: -1 if not dash
-N_INFO = 5
+INFO_GOODPUT, INFO_ELAPSED, INFO_DECISIONS, INFO_DONE, INFO_BUFFER, INFO_DT = range(6)  # buffer: -1 if not dash
+N_INFO = 6
 # no step budget: each connection runs to its next pause. A numpy integer, not a Python one, which
 # numba would pass to ``kernel.advance`` as a literal: a second compilation of the whole core
 # beside the one Python's calls (``Simulator.advance``) use
@@ -309,6 +310,8 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
                                 rec, rng),
                    kernel.Constants(dt, spur_grid, spur_wgrid, spur_prob, stack, hidden, hidden_cgrid), live, MAX_STEPS)
     nsub = cn[:, CN_N_SUB]
+    for b in range(B):  # the decision's interval, before the snapshot moves on to now
+        info[b, INFO_DT] = cobs[b, COBS_ELAPSED] - prev[b, SNAP_ELAPSED] if live[b] else 0.0
     reward_and_snapshot(reward_prm, prev, obs, cobs, nsub, cn[:, CN_MSS], live, rewards)
     evaluate(field, path, per, scale, obs, cobs, nsub, features)
     n_done = 0

@@ -34,7 +34,7 @@ from envs.live.backends import get_backend
 from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.live.verification import start_verified
-from envs.rewards import RewardSpec, reward_and_snapshot, snapshot_width
+from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import LiveOptions, check_field
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
@@ -132,11 +132,12 @@ class LiveEnv(gym.Env):
             self.transfer.set_mode(self._mode_names[a])
         self.decisions += 1
         obs, cobs = self._wait_and_sample(self.decisions + 1)
+        dt = float(cobs[0, COBS_ELAPSED] - self._prev[0, SNAP_ELAPSED])  # as the simulator's info dt_s
         reward_and_snapshot(self._reward_prm, self._prev, obs, cobs, self._nsub, self._mss,
                             np.ones(1, dtype=np.bool_), self._reward)
         elapsed = float(cobs[0, COBS_ELAPSED])
         info: dict[str, Any] = {"goodput_mbps": float(cobs[0, COBS_ACKED]) * 8 / max(elapsed, 1e-9) / 1e6,
-                                "elapsed_s": elapsed, "decisions": self.decisions, "cc": self.cc,
+                                "elapsed_s": elapsed, "dt_s": dt, "decisions": self.decisions, "cc": self.cc,
                                 "action_applied": self.backend.controls_scheduler}
         done = self.transfer.done.is_set()
         terminated = truncated = False
