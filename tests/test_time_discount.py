@@ -80,3 +80,15 @@ def test_dqn_trains_saves_and_loads_with_the_buffer(tmp_path):
 def test_a_bad_buffer_setting_names_its_field(hyperparams, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         check_hyperparams(DQN, hyperparams)
+
+
+def test_returns_and_the_benchmarks_paired_table(capsys):
+    from benchmarks.time_discount_returns import main, returns
+
+    # G_2 = 3, G_1 = 2 + 0.5 * 3, G_0 = 1 + 0.5 * 3.5 (by hand)
+    assert np.allclose(returns(np.array([1.0, 2.0, 3.0]), np.full(3, 0.5)), [2.75, 3.5, 3.0])
+    main(["--preset", "dqn_completion", "--scenario", "ispras_s1", "--members", "minrtt", "fast_only",
+          "--tau", "40", "--runs", "2"])
+    paired = capsys.readouterr().out.split("less minrtt's")[1]
+    row = next(line for line in paired.splitlines() if line.startswith("| fast_only"))
+    assert len(row.split("|")) == 2 + 4  # undiscounted, per decision, per 40 ms
