@@ -7,7 +7,8 @@ alternating on one verified testbed, every run kept with its provenance.
         --scheduler minrtt --scheduler fast_only --checkpoint dqn_completion=outputs/.../checkpoint \\
         --out tests/data/headroom_live.json
 
-``--scheduler`` takes XQUIC's schedulers (minrtt, rr, ecf, blest, ...; envs/live/xquic.py) and
+``--scheduler`` takes XQUIC's schedulers (minrtt, rr, ecf, blest, wait_rule, ...; envs/live/xquic.py),
+with parameters as the headroom table labels them (``"wait_rule(k=1.25)"``, ``"ecf(beta=0.5)"``), and
 ``fast_only``: the blocked rule (the fast path when it has window) with "wait" as the answer
 whenever it is blocked, run as an exported policy (an ISPRAS DQN header whose output bias makes
 "wait" win at every input: the same policy hook in get_path as a learned policy). ``--checkpoint
@@ -42,6 +43,24 @@ from export import fast_only_header  # noqa: E402
 from studies.headroom import format_live  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def scheduler_with_params(label: str) -> tuple[str, dict[str, float]]:
+    """``"wait_rule(k=1.25)"`` -> ``("wait_rule", {"k": 1.25})``; a bare name has no parameters."""
+    name, _, rest = label.partition("(")
+    if not rest:
+        return name, {}
+    if not rest.endswith(")"):
+        sys.exit(f"error: --scheduler takes NAME or NAME(KEY=VALUE, ...), got {label!r}")
+    params = {}
+    for item in filter(None, (x.strip() for x in rest[:-1].split(","))):
+        key, _, value = item.partition("=")
+        try:
+            params[key.strip()] = float(value)
+        except ValueError:
+            sys.exit(f"error: --scheduler {label!r}: {item!r} is not KEY=NUMBER")
+    XquicBackend.check_scheduler(name, params)  # an unknown scheduler or parameter, named
+    return name, params
 
 
 def first_time(times, mask) -> float | None:
@@ -79,16 +98,17 @@ def main() -> None:
         sys.exit(f"live runs unavailable: {reason}")
     ext = extension()
     tmp = Path(tempfile.mkdtemp(prefix="mpsched-headroom-"))
-    scheds: dict[str, str] = {}
+    scheds: dict[str, tuple[str, dict[str, float]]] = {}
     for name in a.scheduler or ["minrtt"]:
-        scheds[name] = f"policy={fast_only_header(tmp / 'fast_only.h')}" if name == "fast_only" else name
+        scheds[name] = ((f"policy={fast_only_header(tmp / 'fast_only.h')}", {}) if name == "fast_only"
+                        else scheduler_with_params(name))
     for item in a.checkpoint:
         label, _, directory = item.partition("=")
         if not directory:
             sys.exit(f"error: --checkpoint takes LABEL=DIR, got {item!r}")
         from export import export_checkpoint
         export_checkpoint(directory, tmp / f"{label}.h", prefix=label)
-        scheds[label] = f"policy={tmp / f'{label}.h'}"
+        scheds[label] = (f"policy={tmp / f'{label}.h'}", {})
     scen = resolve_scenarios(a.scenario)[0]
     prov = provenance("python benchmarks/headroom_live.py", sys.argv[1:])
     prov["load_before"] = prov.pop("load_avg")
@@ -97,9 +117,9 @@ def main() -> None:
     with Testbed(scen, verify=True) as tb:
         record["verification"] = tb.verification.table() if tb.verification is not None else "not run"
         for run in range(a.runs):
-            for name, sched in scheds.items():
+            for name, (sched, params) in scheds.items():
                 t0 = time.time()
-                r = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched).run()
+                r = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched, scheduler_params=params).run()
                 m = r.metrics()
                 row = {"scheduler": name, "run": run, "outcome": r.extra.get("outcome"), "error": r.error or "",
                        "goodput_mbps": float(m["goodput_mbps"][0]), "completion_s": float(r.completion_s),

@@ -59,7 +59,7 @@ from envs.features import compute, feature_set
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.layout import CN_N_SUB
-from studies.headroom import WAIT_RULE, Candidate, WaitRuleAnswers, blocked_answers
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
@@ -109,7 +109,7 @@ def collect(reward: dict, scenario: str, cc: str, runs: int, seed: int, p_send: 
     return [np.array(x) for x in acts], [np.array(x) for x in rews], [np.array(x) for x in dts], seconds
 
 
-def heuristic_answers(p: DecisionProcess, heuristic: tuple[str, dict]) -> HeuristicAnswers | WaitRuleAnswers:
+def heuristic_answers(p: DecisionProcess, heuristic: tuple[str, dict]) -> HeuristicAnswers:
     """``(name, params)``'s answers at ``p``'s blocked decisions: the headroom search's wait rule or
     a heuristic's rule there (``studies.headroom.blocked_answers``)."""
     name, prm = heuristic

@@ -8,7 +8,9 @@ our own for the blocked decision (the one the ISPRAS learners and Peekaboo answe
   if the next packet would reach the receiver over S within ``k`` times the time it would take over
   F (one-way delay ``srtt / 2``; over F after the data ahead of it, what exceeds F's window and the
   connection's backlog, has gone out at F's rate ``cwnd / srtt``: the earliest-arrival estimate of
-  OTIAS/ATLB). ``k = inf`` is minRTT, ``k = 0`` is fast_only, ``k = 1`` earliest arrival;
+  OTIAS/ATLB). ``k = inf`` is minRTT, ``k = 0`` is fast_only, ``k = 1`` earliest arrival. Its
+  one definition is the registered heuristic ``envs/schedulers/wait_rule.py`` (which XQUIC runs
+  too, ``scheduler=wait_rule``), asked here at the blocked decision only;
 - ECF with hysteresis ``beta``, BLEST with a fixed ``lambda`` (the ECF/BLEST thresholds: how
   much waiting for the fast path is worth), WRR with per-path weights or by rate, and minRTT and
   fast_only themselves;
@@ -49,14 +51,6 @@ from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.metrics import LOWER_IS_BETTER, mean_ci
 from envs.multipath_env import build_process
 from envs.scenario import Scenario, resolve_scenarios
-from envs.sim.layout import (
-    CN_N_SUB,
-    COBS_BACKLOG,
-    OBS_AVAILABLE,
-    OBS_CWND,
-    OBS_INFLIGHT,
-    OBS_SRTT,
-)
 from envs.sim.simulator import SimConfig
 
 SEARCH_SEED_OFFSET = 2_000_000  # search episodes: neither training nor evaluation seeds
@@ -124,24 +118,6 @@ def candidates(n_paths: int, samples: int = 0, seed: int = 0) -> list[Candidate]
     return out
 
 
-def send_within(obs: np.ndarray, cobs: np.ndarray, nsub: np.ndarray, mss: np.ndarray, k: float) -> np.ndarray:
-    """The wait rule's answer per connection at a blocked decision (1 = send on the second path,
-    0 = wait for the fast one), from sender-observable state ``obs[B, P, OBS_*]``, ``cobs``."""
-    B, P, _ = obs.shape
-    valid = np.arange(P)[None, :] < nsub[:, None]
-    srtt = np.where(valid, obs[:, :, OBS_SRTT], np.inf)
-    fast = np.argmin(srtt, axis=1)
-    rows = np.arange(B)
-    other = valid & (obs[:, :, OBS_AVAILABLE] > 0.0) & (np.arange(P)[None, :] != fast[:, None])
-    second = np.argmin(np.where(other, srtt, np.inf), axis=1)
-    srtt_f = srtt[rows, fast]
-    cwnd_f = np.maximum(obs[rows, fast, OBS_CWND], mss)
-    ahead = np.maximum(obs[rows, fast, OBS_INFLIGHT] - cwnd_f, 0.0) + np.maximum(cobs[:, COBS_BACKLOG], mss)
-    t_fast = 0.5 * srtt_f + srtt_f * ahead / cwnd_f
-    t_second = 0.5 * srtt[rows, second]
-    return (t_second <= k * t_fast).astype(np.int64)
-
-
 def evaluate_candidate(cand: Candidate, scenario: Scenario, cc: str, runs: int, seed: int, sim: SimConfig,
                        cc_params: dict | None = None) -> dict[str, np.ndarray]:
     """Per-run metrics of one candidate: ``runs`` connections in one batch."""
@@ -169,22 +145,6 @@ def run_blocked(process: DecisionProcess, cand: Candidate) -> np.ndarray:
     return total
 
 
-class WaitRuleAnswers:
-    """The wait rule with threshold ``k`` asked at the blocked decisions of ``process``, with the
-    interface of ``agents.diagnostics.HeuristicAnswers`` (1 = send on the second path, 0 = wait)."""
-
-    def __init__(self, process: DecisionProcess, k: object) -> None:
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:  # a family given by hand
-            raise out_of_range("wait_rule k", k, "a number >= 0")
-        self.process = process
-        self.k = float(k)
-
-    def answer(self, live: np.ndarray) -> np.ndarray:
-        """Every connection's answer from its sender state now (``live`` is not needed: the rule keeps no state)."""
-        s = self.process.sim
-        return send_within(s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self.k)
-
-
 def blocked_member(scheduler: str) -> Candidate:
     """Heuristic ``scheduler`` as the member a blocked-decision policy copies: as it is where its own
     rule is a blocked-decision rule (minRTT, fast_only), else asked at the blocked decision."""
@@ -192,11 +152,15 @@ def blocked_member(scheduler: str) -> Candidate:
     return plain if plain.in_blocked_mode else Candidate(scheduler, blocked=True)
 
 
-def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswers | WaitRuleAnswers:
-    """A blocked-mode member of the family asked at ``process``'s blocked decisions: the wait rule,
-    or a heuristic's rule (``cand.blocked``)."""
+def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswers:
+    """A blocked-mode member of the family asked at ``process``'s blocked decisions: the wait rule
+    (``envs/schedulers/wait_rule.py``; its ``k`` is required here, a family given by hand may miss
+    it), or a heuristic's rule (``cand.blocked``)."""
     if cand.scheduler == WAIT_RULE:
-        return WaitRuleAnswers(process, dict(cand.params).get("k"))
+        k = dict(cand.params).get("k")
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:
+            raise out_of_range("wait_rule k", k, "a number >= 0")
+        return HeuristicAnswers(process, WAIT_RULE, {"k": float(k)})
     return HeuristicAnswers(process, cand.scheduler, cand.kwargs)
 
 

@@ -16,7 +16,8 @@ from envs.multipath_env import build_process
 from envs.scenario import load_scenario, resolve_scenarios
 from envs.sim.layout import COBS_ELAPSED, OBS_AVAILABLE, OBS_INFLIGHT, OBS_LOSSES, OBS_NAMES, OBS_SENT, OBS_SRTT
 from envs.sim.simulator import SimConfig
-from studies.headroom import Candidate, Headroom, candidates, evaluate_candidate, gain, search, send_within
+from envs.schedulers import wait_rule
+from studies.headroom import Candidate, Headroom, candidates, evaluate_candidate, gain, search
 from studies.runner import merge_seeds
 
 DATA = Path(__file__).parent / "data"
@@ -195,8 +196,12 @@ def test_wait_rule_answer_from_sender_state():
     obs[:, 0, 6] = 14480.0
     cobs = np.zeros((2, 10))
     cobs[0, 0], cobs[1, 0] = 1448.0, 1448.0 * 1000  # backlog: one packet, or a thousand
-    acts = send_within(obs, cobs, np.array([2, 2]), 1448.0, 1.0)
-    assert acts.tolist() == [0, 1]  # one packet: F delivers sooner; a thousand: S's delay is worth it
+    rng, st = np.zeros(2, dtype=np.uint64), np.zeros(1)
+    acts = [wait_rule.pick(np.array([1.0]), st, obs[b], cobs[b], 2, 1448.0, rng, b) for b in range(2)]
+    assert acts == [0, 1 << 1]  # one packet: F delivers sooner (wait); a thousand: S's delay is worth it
+    # k = inf is minRTT (send on S), k = 0 fast_only (wait)
+    assert wait_rule.pick(np.array([math.inf]), st, obs[0], cobs[0], 2, 1448.0, rng, 0) == 1 << 1
+    assert wait_rule.pick(np.array([0.0]), st, obs[1], cobs[1], 2, 1448.0, rng, 1) == 0
 
 
 def test_headroom_refuses_bad_input():

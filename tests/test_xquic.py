@@ -121,6 +121,16 @@ def test_ecf_waits_for_the_fast_path_when_it_finishes_first_and_has_hysteresis()
 
 
 @needs_ext
+def test_wait_rule_sends_on_the_second_path_when_it_delivers_within_k_times_the_fast_one():
+    # F: 10 ms, 20 packets, full; S: 100 ms. t_F = 5 ms + 10 ms x backlog / 20 packets, t_S = 50 ms
+    s = state([10, 100], [20, 20], [20, 0], [0, 1])
+    assert mpsched_xquic.Rules().pick("wait_rule", s, conn(10)) == -1  # t_F 10 ms: wait
+    assert mpsched_xquic.Rules().pick("wait_rule", s, conn(1000)) == 1  # t_F 505 ms: send on S
+    assert mpsched_xquic.Rules(wait_k=10.0).pick("wait_rule", s, conn(10)) == 1  # 50 <= 10 x 10 ms
+    assert mpsched_xquic.Rules().pick("wait_rule", state([10, 100], [20, 20], [0, 0], [1, 1]), conn(10)) == 0
+
+
+@needs_ext
 def test_blest_waits_when_the_slow_path_would_block_the_window_and_lambda_adapts():
     r = mpsched_xquic.Rules(blest_lambda_step=0.1)
     s = state([10, 40], [20, 20], [20, 5], [0, 1])
@@ -136,10 +146,11 @@ def test_blest_waits_when_the_slow_path_would_block_the_window_and_lambda_adapts
 
 
 @needs_ext
-@pytest.mark.parametrize("name", ["ecf", "blest"])
-def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
+@pytest.mark.parametrize("name", ["ecf", "blest", "wait_rule"])
+def test_the_c_ecf_blest_and_wait_rule_decide_as_the_python_heuristics(name):
     """Random path states (2-3 paths), in sequences so that ECF's hysteresis and BLEST's lambda
-    carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units).
+    carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units); the
+    wait rule at its default k = 1 (envs/schedulers/wait_rule.py).
     States where the C rules' documented XQUIC differences apply (no RTT sample on the second
     path, nothing in flight on the fast one) are not drawn."""
     from envs.plugins import scheduler_id, scheduler_params
@@ -170,7 +181,7 @@ def test_the_c_ecf_and_blest_decide_as_the_python_heuristics(name):
             assert got == expect, (name, seq, c_obs[:, [OBS_SRTT, OBS_CWND, OBS_INFLIGHT, OBS_AVAILABLE]], c_conn)
             if name == "blest":
                 assert rules.blest_lambda == pytest.approx(1.0 + st[0])
-            else:
+            elif name == "ecf":
                 assert rules.ecf_waiting == bool(st[0])
             if not avail[int(np.argmin(srtt_ms))]:  # F blocked: the rule itself decided
                 waits += got == -1

@@ -15,7 +15,8 @@
 
 namespace py = pybind11;
 
-static const char *MODES[] = {"minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato", "policy"};
+static const char *MODES[] = {"minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato", "wait_rule",
+                               "policy"};
 static const char *CCS[] = {"reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia"};
 
 template <size_t N>
@@ -74,7 +75,7 @@ class Transfer {
              uint64_t size_bytes, const std::string &cc, const std::string &scheduler, py::object policy_lib,
              const std::string &cert_file, const std::string &key_file, double time_limit_s, double ecf_beta,
              double blest_lambda_step, uint32_t decision_every, double interval_ms, uint32_t ring_capacity,
-             int pacing, double blest_lambda, double blest_lambda_max, double kato_alpha, uint64_t seed,
+             int pacing, double blest_lambda, double blest_lambda_max, double kato_alpha, double wait_k, uint64_t seed,
              bool revalidate_paths, uint32_t drop_new_path_datagrams) {
         if (client_fds.empty() || client_fds.size() > MPS_MAX_PATHS || client_fds.size() != client_addrs.size())
             throw py::value_error("one client socket and address per path, 1 to 8 paths");
@@ -101,6 +102,7 @@ class Transfer {
         c.blest_lambda_step = blest_lambda_step;
         c.blest_lambda_max = blest_lambda_max;
         c.kato_alpha = kato_alpha;
+        c.wait_k = wait_k;
         c.seed = seed;
         c.decision_every = decision_every;
         c.interval_ms = interval_ms;
@@ -201,14 +203,14 @@ class Transfer {
 class Rules {
   public:
     Rules(double ecf_beta, double blest_lambda_step, double blest_lambda, double blest_lambda_max, double kato_alpha,
-          uint64_t seed) {
-        mps_rule_init(&s_, ecf_beta, blest_lambda, blest_lambda_step, blest_lambda_max, kato_alpha, seed);
+          double wait_k, uint64_t seed) {
+        mps_rule_init(&s_, ecf_beta, blest_lambda, blest_lambda_step, blest_lambda_max, kato_alpha, wait_k, seed);
     }
     int pick(const std::string &mode, py::array_t<uint64_t, py::array::c_style | py::array::forcecast> obs,
              py::array_t<uint64_t, py::array::c_style | py::array::forcecast> cobs, uint64_t mss) {
         int m = index_of(MODES, mode, "rule");
         if (m == MPS_BACKUP || m == MPS_RAP || m == MPS_POLICY)
-            throw py::value_error("C rules: minrtt, rr, ecf, blest, hsr, lws, lts, kato");
+            throw py::value_error("C rules: minrtt, rr, ecf, blest, hsr, lws, lts, kato, wait_rule");
         if (obs.ndim() != 2 || obs.shape(1) != MPS_N_OBS || obs.shape(0) < 1 || obs.shape(0) > MPS_MAX_PATHS ||
             cobs.size() != MPS_N_COBS)
             throw py::value_error("obs [P, " + std::to_string(MPS_N_OBS) + "] (1-8 paths) and cobs [" + std::to_string(MPS_N_COBS) + "] in transport units");
@@ -269,14 +271,14 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     py::class_<Transfer>(m, "Transfer")
         .def(py::init<std::vector<int>, std::vector<py::tuple>, int, py::tuple, uint64_t, const std::string &,
                       const std::string &, py::object, const std::string &, const std::string &, double, double,
-                      double, uint32_t, double, uint32_t, int, double, double, double, uint64_t, bool, uint32_t>(),
+                      double, uint32_t, double, uint32_t, int, double, double, double, double, uint64_t, bool, uint32_t>(),
              py::arg("client_fds"), py::arg("client_addrs"), py::arg("server_fd"), py::arg("server_addr"),
              py::arg("size_bytes"), py::arg("cc"), py::arg("scheduler") = "minrtt", py::arg("policy_lib") = py::none(),
              py::arg("cert_file"), py::arg("key_file"), py::arg("time_limit_s") = 600.0, py::arg("ecf_beta") = 0.25,
              py::arg("blest_lambda_step") = 0.1, py::arg("decision_every") = 0, py::arg("interval_ms") = 0.0,
              py::arg("ring_capacity") = 4096, py::arg("pacing") = -1, py::arg("blest_lambda") = 1.0,
-             py::arg("blest_lambda_max") = 1.3, py::arg("kato_alpha") = 0.5, py::arg("seed") = 0,
-             py::arg("revalidate_paths") = true, py::arg("drop_new_path_datagrams") = 0)
+             py::arg("blest_lambda_max") = 1.3, py::arg("kato_alpha") = 0.5, py::arg("wait_k") = 1.0,
+             py::arg("seed") = 0, py::arg("revalidate_paths") = true, py::arg("drop_new_path_datagrams") = 0)
         .def("run", &Transfer::run, "Run the event loop until the file is delivered, stop() or the time limit")
         .def("stop", &Transfer::stop)
         .def("set_mode", &Transfer::set_mode)
@@ -285,9 +287,9 @@ PYBIND11_MODULE(mpsched_xquic, m) {
         .def("read", &Transfer::read, py::arg("which") = "intervals")
         .def("result", &Transfer::result);
     py::class_<Rules>(m, "Rules")
-        .def(py::init<double, double, double, double, double, uint64_t>(), py::arg("ecf_beta") = 0.25,
+        .def(py::init<double, double, double, double, double, double, uint64_t>(), py::arg("ecf_beta") = 0.25,
              py::arg("blest_lambda_step") = 0.1, py::arg("blest_lambda") = 1.0, py::arg("blest_lambda_max") = 1.3,
-             py::arg("kato_alpha") = 0.5, py::arg("seed") = 0)
+             py::arg("kato_alpha") = 0.5, py::arg("wait_k") = 1.0, py::arg("seed") = 0)
         .def("pick", &Rules::pick, py::arg("mode"), py::arg("obs"), py::arg("cobs"), py::arg("mss") = 1200)
         .def_property_readonly("blest_lambda", &Rules::blest_lambda)
         .def_property_readonly("ecf_waiting", &Rules::ecf_waiting);

@@ -16,6 +16,9 @@
  *    available paths the largest cwnd / latest RTT (the srtt before a first sample); the largest
  *    window space cwnd - inflight; the lowest srtt / window space. LWS and LTS consider only paths
  *    with window space and fall back to the lowest srtt among the available paths. Ties: lower index.
+ *  - The wait rule (envs/schedulers/wait_rule.py): send on F when it has window; otherwise send on S
+ *    when tau_S / 2 <= k (tau_F / 2 + tau_F ahead / cwnd_F), ahead = max(inflight_F - cwnd_F, 0) +
+ *    max(backlog, mss) (bytes; cwnd_F at least one mss), else wait.
  *  - KATO: every path's throughput estimate cwnd / srtt joins a running mean, sampled at most once
  *    per millisecond of elapsed time (the simulator samples once per step, so the mean weighs
  *    time, not packets); among the available paths High is the nearest to the mean from above (at
@@ -38,11 +41,12 @@ enum { C_BACKLOG, C_ACKED, C_ELAPSED, C_REORDER, C_RWND, C_REMAINING, C_ITEM_ACK
 
 void
 mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, double blest_step,
-              double blest_lambda_max, double kato_alpha, uint64_t seed)
+              double blest_lambda_max, double kato_alpha, double wait_k, uint64_t seed)
 {
     s->kato_sum = s->kato_count = 0.0;
     s->kato_stamp = UINT64_MAX;
     s->kato_alpha = kato_alpha;
+    s->wait_k = wait_k;
     s->rng = seed;
     s->rr_next = 0;
     s->ecf_waiting = 0;
@@ -101,6 +105,17 @@ pick_ecf(mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], cons
     }
     s->ecf_waiting = 0;
     return sp;
+}
+
+static int
+pick_wait(const mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs, double mss)
+{
+    double tf = (double)obs[f][O_SRTT];
+    double cwnd = (double)obs[f][O_CWND] > mss ? (double)obs[f][O_CWND] : mss;
+    double over = (double)obs[f][O_INFLIGHT] - cwnd;
+    double backlog = (double)cobs[C_BACKLOG] > mss ? (double)cobs[C_BACKLOG] : mss;
+    double t_fast = 0.5 * tf + tf * ((over > 0.0 ? over : 0.0) + backlog) / cwnd;
+    return 0.5 * (double)obs[sp][O_SRTT] <= s->wait_k * t_fast ? sp : -1;
 }
 
 /* BLEST's lambda, once per srtt of the fast path f */
@@ -250,5 +265,7 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
         return pick_ecf(s, f, sp, obs, cobs, (double)mss);
     if (mode == MPS_BLEST)
         return pick_blest(s, f, sp, obs, cobs, (double)mss);
+    if (mode == MPS_WAIT)
+        return pick_wait(s, f, sp, obs, cobs, (double)mss);
     return sp;  /* minRTT: the lowest-srtt available path */
 }

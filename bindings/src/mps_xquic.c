@@ -832,7 +832,7 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
     atomic_init(&t->stop, 0);
     atomic_init(&t->mode, cfg->mode);
     mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda, cfg->blest_lambda_step, cfg->blest_lambda_max,
-                  cfg->kato_alpha, cfg->seed);
+                  cfg->kato_alpha, cfg->wait_k, cfg->seed);
     pthread_mutex_init(&t->lock, NULL);
     for (w = 0; w < 2; ++w) {
         t->rings[w].cap = cfg->ring_capacity;

@@ -35,7 +35,7 @@ enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MP
 /* Scheduling modes: XQUIC's own (minrtt, backup, rap), the workbench's C versions (rr, ecf,
    blest, hsr, lws, lts, kato) and an exported policy. */
 enum mps_mode { MPS_MINRTT, MPS_BACKUP, MPS_RAP, MPS_RR, MPS_ECF, MPS_BLEST, MPS_HSR, MPS_LWS, MPS_LTS, MPS_KATO,
-                MPS_POLICY, MPS_MODE_COUNT };
+                MPS_WAIT, MPS_POLICY, MPS_MODE_COUNT };
 
 /* run_decide of export.runtime.build_library: raw counters [n][np][N_OBS], [n][N_COBS] */
 typedef void (*mps_policy_fn)(const uint64_t *pr, const uint64_t *cr, const int32_t *nsub, int np, int n,
@@ -59,6 +59,7 @@ typedef struct mps_config {
     double blest_lambda_step;    /* BLEST lambda step (0.1) */
     double blest_lambda_max;     /* BLEST lambda's upper bound (1.3) */
     double kato_alpha;           /* KATO: probability of the path below the mean (0.5) */
+    double wait_k;               /* the wait rule's k (1.0) */
     uint64_t seed;               /* the rules' random stream (KATO) */
     uint32_t decision_every;     /* record every k-th decision (0: none) */
     double interval_ms;          /* interval records (0: none) */
@@ -136,10 +137,11 @@ typedef struct mps_rule_state {
     double kato_sum, kato_count;  /* KATO: sum and number of throughput estimates (bytes/us) */
     uint64_t kato_stamp;         /* KATO: elapsed time (us) of the last sample */
     double kato_alpha;
+    double wait_k;               /* the wait rule: send on S while its arrival is within k times F's */
     uint64_t rng;                /* SplitMix64 state */
 } mps_rule_state;
 void mps_rule_init(mps_rule_state *s, double ecf_beta, double blest_lambda, double blest_step,
-                   double blest_lambda_max, double kato_alpha, uint64_t seed);
+                   double blest_lambda_max, double kato_alpha, double wait_k, uint64_t seed);
 int mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS], const uint64_t *cobs,
                   uint64_t mss);
 

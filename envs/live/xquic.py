@@ -54,7 +54,8 @@ from envs.transport import from_raw
 
 # XQUIC's four, and LIA, OLIA and BALIA coupled across the paths (bindings/src/mps_coupled.c)
 CCS = ("reno", "cubic", "bbr", "bbr2", "lia", "olia", "balia")
-SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato")  # plus policy=<header>
+SCHEDULERS = ("minrtt", "backup", "rap", "rr", "ecf", "blest", "hsr", "lws", "lts", "kato",
+              "wait_rule")  # plus policy=<header>
 SOCKET_BUFFER = 8 << 20
 # the extension's backlog column (bindings/src/mps_xquic.c, conn_backlog): the stream data awaiting
 # retransmission plus the new data no scheduler call has put on a path, as envs/sim/kernel.py counts it
@@ -64,7 +65,7 @@ BACKLOG = "retransmissions+unsent"
 # simulator's, so both sides run the same rule unless scheduler_params says otherwise.
 RULE_PARAMS = {"ecf": {"beta": "ecf_beta"},
                "blest": {"lambda": "blest_lambda", "step": "blest_lambda_step", "lambda_max": "blest_lambda_max"},
-               "kato": {"alpha": "kato_alpha"}}
+               "kato": {"alpha": "kato_alpha"}, "wait_rule": {"k": "wait_k"}}
 
 
 def extension():
@@ -87,6 +88,9 @@ def outdated(ext: Any) -> str | None:
     if "kato" not in ext.MODES:  # the rules' parameters (RULE_PARAMS) came with KATO
         return ("the installed mpsched_xquic extension predates the C rules' parameters (no kato): rebuild it "
                 "with python -m envs.live.setup --xquic")
+    if "wait_rule" not in ext.MODES:  # its k came with the rule (RULE_PARAMS)
+        return ("the installed mpsched_xquic extension predates the wait rule (envs/schedulers/wait_rule.py): "
+                "rebuild it with python -m envs.live.setup --xquic")
     if not set(CCS) <= set(ext.CCS):
         return (f"the installed mpsched_xquic extension has no {', '.join(c for c in CCS if c not in ext.CCS)} "
                 "(the coupled CCs of bindings/src/mps_coupled.c): rebuild it with python -m envs.live.setup --xquic")

@@ -1,0 +1,55 @@
+"""The wait rule: at the blocked decision, send on the second path only if the next packet would
+reach the receiver over it within ``k`` times the time it would take over the fast path
+(docs/schedulers.md, "The wait rule"; the headroom search's own member, studies/headroom.py).
+
+If the fast path F (lowest srtt) has window space, send on F. Otherwise S is the available path
+of lowest srtt; the packet would arrive over S after ``t_S = srtt_S / 2`` and over F after
+``t_F = srtt_F / 2 + srtt_F * ahead / cwnd_F``, where ``ahead`` is what must leave F before it:
+what is committed to F beyond its window plus the connection's backlog (at least one packet),
+sent at F's rate ``cwnd_F / srtt_F`` (the earliest-arrival estimate of OTIAS, Yang and Amer 2015,
+and ATLB). Send on S when ``t_S <= k t_F``, else wait for F. ``k = inf`` is minRTT, ``k = 0``
+fast_only, ``k = 1`` earliest arrival. Not burst-safe: ``t_F`` depends on the backlog, which each
+packet sent shrinks.
+
+The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs
+as ECF's and BLEST's do: a second path without an RTT sample yet gets the packet, and it does not
+wait for F while F has nothing in flight (XQUIC would never call the scheduler again)."""
+
+import math
+from collections.abc import Mapping
+
+from numba import njit
+
+from envs.errors import out_of_range
+from envs.plugins import register_scheduler
+from envs.schedulers.base import WAIT
+from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.sim.roles import blocked_rule
+
+PARAMS = {"k": 1.0}  # send on S while its arrival is within k times F's
+
+
+def validate(values: Mapping, n_paths: int | None) -> None:
+    k = values["k"]
+    if not (k >= 0.0 and not math.isnan(k)):
+        raise out_of_range("k", k, ">= 0 (inf: minRTT)")
+
+
+@njit(cache=True, _nrt=False)
+def pick(prm, st, obs, cobs, nsub, mss, rng, b):
+    f, s, blocked = blocked_rule(obs, nsub)
+    if not blocked:
+        return 1 << f
+    if s < 0:
+        return WAIT
+    srtt_f = obs[f, OBS_SRTT]
+    cwnd_f = max(obs[f, OBS_CWND], mss)
+    ahead = max(obs[f, OBS_INFLIGHT] - cwnd_f, 0.0) + max(cobs[COBS_BACKLOG], mss)
+    t_fast = 0.5 * srtt_f + srtt_f * ahead / cwnd_f
+    if 0.5 * obs[s, OBS_SRTT] <= prm[0] * t_fast:
+        return 1 << s
+    return WAIT
+
+
+register_scheduler("wait_rule", pick=pick, params=PARAMS, validate=validate,
+                   c_source="bindings/src/mps_rules.c:pick_wait")
