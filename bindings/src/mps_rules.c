@@ -114,7 +114,7 @@ pick_wait(const mps_rule_state *s, int f, int sp, const uint64_t obs[][MPS_N_OBS
     double cwnd = (double)obs[f][O_CWND] > mss ? (double)obs[f][O_CWND] : mss;
     double over = (double)obs[f][O_INFLIGHT] - cwnd;
     double backlog = (double)cobs[C_BACKLOG] > mss ? (double)cobs[C_BACKLOG] : mss;
-    double t_fast = 0.5 * tf + tf * ((over > 0.0 ? over : 0.0) + backlog) / cwnd;
+    double t_fast = 0.5 * tf + tf * (((over > 0.0 ? over : 0.0) + backlog) / cwnd);
     return 0.5 * (double)obs[sp][O_SRTT] <= s->wait_k * t_fast ? sp : -1;
 }
 

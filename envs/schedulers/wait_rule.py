@@ -6,8 +6,8 @@ If the fast path F (lowest srtt) has window space, send on F. Otherwise S is the
 of lowest srtt; the packet would arrive over S after ``t_S = srtt_S / 2`` and over F after
 ``t_F = srtt_F / 2 + srtt_F * ahead / cwnd_F``, where ``ahead`` is what must leave F before it:
 what is committed to F beyond its window plus the connection's backlog (at least one packet),
-sent at F's rate ``cwnd_F / srtt_F`` (the earliest-arrival estimate of OTIAS, Yang and Amer 2015,
-and ATLB). Send on S when ``t_S <= k t_F``, else wait for F. ``k = inf`` is minRTT, ``k = 0``
+sent at F's rate ``cwnd_F / srtt_F`` (the earliest-arrival estimate of OTIAS and ATLB,
+``envs.schedulers.base.arrival_time``). Send on S when ``t_S <= k t_F``, else wait for F. ``k = inf`` is minRTT, ``k = 0``
 fast_only, ``k = 1`` earliest arrival. Not burst-safe: ``t_F`` depends on the backlog, which each
 packet sent shrinks.
 
@@ -22,9 +22,7 @@ from numba import njit
 
 from envs.errors import out_of_range
 from envs.plugins import register_scheduler
-from envs.schedulers.base import WAIT
-from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
-from envs.sim.roles import blocked_rule
+from envs.schedulers.base import DECIDE, WAIT, arrival_time, blocked_choice
 
 PARAMS = {"k": 1.0}  # send on S while its arrival is within k times F's
 
@@ -37,16 +35,11 @@ def validate(values: Mapping, n_paths: int | None) -> None:
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    f, s, blocked = blocked_rule(obs, nsub)
-    if not blocked:
-        return 1 << f
-    if s < 0:
-        return WAIT
-    srtt_f = obs[f, OBS_SRTT]
-    cwnd_f = max(obs[f, OBS_CWND], mss)
-    ahead = max(obs[f, OBS_INFLIGHT] - cwnd_f, 0.0) + max(cobs[COBS_BACKLOG], mss)
-    t_fast = 0.5 * srtt_f + srtt_f * ahead / cwnd_f
-    if 0.5 * obs[s, OBS_SRTT] <= prm[0] * t_fast:
+    f, s, answer = blocked_choice(obs, nsub)
+    if answer != DECIDE:
+        return answer
+    # S is available, F is not: arrival over S is its one-way delay, over F after what is ahead
+    if arrival_time(obs, cobs, s, mss, False) <= prm[0] * arrival_time(obs, cobs, f, mss, False):
         return 1 << s
     return WAIT
 
