@@ -3,8 +3,8 @@ host with XQUIC (alibaba/xquic) through the ``mpsched_xquic`` extension (``bindi
 socket per path on the client (bound to the path's address, so source routing sends it over that
 path) and one on the server. XQUIC runs one CC instance per path (``lia``, ``olia``, ``balia``: the
 coupled MPTCP CCs across the connection's paths, ``bindings/src/mps_coupled.c``; the others XQUIC's own) and
-calls our scheduler once per packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts and
-kato (``bindings/src/mps_rules.c``; an extension built before the last four is refused, naming the rebuild), or ``policy``: an exported policy header (``python -m export``)
+calls our scheduler once per packet: XQUIC's own (minrtt, backup, rap), the C versions of rr, ecf, blest, hsr, lws, lts,
+kato and wait_rule (``bindings/src/mps_rules.c``; an extension built before the wait rule is refused, naming the rebuild), or ``policy``: an exported policy header (``python -m export``)
 compiled into a shared object (``envs.policy_library.build_library``) whose ``decide`` runs inside
 ``get_path`` on XQUIC's per-path state in the header's units.
 
