@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from numba import njit
 
 from envs.plugins import register_scheduler
-from envs.schedulers.base import DECIDE, WAIT, blocked_choice
+from envs.schedulers.base import WAIT
 from envs.errors import out_of_range
 from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_RTTVAR, OBS_SRTT
+from envs.sim.roles import blocked_rule
 
 PARAMS = {"beta": 0.25}  # hysteresis
 WAITING = 0  # state: 1 while ECF waits for the fast path
@@ -35,9 +36,11 @@ def validate(values: Mapping, n_paths: int | None) -> None:
 
 @njit(cache=True, _nrt=False)
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
-    f, s, answer = blocked_choice(obs, nsub)
-    if answer != DECIDE:
-        return answer
+    f, s, blocked = blocked_rule(obs, nsub)
+    if not blocked:
+        return 1 << f
+    if s < 0:
+        return WAIT
     k = cobs[COBS_BACKLOG] / mss
     w_f = max(obs[f, OBS_CWND] / mss, 1.0)
     w_s = max(obs[s, OBS_CWND] / mss, 1.0)
