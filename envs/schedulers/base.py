@@ -34,8 +34,6 @@ from numba import njit
 from envs.sim.layout import COBS_BACKLOG, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
 
 WAIT = 0
-
-
 @njit(inline="always", cache=True, _nrt=False)
 def lowest_srtt(obs, nsub, available_only):
     """Index of the path of lowest srtt (among available paths if asked), -1 if none."""
@@ -51,22 +49,30 @@ def lowest_srtt(obs, nsub, available_only):
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def arrival_time(obs, cobs, i, mss, rounds):
+    """When the next packet would reach the receiver over path ``i``: the one-way delay
+    ``srtt / 2`` plus, on a path without window space, the time until the data ahead of the
+    packet has gone out: what exceeds the window (``inflight - cwnd``) and the connection's
+    waiting data up to this packet (``COBS_BACKLOG``, the packets that would queue for that path
+    with it), at the path's send rate ``cwnd / srtt``, or in whole RTTs when ``rounds`` (a window
+    of packets per RTT). An available path sends it at once."""
+    srtt = obs[i, OBS_SRTT]
+    t = 0.5 * srtt
+    if obs[i, OBS_AVAILABLE] <= 0.0:
+        cwnd = max(obs[i, OBS_CWND], mss)
+        ahead = max(obs[i, OBS_INFLIGHT] - cwnd, 0.0) + max(cobs[COBS_BACKLOG], mss)
+        t += srtt * (math.ceil(ahead / cwnd) if rounds else ahead / cwnd)
+    return t
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def earliest_arrival(obs, cobs, nsub, mss, rounds):
-    """Path on which the next packet would arrive at the receiver first, -1 if none: the
-    one-way delay ``srtt / 2`` plus, on a path without window space, the time until the data
-    ahead of the packet has gone out: what exceeds the window (``inflight - cwnd``) and the
-    connection's waiting data up to this packet (``COBS_BACKLOG``, the packets that would queue
-    for that path with it), at the path's send rate ``cwnd / srtt``, or in whole RTTs when
-    ``rounds`` (a window of packets per RTT). An available path sends it at once."""
+    """Path on which the next packet would arrive at the receiver first (``arrival_time``), -1
+    if none."""
     best = -1
     best_t = math.inf
     for i in range(nsub):
-        srtt = obs[i, OBS_SRTT]
-        t = 0.5 * srtt
-        if obs[i, OBS_AVAILABLE] <= 0.0:
-            cwnd = max(obs[i, OBS_CWND], mss)
-            ahead = max(obs[i, OBS_INFLIGHT] - cwnd, 0.0) + max(cobs[COBS_BACKLOG], mss)
-            t += srtt * (math.ceil(ahead / cwnd) if rounds else ahead / cwnd)
+        t = arrival_time(obs, cobs, i, mss, rounds)
         if t < best_t:
             best_t = t
             best = i

@@ -6,9 +6,8 @@ If the fast path F (lowest srtt) has window space, send on F. Otherwise S is the
 of lowest srtt; the packet would arrive over S after ``t_S = srtt_S / 2`` and over F after
 ``t_F = srtt_F / 2 + srtt_F * ahead / cwnd_F``, where ``ahead`` is what must leave F before it:
 what is committed to F beyond its window plus the connection's backlog (at least one packet),
-sent at F's rate ``cwnd_F / srtt_F`` (the earliest-arrival estimate of OTIAS and ATLB, as
-``envs.schedulers.base.earliest_arrival`` computes it for every path; written out here, where one
-comparison is all the rule needs). Send on S when ``t_S <= k t_F``, else wait for F. ``k = inf`` is minRTT, ``k = 0``
+sent at F's rate ``cwnd_F / srtt_F`` (the earliest-arrival estimate of OTIAS and ATLB,
+``envs.schedulers.base.arrival_time``). Send on S when ``t_S <= k t_F``, else wait for F. ``k = inf`` is minRTT, ``k = 0``
 fast_only, ``k = 1`` earliest arrival. Not burst-safe: ``t_F`` depends on the backlog, which each
 packet sent shrinks.
 
@@ -23,8 +22,7 @@ from numba import njit
 
 from envs.errors import out_of_range
 from envs.plugins import register_scheduler
-from envs.schedulers.base import WAIT
-from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.schedulers.base import WAIT, arrival_time
 from envs.sim.roles import blocked_rule
 
 PARAMS = {"k": 1.0}  # send on S while its arrival is within k times F's
@@ -40,10 +38,8 @@ def validate(values: Mapping, n_paths: int | None) -> None:
 def pick(prm, st, obs, cobs, nsub, mss, rng, b):
     f, s, blocked = blocked_rule(obs, nsub)
     if blocked and s >= 0:  # F without window, S with: the packet's arrival over each
-        srtt_f = obs[f, OBS_SRTT]
-        cwnd_f = max(obs[f, OBS_CWND], mss)
-        ahead = max(obs[f, OBS_INFLIGHT] - cwnd_f, 0.0) + max(cobs[COBS_BACKLOG], mss)
-        return 1 << s if 0.5 * obs[s, OBS_SRTT] <= prm[0] * (0.5 * srtt_f + srtt_f * (ahead / cwnd_f)) else WAIT
+        t_second, t_fast = arrival_time(obs, cobs, s, mss, False), arrival_time(obs, cobs, f, mss, False)
+        return 1 << s if t_second <= prm[0] * t_fast else WAIT
     return WAIT if blocked else 1 << f
 
 
