@@ -89,6 +89,20 @@ def test_features_the_testbed_cannot_emulate_are_refused_by_name(change, words):
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize("setting", [{"receive_buffer_bytes": 65536},
+                                     {"receive_buffer_bytes": 65536, "receive_buffer_max_bytes": 1 << 20}])
+def test_a_receive_window_of_the_scenarios_own_is_refused_by_both_testbeds(setting):
+    """The live receivers keep their own windows (XQUIC's 16 MiB, the kernel's tcp_rmem tuning), so a
+    scenario that sets one would run a different window live than in the simulator."""
+    from envs.live.network_testbed import unsupported as network_unsupported
+    scenario = scenario_from_dict(two_paths(**setting))
+    with pytest.raises(LiveError, match="cannot run live") as err:
+        plan(scenario)
+    assert "receive_buffer_bytes" in str(err.value) and "16 MiB" in str(err.value)
+    assert any("receive_buffer_bytes" in p for p in network_unsupported(scenario))
+    assert not any("receive_buffer" in p for p in network_unsupported(scenario_from_dict(two_paths())))
+
+
 def test_commands_are_argument_lists_of_generated_tokens():
     d = Direction(0, "forward", 70.0, 484, 40.0, 2.236068, 0.5, True)
     args = netem_args(d)

@@ -79,9 +79,26 @@ class Direction:
         return int(self.queue_packets + math.ceil(1.5 * pipe) + 100)
 
 
+def connection_unsupported(scenario: Scenario) -> list[str]:
+    """Connection settings no live stack takes from a scenario (both testbeds refuse them).
+
+    ``receive_buffer_bytes``: the live receivers keep windows of their own. XQUIC as bindings/
+    configures it gives the stream the client opens ``XQC_MAX_RECV_WINDOW``, 16 MiB
+    (``xqc_conn.c`` ``xqc_conn_init_trans_settings``: ``max_stream_data_bidi_remote``, with no
+    setting that lowers it), and the kernel's receiver auto-tunes within ``tcp_rmem``, which the
+    testbed sizes for the paths. The simulator would run the scenario's window and live the
+    stack's, so a comparison would not be of one scenario (docs/transport.md, "Connection level")."""
+    out = []
+    if scenario.receive_buffer_bytes is not None or scenario.receive_buffer_max_bytes is not None:
+        out.append("receive_buffer_bytes / receive_buffer_max_bytes (a receive window of the scenario's own: "
+                   "live XQUIC keeps its 16 MiB stream window, the kernel auto-tunes within tcp_rmem; "
+                   "leave them unset to run the stack's own window on both sides)")
+    return out
+
+
 def unsupported(scenario: Scenario) -> list[str]:
     """Scenario features the live testbed does not emulate (a run refuses them)."""
-    out = []
+    out = connection_unsupported(scenario)
     if scenario.is_distribution:
         out.append("a distribution (sample it first: Scenario.sample(rng))")
     if scenario.links is not None:

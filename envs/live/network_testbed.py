@@ -34,7 +34,7 @@ import socket
 from dataclasses import dataclass, replace
 
 from envs.live.competition import Competition
-from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction
+from envs.live.emulation import MAX_RATE_MBPS, MODES, Direction, connection_unsupported
 from envs.live.system import LiveError, check_cc, load_mininet, ns_inode, run
 from envs.live.testbed import Testbed
 from envs.network import Network
@@ -60,7 +60,7 @@ def unsupported(scenario: Scenario) -> list[str]:
     if scenario.is_distribution:
         return ["a distribution (sample it first: Scenario.sample(rng))"]
     net = scenario.network()
-    out = []
+    out = connection_unsupported(scenario)
     if len(net.links) > MAX_LINKS:
         out.append(f"more than {MAX_LINKS} links ({len(net.links)})")
     for name, link in zip(net.names, net.links):
