@@ -121,7 +121,7 @@ def finish() -> None:
     flush, MLflow's, temporary files'), flush the output, then exit without tearing the
     interpreter down. That teardown frees, one by one, every object torch, ``torch._dynamo``
     (which torch's optimisers import, and which imports triton) and MLflow made: 1-2 s at the
-    end of ``python train.py agent=dqn cc=bbr2`` (README, "Performance"), for nothing, as the
+    end of ``python train.py agent=dqn cc=bbr2`` (docs/performance.md), for nothing, as the
     process is ending. Only from the top level of the program the interpreter was started with
     (``python train.py``) and with no other thread left to finish; run from other code (a
     profiler, a debugger, a test running the script in its own process) it returns, and that

@@ -85,7 +85,7 @@ def test_xquic_asks_first_with_the_bytes_left_the_simulator_asks_with(live):
 
 
 def test_with_the_simulators_backlog_the_policy_answers_live_as_in_the_simulator():
-    """The dqn_backlog preset on hetero_file, live with the fixed hook (README, "What the policy
+    """The dqn_backlog preset on hetero_file, live with the fixed hook (docs/transfer.md, "What the policy
     reads, fixed"; tests/data/transfer_dqn_backlog_hetero_20261126.json): under BBRv1 it sent at
     all 48 sampled live blocked decisions, reading 0.36-0.45 MB left (the hook before: 0 MB, and
     it waited at 86%), so it runs as in the simulator and the sign of (policy - minRTT) is right."""

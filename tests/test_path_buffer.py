@@ -135,8 +135,8 @@ def test_a_failed_paths_schedule_buffer_returns_to_the_connection():
 
 
 def test_with_the_path_buffer_the_simulator_forecasts_the_live_win():
-    """The dqn_backlog preset retrained with XQUIC's path buffer (README, "Will a policy
-    transfer?"; tests/data/transfer_dqn_backlog_hetero_pace_20261126.json): on hetero_file it
+    """The dqn_backlog preset retrained with XQUIC's path buffer (docs/transfer.md;
+    tests/data/transfer_dqn_backlog_hetero_pace_20261126.json): on hetero_file it
     waits at every blocked decision on both sides, and the simulator's sign of (policy - minRTT)
     is live's in both cells (before: `-` in the simulator, `+` live, under BBRv1)."""
     from conftest import ROOT

@@ -440,7 +440,7 @@ def test_the_stratified_policy_with_paths_challenged_again_wins_where_headroom_i
     waits at every blocked decision and beats minRTT beyond the CI (the acceptance's win); the sign
     of (policy - minRTT) is right in 8 of the 9 ISPRAS cells (the miss, s1 under BBRv1, as
     before); 8 of 9 ISPRAS cells at 0.95x live minRTT: s1 under BBRv2 at 0.948, where the policy
-    sends at every sampled blocked decision, minRTT's answer (README, "Will a policy transfer?")."""
+    sends at every sampled blocked decision, minRTT's answer (docs/transfer.md)."""
     r, before = recorded("policy_search_strat_paths"), recorded("policy_search_strat")
     for sim in (m for m in r.measurements if m.side == "sim"):
         assert sim.goodput_mbps == before.get("sim", sim.scenario, sim.cc, sim.scheduler).goodput_mbps
@@ -465,7 +465,7 @@ def test_the_main_job_with_paths_challenged_again_is_a_minrtt_clone_on_both_side
     bindings that challenge a path again: both paths validated in every live run; it takes minRTT's
     decision at every simulated and sampled live blocked decision, its sign is right in 9 of 9, and
     8 of 9 cells reach 0.95x live minRTT: s1 under BBRv2 (0.89, 0.88 in the record it follows) is
-    the run-to-run spread of a cell where it decides as minRTT does (README, "Will a policy transfer?")."""
+    the run-to-run spread of a cell where it decides as minRTT does (docs/transfer.md)."""
     r = recorded("main_paths")
     for m in r.measurements:
         if m.scheduler == POLICY:
@@ -511,7 +511,7 @@ def test_other_seeds_of_the_mixed_policy_search_forecast_a_bbr_gain_live_does_no
     hetero_file, minRTT's at every blocked decision under CUBIC and BBRv2 on ispras_s1-s3) and each
     forecasts a gain beyond the CI in one BBRv1 cell by waiting late in the file; live, where XQUIC
     asks the question all through the file, it waits far less and the difference is within the CI:
-    a sign the simulator gets wrong (README, "Will a policy transfer?")."""
+    a sign the simulator gets wrong (docs/transfer.md)."""
     path, scen = SEED_RECORDS[seed]
     r = Record.load(path)
     assert r.policy["seed"] == seed and r.policy["ccs"] == TRAINING_CCS["policy_search"]
@@ -541,7 +541,7 @@ def test_the_completion_dqn_waits_everywhere_wins_hetero_file_and_loses_every_is
     on the ISPRAS cells it is far below minRTT (0.21-0.72x live), so the first clause fails in all
     nine, and in the one ISPRAS cell where a live heuristic shows more than 10% headroom (ECF on s1
     under BBRv2, three runs) the policy is below minRTT. The simulator's sign is right in every
-    cell: `-` on the nine ISPRAS cells, `+` on hetero_file (README, "Will a policy transfer?")."""
+    cell: `-` on the nine ISPRAS cells, `+` on hetero_file (docs/transfer.md)."""
     r = recorded("dqn_completion")
     assert r.policy["header_sha256"] == "17290b01dbd59936" and r.policy["steps_done"] == 200000
     for m in r.measurements:
@@ -576,7 +576,7 @@ def test_peekaboo_copies_minrtt_where_it_sends_and_loses_live_where_it_waits_und
     the sampled blocked decisions (0.81 and 0.66), which the simulator forecast as no loss (`0`).
     The one cell with more than 10% live headroom is hetero_file under BBRv1 (fast_only +11.1%),
     where the policy never waits: not won. The simulator's sign is right in 3 of 9 ISPRAS cells,
-    5 of 11 (README, "Will a policy transfer?")."""
+    5 of 11 (docs/transfer.md)."""
     r = recorded("peekaboo")
     assert r.policy["header_sha256"] == "e3b13063ede8389a" and r.policy["steps_done"] == 200000
     assert r.policy["kind"] == "peekaboo" and r.policy["decision"] == "blocked" and r.policy["observation"] == "peekaboo"
@@ -619,7 +619,7 @@ def test_qlearning_is_a_minrtt_clone_on_both_sides_and_wins_no_headroom():
     in 6 of 11 cells and undecided in the other 5 (point estimates 0.951-1.030); the four cells with
     more than 10% live headroom (ECF on s1 and BLEST on s2 under BBRv2, three runs each; fast_only
     on hetero_file under both CCs) are not won; the simulator's sign, `0` everywhere, is right in
-    all eleven (README, "Will a policy transfer?")."""
+    all eleven (docs/transfer.md)."""
     r = recorded("qlearning")
     assert r.policy["header_sha256"] == "dec657dc736997fb" and r.policy["steps_done"] == 200000
     assert r.policy["kind"] == "qlearning" and r.policy["observation"] == "ispras_q_roles"
