@@ -5,6 +5,7 @@ its loss detection and BBR's model do (tests/test_stack_fidelity.py, ``LINUX_BBR
     sudo python benchmarks/bbr_jitter_live.py grid:2/2 --sacks --plain     # SACK blocks; plain TCP beside
     sudo python benchmarks/bbr_jitter_live.py grid:2/2 --receiver-sysctl net.ipv4.tcp_comp_sack_nr=0
     python benchmarks/bbr_jitter_live.py grid:2/2 grid:0.5/2 --sim-only --runs 4   # the model's side
+    sudo python benchmarks/bbr_jitter_live.py ispras_s2 --cc cubic --runs 2         # another of the kernel's CCs
 
 Per scenario one verified testbed (envs.live.testbed; ``grid:<loss_pct>/<jitter_ms>`` is the grid
 table's 10 s path, ``ispras_s1|s2`` the tables' file), then per run one kernel MPTCP BBR transfer
@@ -171,15 +172,15 @@ class PlainTcpTransfer:
     """A backlogged plain TCP (no MPTCP) BBR transfer of ``seconds`` on path 0, for comparison:
     the same sender and receiver stacks without the MPTCP options on every ACK."""
 
-    def __init__(self, tb: Testbed, seconds: float) -> None:
+    def __init__(self, tb: Testbed, seconds: float, cc: str = "bbr") -> None:
         self.seconds, self.received, self.error = seconds, 0, ""
         self.done = threading.Event()
         self.listener = tb.socket("server", socket.IPPROTO_TCP)
-        self.listener.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"bbr")
+        self.listener.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
         self.listener.bind((tb.paths[0].server_ip, 0))
         self.listener.listen(1)
         self.client = tb.socket("client", socket.IPPROTO_TCP)
-        self.client.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"bbr")
+        self.client.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
         self.client.connect(self.listener.getsockname())
         self.server, _ = self.listener.accept()
         self.threads = [threading.Thread(target=self._send, daemon=True),
@@ -222,10 +223,10 @@ class PlainTcpTransfer:
         return self.received * 8e-6 / self.seconds
 
 
-def transfer(tb: Testbed, scen: Scenario, sacks: bool = False, plain: bool = False) -> None:
+def transfer(tb: Testbed, scen: Scenario, sacks: bool = False, plain: bool = False, cc: str = "bbr") -> None:
     before, before_srv = counters(tb), counters(tb, "server")
-    tr = MptcpTransfer(tb, "bbr", scen.workload, telemetry_ms=50.0) if not plain else None
-    tcp = PlainTcpTransfer(tb, scen.workload.duration_s or GRID_SECONDS) if plain else None
+    tr = MptcpTransfer(tb, cc, scen.workload, telemetry_ms=50.0) if not plain else None
+    tcp = PlainTcpTransfer(tb, scen.workload.duration_s or GRID_SECONDS, cc) if plain else None
     if tr is not None:
         tr.start()
     client = tr._socks[1] if tr is not None else None  # the client's MPTCP socket (MptcpTransfer._start)
@@ -262,7 +263,7 @@ def transfer(tb: Testbed, scen: Scenario, sacks: bool = False, plain: bool = Fal
     after, after_srv = counters(tb), counters(tb, "server")
     moved = {k.removeprefix("TcpExt"): after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
     moved_srv = {k.removeprefix("TcpExt"): after_srv.get(k, 0) - before_srv.get(k, 0) for k in COUNTERS}
-    print(f"== {scen.name} bbr{' (plain TCP)' if plain else ''}: goodput {goodput:.2f} Mbit/s, "
+    print(f"== {scen.name} {cc}{' (plain TCP)' if plain else ''}: goodput {goodput:.2f} Mbit/s, "
           f"load {load_average():.2f}{', error: ' + error if error else ''}", flush=True)
     print("   sender:   " + " ".join(f"{k}={v}" for k, v in moved.items() if v), flush=True)
     print("   receiver: " + " ".join(f"{k}={v}" for k, v in moved_srv.items() if v), flush=True)
@@ -319,11 +320,11 @@ def transfer(tb: Testbed, scen: Scenario, sacks: bool = False, plain: bool = Fal
     print("   cwnd/inflight/ca_state/reordering/total_retrans: " + ", ".join(trace), flush=True)
 
 
-def simulated(scen: Scenario, runs: int) -> None:
+def simulated(scen: Scenario, runs: int, cc: str = "bbr") -> None:
     """The simulator's side of ``scen`` (``--sim-only``): one line per connection."""
     from envs.sim.layout import CN_T, FL_HOLE_UNTIL, FL_LOST_PKTS, FL_SENT_PKTS, OBS_LOSSES
     from envs.sim.simulator import SimConfig, Simulator
-    sim = Simulator(scen, "bbr", "minrtt", batch=runs, seed=0, config=SimConfig(stack="linux"))
+    sim = Simulator(scen, cc, "minrtt", batch=runs, seed=0, config=SimConfig(stack="linux"))
     sim.reset()
     n = len(scen.paths)
     held = np.zeros((runs, n))
@@ -344,6 +345,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="+", help="grid:<loss_pct>/<jitter_ms> or ispras_s1|ispras_s2")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--cc", default="bbr", help="the kernel CC of the transfers (and of the model's side): bbr, cubic, reno")
     ap.add_argument("--sysctl", action="append", default=[],
                     help="key=value set in the sender's namespace before the runs, e.g. net.ipv4.tcp_recovery=3 "
                          "(RACK with a static reordering window, TCP_RACK_STATIC_REO_WND)")
@@ -358,7 +360,7 @@ def main() -> int:
     for name in a.scenarios:
         scen = scenario(name)
         if a.sim_only:
-            simulated(scen, a.runs)
+            simulated(scen, a.runs, a.cc)
             continue
         with verified_testbed(functools.partial(Testbed, scen, verify=True)) as tb:
             for kv in a.sysctl:
@@ -366,9 +368,9 @@ def main() -> int:
             for kv in a.receiver_sysctl:
                 print("receiver: " + tb.run("server", ["sysctl", "-w", kv]).stdout.strip(), flush=True)
             for _ in range(a.runs):
-                transfer(tb, scen, a.sacks)
+                transfer(tb, scen, a.sacks, cc=a.cc)
                 if a.plain:
-                    transfer(tb, scen, a.sacks, plain=True)
+                    transfer(tb, scen, a.sacks, plain=True, cc=a.cc)
     return 0
 
 
