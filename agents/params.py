@@ -1,8 +1,8 @@
 """Reading an agent's ``agent.params`` over its defaults, each value checked against a rule.
 
 A ``Rule`` is a predicate and the allowed range in words; ``read_params`` refuses an unknown key
-with the list of valid ones and an out-of-range value with its field and range (README, "Bad
-input gets a clear error").
+with the list of valid ones and an out-of-range value with its field and range (README, "When
+things go wrong").
 """
 
 from __future__ import annotations

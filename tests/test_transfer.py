@@ -410,8 +410,8 @@ def test_the_mixed_policy_search_waits_on_hetero_file_alone_and_wins_there_live(
     (BBRv2); on the ISPRAS cells under CUBIC and BBRv2 it waits at none of its simulated blocked
     decisions. The simulator's sign of (policy - minRTT) matches live in every cell; the two cells
     below 0.95x live minRTT (the first clause does not hold) are ispras_s2 under CUBIC, where one
-    policy run carried the whole file on one path, and ispras_s3 under BBRv1 (README, "Will a
-    policy transfer?")."""
+    policy run carried the whole file on one path, and ispras_s3 under BBRv1 (docs/transfer.md, "One policy for the ISPRAS cells
+    and `hetero_file`: the policy search")."""
     r = recorded("policy_search")
     for scen, cc in HETERO:
         for side in ("sim", "live"):
@@ -645,7 +645,7 @@ def test_qlearning_is_a_minrtt_clone_on_both_sides_and_wins_no_headroom():
 
 @pytest.mark.parametrize(("name", "expected"), [
     # (ISPRAS cells live, >= 0.95 by the point estimate, beyond the CI, below it, headroom cells, wins,
-    #  sign known, sign right), as each record's README section reads them
+    #  sign known, sign right), as each record's section in docs/transfer.md reads them
     ("falcon", (9, 2, 2, 7, 2, 2, 9, 9)),
     ("linucb_classic", (9, 7, 5, 0, 3, 0, 9, 9)),
     ("a2c", (9, 7, 6, 0, 3, 0, 9, 9)),
@@ -660,7 +660,7 @@ def test_acceptance_of_a_record(name, expected):
 def test_acceptance_needs_a_win_where_there_is_headroom():
     """Clause 1 asks for a win beyond the CI in a cell with more than 10% live headroom: a record
     with every ISPRAS cell at 0.95 but no such cell shows none; one with a (chance) win holds by the
-    point estimates (README: LinUCB took minRTT's decision at every sampled decision there)."""
+    point estimates (docs/transfer.md: LinUCB took minRTT's decision at every sampled decision there)."""
     none = transfer.acceptance(Record.load(RECORDS["linucb_now"]))
     assert none.at_least == 9 and none.chances == 0 and not none.ratio_holds
     chance = transfer.acceptance(Record.load(RECORDS["linucb"]))
