@@ -342,6 +342,21 @@ def test_reward_signal_tosses_its_coin_where_the_wait_rule_waits():
             assert np.concatenate(acts).all()  # no coin: the rule's answer, send
 
 
+def test_own_ack_outcome_times_each_decisions_packet_on_the_path_that_carried_it():
+    """``benchmarks/own_ack_outcome.py``: with minRTT's answer (the rule with k = inf) every decision
+    sends, and its packet is acknowledged over the second path (ispras_s1: 80 ms of base round trip)
+    but where the fast path freed within the decision's step and took it first (9% here);
+    reversed every time, every decision waits and its packet goes on the fast path (20 ms); the
+    decisions not seen arriving are counted by the rule's answer and the action."""
+    from benchmarks.own_ack_outcome import collect
+    sends, _ = collect(short_s1(0.5), "bbr", 2, math.inf, 0.0, 5)
+    assert sends.delay_ms and set(sends.rule) == {1} and set(sends.action) == {1}
+    assert np.mean(np.array(sends.delay_ms) > 60.0) > 0.8 and set(sends.unresolved) <= {(1, 1)}
+    waits, _ = collect(short_s1(0.5), "bbr", 2, math.inf, 1.0, 5)
+    assert waits.delay_ms and set(waits.action) == {0} and set(waits.unresolved) <= {(1, 0)}
+    assert 15.0 < max(waits.delay_ms) < 60.0 < float(np.median(sends.delay_ms))
+
+
 def test_reward_signal_reverses_one_decision_per_connection():
     """``--flip-each-decision-of``: in a deterministic cell (ispras_s3: no jitter, no random loss)
     one change of goodput per decision of the followed rule, each the effect of reversing that decision
