@@ -28,12 +28,13 @@ if TYPE_CHECKING:
 def build_process(batch: int, /, scenario: ScenarioLike | Sequence[ScenarioLike] = "ispras_s1",
                   cc: str | Sequence[str] = "bbr", seed: int = 0,
                   cc_params: Mapping[str, Mapping[str, float]] | None = None, stack_draw: StackDraw | None = None,
-                  **env: Any) -> DecisionProcess:
+                  common_draws: bool = False, **env: Any) -> DecisionProcess:
     """The decision process behind both the single and the vector environment. ``env``: the
     settings of ``configs/env`` (``envs.schema.EnvConfig``: decision, interval_ms, modes,
     observation, reward (a preset name or a mapping) and reward_params, dt_ms, mss, record_bin_ms,
     stack, ...), each defaulting to the schema's value. A CC the stack does not have is refused.
-    ``stack_draw``: a stack profile drawn per episode around it (``envs.randomisation.stack_draw``)."""
+    ``stack_draw``: a stack profile drawn per episode around it (``envs.randomisation.stack_draw``).
+    ``common_draws``: every connection runs connection 0's episodes (``SimConfig.common_draws``)."""
     settings = EnvConfig.from_kwargs(**env)
     if isinstance(cc, Mapping):  # as configs/cc reads it; here it ended in "unhashable type: 'dict'"
         raise out_of_range("cc", cc, "a CC name or a list of names (their parameters: cc_params={name: {...}})")
@@ -41,7 +42,8 @@ def build_process(batch: int, /, scenario: ScenarioLike | Sequence[ScenarioLike]
     check_ccs(str(settings.stack), names)
     sim = Simulator(resolve_scenarios(scenario), names if isinstance(cc, (list, tuple)) else cc,
                     batch=batch, seed=seed,
-                    config=replace(settings.sim_config(), stack_draw=stack_draw), cc_overrides=dict(cc_params or {}))
+                    config=replace(settings.sim_config(), stack_draw=stack_draw, common_draws=common_draws),
+                    cc_overrides=dict(cc_params or {}))
     return DecisionProcess(sim, settings.decision_spec(), settings.observation, settings.reward_spec())
 
 

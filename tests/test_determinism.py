@@ -158,6 +158,23 @@ def test_batch_independence(cc):
     assert len(set(eight.results()["goodput_mbps"].tolist())) > 1
 
 
+def test_common_draws_run_every_connection_as_connection_zero():
+    """``SimConfig.common_draws``: every connection runs connection 0's episode (its random streams
+    on a jittery, lossy path), so that a batch compares what the connections are told to do on
+    common random numbers (benchmarks/rollout_labels.py); connection 0 is the one it runs alone."""
+    from envs.sim.simulator import SimConfig
+    scen = ispras_bulk()
+    twins = Simulator(scen, "bbr", batch=3, seed=9, config=SimConfig(common_draws=True))
+    twins.reset()
+    twins.run()
+    for b in (1, 2):
+        for name in STATE:
+            if name != "rng":  # [network streams, then sender streams], one each per connection
+                assert getattr(twins, name)[b].tobytes() == getattr(twins, name)[0].tobytes(), name
+    assert len(set(twins.rng[:3].tolist())) == 1 and len(set(twins.rng[3:].tolist())) == 1
+    assert_state_equal(run(scen, "bbr", seed=9), twins, rows=slice(0, 1))
+
+
 @pytest.mark.parametrize("cc", CC_NAMES)
 def test_chunking_does_not_change_the_trajectory(cc):
     scen = ispras_bulk()

@@ -357,6 +357,21 @@ def test_own_ack_outcome_times_each_decisions_packet_on_the_path_that_carried_it
     assert 15.0 < max(waits.delay_ms) < 60.0 < float(np.median(sends.delay_ms))
 
 
+def test_rollout_labels_reverse_one_decision_on_common_random_numbers():
+    """``benchmarks/rollout_labels.py``: on a jittery, lossy path the connections that reverse
+    nothing repeat the reference to the bit (common draws); one decision reversed, or the network's
+    stream moved at it (the placebo), changes its connection's transfer; under minRTT's continuation
+    a stretch of the wait rule is a reversal the rule's sends leave unchanged."""
+    from benchmarks.rollout_labels import _episode, effects
+    none = np.array([-1, -1, -1])
+    goodput, tags = _episode(short_s1(0.5), "bbr", 5, 1.25, 1.25, none, none)
+    assert len(set(goodput.tolist())) == 1 and len(tags) > 20
+    e = effects(short_s1(0.5), "bbr", 5, 1.25, 1.25, 7)
+    assert len(e.tag) == len(e.reversed) == len(e.placebo) > 2 and (e.placebo != 0).any()
+    switched = effects(short_s1(0.5), "bbr", 5, math.inf, 1.25, 7, switch_ms=20.0)
+    assert (switched.reversed[switched.tag == 1] == 0).mean() > 0.5
+
+
 def test_reward_signal_reverses_one_decision_per_connection():
     """``--flip-each-decision-of``: in a deterministic cell (ispras_s3: no jitter, no random loss)
     one change of goodput per decision of the followed rule, each the effect of reversing that decision

@@ -44,6 +44,9 @@ class SimConfig:
     stack: str = stacks.DEFAULT_STACK  # the transport stack the core imitates (envs/sim/stacks.py): xquic | linux
     # per episode, a stack and its constants drawn around the profile's (train.randomise, envs/randomisation.py)
     stack_draw: StackDraw | None = None
+    # every connection draws connection 0's episodes (scenario, CC, random streams): common random
+    # numbers across the batch, so that connections differ only by what they are told to do
+    common_draws: bool = False
 
     def __post_init__(self) -> None:
         if not 0.01 <= self.dt_ms <= 100:
@@ -243,11 +246,16 @@ class Simulator:
 
     def episode_draw(self, b: int, episode: int) -> tuple[Scenario, str, np.random.Generator]:
         """What connection b's episode ``episode`` draws: its scenario (sampled where the template
-        is a distribution), its CC, and the generator with those draws taken (nothing configured)."""
-        rng = np.random.default_rng([self.seed, b, int(episode)])
+        is a distribution), its CC, and the generator with those draws taken (nothing configured);
+        with ``SimConfig.common_draws`` connection 0's."""
+        rng = np.random.default_rng([self.seed, self._drawer(b), int(episode)])
         template = self.scenarios[int(rng.integers(len(self.scenarios)))]
         scen = template.sample(rng) if template.is_distribution else template
         return scen, self.ccs[int(rng.integers(len(self.ccs)))], rng
+
+    def _drawer(self, b: int) -> int:
+        """The connection whose draws connection b takes (``SimConfig.common_draws``: connection 0's)."""
+        return 0 if self.cfg.common_draws else b
 
     def _configure(self, b: int) -> None:
         scen, cc, rng = self.episode_draw(b, int(self.episode[b]))
@@ -258,7 +266,7 @@ class Simulator:
         self.episode[b] += 1
         draw = self.cfg.stack_draw
         if draw is not None:  # from a stream apart from the episode's, which draws as without it
-            prof = draw.sample(np.random.default_rng([self.seed, b, int(self.episode[b]), 2]))
+            prof = draw.sample(np.random.default_rng([self.seed, self._drawer(b), int(self.episode[b]), 2]))
             self.current_stack[b] = prof
         prof = self.current_stack[b]
         self.constants.stack[b] = self._stack_row(prof)  # every flow's, until a competing flow's below
