@@ -33,8 +33,8 @@ from export.runtime import ExportedPolicy, Harness, blocked_decision, compile_c,
 from envs.transport import conn_fields, from_raw, path_fields, to_raw
 from conftest import ROOT, compose_config
 
-AGENTS = ("dqn", "dqn_completion", "dqn_backlog", "ppo", "a2c", "qlearning", "linucb", "linucb_classic", "peekaboo", "falcon",
-          "policy_search")
+AGENTS = ("dqn", "dqn_completion", "dqn_backlog", "dqn_modes", "ppo", "a2c", "qlearning", "linucb", "linucb_classic",
+          "peekaboo", "falcon", "policy_search")
 COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 pytestmark = pytest.mark.skipif(not COMPILERS and not shutil.which("cc"), reason="no C compiler (gcc, clang or cc)")
 COMPILERS = COMPILERS or ["cc"]
@@ -44,7 +44,7 @@ SMALL = {"name": "export_small",
          "paths": [{"bandwidth_mbps": 20, "delay_ms": 5, "loss_pct": 0.2, "jitter_ms": 1.0},
                    {"bandwidth_mbps": 4, "delay_ms": 40, "loss_pct": 0.5}],
          "workload": {"type": "file", "file_mb": 0.5}}
-TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "dqn_backlog": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600,
+TRAIN_STEPS = {"dqn": 2000, "dqn_completion": 2000, "dqn_backlog": 2000, "dqn_modes": 2000, "ppo": 2048, "a2c": 1024, "falcon": 1600,
                "policy_search": 40_000}  # decisions of every candidate: a few generations
 FALCON_PARAMS = {"inner_steps": 128, "hidden": [16, 16]}
 POLICY_SEARCH_PARAMS = {"population": 4, "runs": 8}  # small generations: several within the steps
@@ -63,8 +63,13 @@ def agent_config(name: str) -> tuple[dict, dict]:
     return cfg["agent"], cfg["env"]
 
 
+def decision_kwargs(env: dict) -> dict:
+    """A preset's decision mode and, in interval mode, its interval and scheduling modes."""
+    return {"decision": env["decision"], **{k: env[k] for k in ("interval_ms", "modes") if k in env}}
+
+
 def env_kwargs(env: dict) -> dict:
-    return {"decision": env["decision"], "observation": env["observation"], "reward": env["reward"]["name"],
+    return {**decision_kwargs(env), "observation": env["observation"], "reward": env["reward"]["name"],
             "reward_params": {k: v for k, v in env["reward"].items() if k != "name"}}
 
 
@@ -88,14 +93,14 @@ def with_file(name: str, file_mb: float):
 
 
 def record_states(policy, observation: str, decision: str = "blocked", runs: int = 4, seed: int = 11,
-                  scenarios=(SMALL, "ispras_s2"), cc: str = "cubic") -> dict[str, np.ndarray]:
+                  scenarios=(SMALL, "ispras_s2"), cc: str = "cubic", **modes) -> dict[str, np.ndarray]:
     """Simulator states at decision points under ``policy`` (features -> actions): the raw
-    arrays and the environment's features."""
+    arrays and the environment's features (``modes``: interval mode's interval_ms and modes)."""
     obs, cobs, nsub, feats = [], [], [], []
     for k, scen in enumerate(scenarios):
         scen = scenario_from_dict(dict(scen)) if isinstance(scen, dict) else with_file(scen, 1.0)
         p = build_process(runs, scenario=scen, cc=cc, seed=seed + k, observation=observation, decision=decision,
-                          max_duration_s=20.0)
+                          max_duration_s=20.0, **modes)
         p.reset()
         while not p.sim.done.all():
             live = ~p.sim.done
@@ -236,7 +241,8 @@ def balance(pol: Policy, observation: str, scens: tuple, lo: float = 0.2, hi: fl
     policy that sends almost always and one that almost never does, bisect the boundary between
     the two until it answers each way at a fifth of the states or more. Returns the states met."""
     def met() -> tuple[dict[str, np.ndarray], float]:
-        st = record_states(lambda f: pol.agent.act(f, deterministic=True), observation, scenarios=scens)
+        st = record_states(lambda f: pol.agent.act(f, deterministic=True), observation, scenarios=scens,
+                           **decision_kwargs(pol.env))
         return st, float(np.mean(pol.agent.act(st["features"], deterministic=True)))
 
     total, seen = 0.0, []  # the boundary's total shift and the share of action 1 there (falls as it grows)
@@ -285,7 +291,7 @@ def build(name: str, base: Path) -> dict[str, Policy]:
     ckpt = checkpoint.save(d / "checkpoint", agent, meta, "test: true\n")
     export_checkpoint(ckpt, d / "trained.h", prefix=f"{name}_policy")
     export_checkpoint(ckpt, d / "trained_q.h", prefix=f"{name}_q", fixed_point=True)
-    states = record_states(lambda f: agent.act(f, deterministic=True), env["observation"])
+    states = record_states(lambda f: agent.act(f, deterministic=True), env["observation"], **decision_kwargs(env))
     out = {"trained": Policy(name, spec, env, meta, agent, d / "trained.h", d / "trained_q.h", states)}
     bal = Policy(name, spec, env, meta, copy.deepcopy(agent), d / "balanced.h", d / "balanced_q.h", {})
     if name == "policy_search":  # a search that kept minRTT has all-zero weights, nothing to balance: its mean has some
@@ -348,8 +354,13 @@ def assert_same_decisions(c: np.ndarray, py: np.ndarray, outputs: np.ndarray, la
 
 
 def python_decide(t: Policy, pr, cr, nsub) -> np.ndarray:
-    """What the simulator's blocked mode does with the Python policy on raw states."""
-    return blocked_decision(lambda x: t.agent.act(x, deterministic=True), t.meta["observation"], pr, cr, nsub)
+    """What the simulator does with the Python policy on raw states: in blocked mode its rule
+    around the policy, in interval mode the policy's mode index on the features."""
+    act = lambda x: t.agent.act(x, deterministic=True)  # noqa: E731
+    if t.meta["decision"] == "interval":
+        obs, cobs = from_raw(pr, cr)
+        return act(compute(table(feature_set(t.meta["observation"], obs.shape[1])), obs, cobs, np.asarray(nsub, float)))
+    return blocked_decision(act, t.meta["observation"], pr, cr, nsub)
 
 
 CASES = [(n, v) for n in AGENTS for v in ("trained", "balanced")]

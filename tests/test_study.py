@@ -297,7 +297,7 @@ def test_study_seeds_on_the_command_line_trains_each_learner_that_many_times(tmp
     study = spec.from_config(evaluate_cfg(tmp_path, "study=ispras", "study.seeds=3"), tmp_path / "out")
     assert study.seeds == 3
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    assert len(trained) == 4  # Q-learning, DQN, LinUCB and the policy search
+    assert len(trained) == 5  # Q-learning, DQN, LinUCB, the policy search and the DQN over heuristics
     for e in trained:
         assert e.seeds == [0, 1, 2] and len(set(e.checkpoints)) == 3
         assert [yaml.safe_load(y)["seed"] for y in e.train_yamls] == [0, 1, 2]
@@ -380,8 +380,8 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
                                              and "train" in e]
     study = spec.from_config(cfg, tmp_path / "out")
     trained = [e for e in study.schedulers if e.kind == spec.TRAIN]
-    # cc_robustness: 4 learners x 4 single CCs and mix, and the policy search under bbr and mix
-    assert len(trained) == (4 if name == "ispras" else 22)
+    # cc_robustness: 5 learners x 4 single CCs and mix, and the policy search under bbr and mix
+    assert len(trained) == (5 if name == "ispras" else 27)
     for e in trained:
         train_cfg = yaml.safe_load(e.train_yaml)
         assert sorted(train_cfg["scenario"]) == ["ispras_s1", "ispras_s2", "ispras_s3"]
@@ -392,5 +392,7 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
         # are not); train.steps, which counts every candidate's decision, its own upper bound after the shared one
         if e.label.startswith("policy_search"):
             assert train_cfg["agent"]["params"]["generations"] == 20 and train_cfg["train"]["steps"] == 20_000_000
+        elif e.label.startswith("dqn_modes"):  # its preset's budget of interval decisions
+            assert train_cfg["train"]["steps"] == 200_000 and train_cfg["env"]["decision"] == "interval"
         else:
             assert train_cfg["train"]["steps"] == 60_000

@@ -114,7 +114,7 @@ def test_a_local_store_is_not_waited_for_before_training(tmp_path, monkeypatch):
     assert not tracking.is_local(None)
 
 
-@pytest.mark.parametrize("agent", ["dqn", "dqn_backlog", "ppo", "a2c"])
+@pytest.mark.parametrize("agent", ["dqn", "dqn_backlog", "dqn_modes", "ppo", "a2c"])
 def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
     cfg = compose_cfg(tmp_path, f"agent={agent}", "cc=bbr", "train.steps=800", "train.checkpoint_every=400",
                       "file_mb=1")
