@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -28,14 +27,9 @@ from agents import checkpoint  # noqa: E402
 from envs.errors import ConfigError  # noqa: E402
 from envs.live.env import LiveEnv  # noqa: E402
 from envs.live.provenance import load_average, provenance  # noqa: E402
+from envs.metrics import mean_ci  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
-
-
-def paired(policy: list[float], alone: list[float]) -> tuple[float, float]:
-    """Mean paired difference (policy - alone) and its 95% Student t half-width."""
-    d = np.asarray(policy, float) - np.asarray(alone, float)
-    return float(d.mean()), float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         env.close()
     pol = [r["goodput_mbps"] for r in runs if r["who"] == "policy"]
     alone = [r["goodput_mbps"] for r in runs if r["who"] == "alone"]
-    diff, half = paired(pol, alone)
+    diff, half = mean_ci(np.asarray(pol) - np.asarray(alone))  # the paired difference, Student t
     print(f"{a.scenario} / {a.cc}, {a.runs} pairs: policy {np.mean(pol):.2f}, {modes[0]} alone {np.mean(alone):.2f} "
           f"Mbit/s; paired difference {diff:+.2f} +- {half:.2f} ({100 * diff / np.mean(alone):+.1f}%)")
     if a.out:

@@ -295,7 +295,7 @@ def test_live_modes_record_beats_minrtt_beyond_its_ci():
     95% CI (README "Learners over heuristics": +2.49 +- 0.87 Mbit/s, +6.9%)."""
     import json
 
-    from benchmarks.modes_live import paired
+    from envs.metrics import mean_ci
     rec = json.loads((LIVE.parent / "modes_live_20261130.json").read_text())
     assert {"xquic_commit", "kernel", "date", "command", "load_avg"} <= set(rec["provenance"])
     assert rec["checkpoint"]["agent"] == "dqn_modes" and rec["modes"] == ["minrtt", "wait_rule"]
@@ -303,7 +303,7 @@ def test_live_modes_record_beats_minrtt_beyond_its_ci():
     assert all(not r["error"] for r in runs) and len(runs) == 80
     pol = [r["goodput_mbps"] for r in runs if r["who"] == "policy"]
     alone = [r["goodput_mbps"] for r in runs if r["who"] == "alone"]
-    diff, half = paired(pol, alone)
+    diff, half = mean_ci(np.asarray(pol) - np.asarray(alone))
     assert diff - half > 0 and round(diff, 2) == 2.49 and round(half, 2) == 0.87
     shares = np.array([r["mode_share"] for r in runs if r["who"] == "policy"])
     assert 0.2 < shares[:, 1].mean() < 0.6 and np.all(np.array([r["mode_share"][0] for r in runs if r["who"] == "alone"]) == 1)

@@ -34,6 +34,8 @@ from numba import njit
 from envs.sim.layout import COBS_BACKLOG, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
 
 WAIT = 0
+
+
 @njit(inline="always", cache=True, _nrt=False)
 def lowest_srtt(obs, nsub, available_only):
     """Index of the path of lowest srtt (among available paths if asked), -1 if none."""
