@@ -28,7 +28,7 @@ from agents.diagnostics import DecisionLog, PolicyDiagnostics, format_table
 from agents.registry import make_agent
 from envs import compilation, config
 from envs.errors import ConfigError, Interrupted
-from envs.decision import DecisionProcess
+from envs.decision import DecisionProcess, mode_labels
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.randomisation import StackDraw, randomise, stack_draw
 from envs.schema import TrainSettings
@@ -129,10 +129,13 @@ def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> 
     """What an agent of this setup needs from the environment of ``process`` on ``scenarios``
     (``agents.checkpoint.INTERFACE``): a checkpoint acts only where this matches its own."""
     fixed = [len(sc.paths) for sc in scenarios if sc.n_paths is None]
-    return {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
-            "observation": s.env_kwargs["observation"], "n_features": len(process.features),
-            "n_actions": int(process.n_actions), "n_paths": min(fixed) if fixed else process.sim.P,
-            "decision": s.env_kwargs["decision"]}
+    out = {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
+           "observation": s.env_kwargs["observation"], "n_features": len(process.features),
+           "n_actions": int(process.n_actions), "n_paths": min(fixed) if fixed else process.sim.P,
+           "decision": s.env_kwargs["decision"]}
+    if process.decision.mode == "interval":  # what an action means, for the exported header (export/)
+        out |= {"modes": mode_labels(process.decision.modes), "interval_ms": float(process.decision.interval_ms)}
+    return out
 
 
 # ---------------------------------------------------------------------------------- evaluation

@@ -33,10 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.errors import ConfigError  # noqa: E402
 from envs.live.provenance import load_average, provenance  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
+from envs.live.system import LiveError  # noqa: E402
 from envs.live.testbed import Testbed  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
+from envs.plugins import parse_scheduler_label  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 from envs.sim.layout import OBS_ACKED, OBS_SENT  # noqa: E402
 from export import fast_only_header  # noqa: E402
@@ -46,20 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def scheduler_with_params(label: str) -> tuple[str, dict[str, float]]:
-    """``"wait_rule(k=1.25)"`` -> ``("wait_rule", {"k": 1.25})``; a bare name has no parameters."""
-    name, _, rest = label.partition("(")
-    if not rest:
-        return name, {}
-    if not rest.endswith(")"):
-        sys.exit(f"error: --scheduler takes NAME or NAME(KEY=VALUE, ...), got {label!r}")
-    params = {}
-    for item in filter(None, (x.strip() for x in rest[:-1].split(","))):
-        key, _, value = item.partition("=")
-        try:
-            params[key.strip()] = float(value)
-        except ValueError:
-            sys.exit(f"error: --scheduler {label!r}: {item!r} is not KEY=NUMBER")
-    XquicBackend.check_scheduler(name, params)  # an unknown scheduler or parameter, named
+    """``"wait_rule(k=1.25)"`` -> ``("wait_rule", {"k": 1.25})``, checked against XQUIC's schedulers."""
+    try:
+        name, params = parse_scheduler_label(label)
+        XquicBackend.check_scheduler(name, params)  # an unknown scheduler or parameter, named
+    except (ConfigError, LiveError) as err:
+        sys.exit(f"error: --scheduler: {err}")
     return name, params
 
 

@@ -21,7 +21,7 @@ from numba import njit
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, evaluate, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
-from envs.plugins import scheduler_id, scheduler_params
+from envs.plugins import scheduler_id, scheduler_label, scheduler_params
 from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.sim import kernel
 from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_MSS, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,
@@ -30,6 +30,12 @@ from envs.sim.simulator import Simulator, not_reset
 
 DECISION_MODES = ("blocked", "interval", "packet")
 DEFAULT_INTERVAL_MODES = ({"scheduler": "minrtt"}, {"scheduler": "rr"})
+
+
+def mode_labels(modes: Sequence[Mapping | str]) -> list[str]:
+    """Interval modes (names or ``{scheduler, params}``) as one label each
+    (``envs.plugins.scheduler_label``): how a checkpoint's meta and an exported header name them."""
+    return [m if isinstance(m, str) else scheduler_label(str(m["scheduler"]), m.get("params")) for m in modes]
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,14 @@ def header_info(text: str) -> dict[str, Any]:
             "default_seed": int(seed.group(1))}
     if info["fixed_point"]:
         info["out_frac"] = num("OUT_FRAC")
+    if info["decision"] == "interval":  # export/generate.py, _interval_macros
+        ms = re.search(rf"#define {P}_INTERVAL_MS ([0-9.eE+-]+)", text)
+        modes = re.search(rf'#define {P}_MODES "([^"]*)"', text)
+        if not ms or not modes:
+            raise CompileError(f"interval policy header lacks {P}_INTERVAL_MS or {P}_MODES (exported before they "
+                               "were written: export it again)")
+        info["interval_ms"] = float(ms.group(1))
+        info["modes"] = modes.group(1).split(";")
     return info
 
 

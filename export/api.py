@@ -45,15 +45,23 @@ def resolve_checkpoint(ref: str | Path, tracking_uri: str | None = None, dst: st
     raise ExportError(f"checkpoint {ref!r} is neither a directory nor an MLflow run id (32 hex digits)")
 
 
-def _interval_modes(directory: Path | None) -> list[str]:
-    from envs.decision import DEFAULT_INTERVAL_MODES
+def _interval_decision(meta: dict[str, Any], directory: Path | None) -> tuple[list[str], float]:
+    """An interval policy's modes (``envs.plugins.scheduler_label``s) and interval (ms): from the
+    checkpoint's meta (train.py writes them since 2026-11-30), else from its training config (the
+    decision defaults where its ``env`` section sets none). A policy with neither is refused: a
+    header naming other modes than those it chose among would run them."""
+    from envs.decision import DecisionSpec, mode_labels
 
-    modes = None
+    if meta.get("modes"):
+        return list(meta["modes"]), float(meta.get("interval_ms") or DecisionSpec.interval_ms)
+    env = None
     if directory is not None and (directory / ckpt.CONFIG).is_file():
-        cfg = yaml.safe_load((directory / ckpt.CONFIG).read_text()) or {}
-        modes = (cfg.get("env") or {}).get("modes")
-    modes = modes or list(DEFAULT_INTERVAL_MODES)
-    return [m if isinstance(m, str) else f"{m.get('scheduler')} {m.get('params') or ''}".strip() for m in modes]
+        env = (yaml.safe_load((directory / ckpt.CONFIG).read_text()) or {}).get("env")
+    if not isinstance(env, dict):
+        raise ExportError("an interval policy's header names its modes: the checkpoint's meta has no 'modes' and "
+                          "no training config with an env section is beside it")
+    return (mode_labels(env.get("modes") or DecisionSpec.modes),
+            float(env.get("interval_ms") or DecisionSpec.interval_ms))
 
 
 def generate(agent: Any, meta: dict[str, Any], prefix: str = DEFAULT_PREFIX, fixed_point: bool = False,
@@ -94,9 +102,9 @@ def generate(agent: Any, meta: dict[str, Any], prefix: str = DEFAULT_PREFIX, fix
             ("numeric variant", f"int32 fixed point (features Q7.{QF})" if fixed_point else "float32"),
             ("export tool", f"mpsched export {VERSION} (python -m export); self-check agreement with the agent "
                             f"{100 * agreement:.2f}%")]
+    modes, interval_ms = _interval_decision(meta, directory) if decision == "interval" else ([], 0.0)
     pspec = PolicySpec(prefix, feats, str(meta["observation"]), decision, int(meta["n_actions"]), fixed_point, prov,
-                       seed=int(meta.get("seed", 0) or 0),
-                       modes=_interval_modes(directory) if decision == "interval" else [])
+                       seed=int(meta.get("seed", 0) or 0), modes=modes, interval_ms=interval_ms)
     return header(pspec, body)
 
 

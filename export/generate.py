@@ -36,7 +36,8 @@ class PolicySpec:
     fixed_point: bool
     provenance: list[tuple[str, str]]
     seed: int = 0
-    modes: list[str] = field(default_factory=list)  # interval mode: names of the modes
+    modes: list[str] = field(default_factory=list)  # interval mode: the modes (envs.plugins.scheduler_label)
+    interval_ms: float = 0.0  # interval mode: how often the policy decides
 
 
 # ---------------------------------------------------------------------------------- shared part
@@ -343,6 +344,22 @@ def _interface_doc(spec: PolicySpec, body: Body) -> str:
             f" * Do not compile with -ffast-math (features are bit-exact with the simulator's otherwise).\n")
 
 
+def _interval_macros(spec: PolicySpec) -> str:
+    """Interval mode: what the host runs the policy with, ``P_INTERVAL_MS`` (decide this often) and
+    ``P_MODES`` (the modes decide()'s index names, ``;``-separated ``envs.plugins.scheduler_label``s,
+    read by ``envs.policy_library.header_info``)."""
+    if spec.decision != "interval":
+        return ""
+    if not spec.modes or not spec.interval_ms > 0:
+        raise ExportError("an interval policy needs its modes and an interval > 0 ms")
+    bad = [m for m in spec.modes if ";" in m or '"' in m]
+    if bad:
+        raise ExportError(f"mode labels cannot contain ';' or '\"': {bad}")
+    P = spec.prefix.upper()
+    return (f"#define {P}_INTERVAL_MS {spec.interval_ms!r} /* decide() this often; its answer runs until the next */\n"
+            f"#define {P}_MODES \"{';'.join(spec.modes)}\" /* decide()'s answer i runs mode i */\n")
+
+
 def header(spec: PolicySpec, body: Body) -> str:
     if body.n_features != len(spec.features):
         raise ExportError(f"the policy reads {body.n_features} features, the feature set {spec.feature_set!r} "
@@ -368,7 +385,7 @@ def header(spec: PolicySpec, body: Body) -> str:
         f"#define {P}_STOCHASTIC {int(body.stochastic)} /* 1: act()/decide() draw from rng when it is not NULL */\n"
         f"#define {P}_FIXED_POINT {int(spec.fixed_point)}\n#define {P}_NEEDS_LIBM {int(needs_math)}\n"
         f"#define {P}_DEFAULT_SEED UINT64_C({int(spec.seed) % 2**64})\n"
-        f"#define {P}_DECISION_{cnames.macro(spec.decision)} 1\n\n",
+        f"#define {P}_DECISION_{cnames.macro(spec.decision)} 1\n" + _interval_macros(spec) + "\n",
         feat_code + "\n",
         (body.c_fixed(p) + "\n" + _float_wrappers(spec, body)) if spec.fixed_point else body.c_float(p),
         "\n" + _decide(spec) + f"\n#endif /* {guard} */\n",

@@ -68,6 +68,7 @@ from envs.live.provenance import provenance as live_provenance
 from envs.live.xquic import paths_validated  # one home: the reference recorder keeps it too
 from envs.metrics import mean_ci
 from envs.plugins import cc_id
+from envs.policy_library import header_info
 from envs.scenario import Scenario, resolve_scenarios
 from envs.schema import LiveOptions
 from envs.sim.stacks import BACKEND_STACK, check_ccs
@@ -81,6 +82,8 @@ RECORD_FORMAT = 1
 PROGRAM = "python -m studies.transfer"
 ACCEPT_RATIO = 0.95  # live policy >= this x live minRTT in every cell
 HEADROOM = 0.10  # a cell with more than this live headroom over minRTT (a heuristic) is one to win
+# per packet when the fast path is blocked, or a mode (heuristic) every interval: both run inside XQUIC
+DECISIONS = ("blocked", "interval")
 
 
 # ------------------------------------------------------------------------------- measurements
@@ -110,6 +113,8 @@ class Measurement:
     # paths XQUIC validated (the client found them active; README, "XQUIC": a lost PATH_RESPONSE left a
     # created path validating for good until the event loop re-sent PATH_CHALLENGE)
     paths_validated: list[int] = field(default_factory=list)
+    # an interval policy: the share of its decisions that picked each of its modes (the policy's ``modes``)
+    mode_share: list[float] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -250,8 +255,8 @@ def resolve_policy(ref: str, work: Path, label: str = "", tracking_uri: str | No
     assert isinstance(cfg, DictConfig)
     s = setup(cfg, directory.parent)
     apply_runtime(s)
-    if meta.get("decision") != "blocked":
-        raise ConfigError(f"the transfer report measures per-packet policies (decision mode 'blocked'); "
+    if meta.get("decision") not in DECISIONS:
+        raise ConfigError(f"the transfer report measures policies of decision modes {', '.join(DECISIONS)}; "
                           f"{directory} was trained with decision={meta.get('decision')!r}")
     header = work / "policy.h"
     export_checkpoint(directory, header)
@@ -288,6 +293,9 @@ def policy_record(p: Policy, features: Sequence[str]) -> Record:
                                        "config_hash", "scenarios", "ccs", "mlflow_run_id", "selected_step",
                                        "validation_score")}
     sha = hashlib.sha256(p.header.read_bytes()).hexdigest()[:16]
+    if p.meta.get("decision") == "interval":  # what XQUIC runs: the header's own modes and interval
+        info = header_info(p.header.read_text())
+        meta |= {"modes": info["modes"], "interval_ms": info["interval_ms"]}
     return Record({"label": p.label, "source": p.source, **meta, "training": p.training, "header_sha256": sha},
                   list(features))
 
@@ -296,7 +304,8 @@ def policy_record(p: Policy, features: Sequence[str]) -> Record:
 def simulate_policy(p: Policy, scenario: Scenario, cc: str, runs: int, seed: int) -> Measurement:
     """The policy in the simulator (its training environment, deterministic actions, every CC with
     its default parameters as live; ``agents.training.evaluate_policy``): goodput, path bytes, and
-    at its decisions (all blocked in this mode, action 0 the wait) the waits and feature quantiles."""
+    at its decisions the feature quantiles and either (blocked mode: every decision is blocked,
+    action 0 the wait) the waits, or (interval mode) each mode's share of the decisions."""
     from agents.training import evaluate_policy
 
     rows: list[np.ndarray] = []
@@ -304,6 +313,10 @@ def simulate_policy(p: Policy, scenario: Scenario, cc: str, runs: int, seed: int
                                 on_decision=lambda obs, live: rows.append(obs[live]))
     names = feature_set(p.setup.env_kwargs["observation"], len(scenario.paths))
     feats = np.concatenate(rows) if rows else np.zeros((0, len(names)))
+    if p.meta.get("decision") == "interval":
+        return Measurement("sim", scenario.name, cc, POLICY, res["goodput_mbps"].tolist(), _path_bytes(res),
+                           feature_count=len(feats), feature_quantiles=quantiles(feats, [f.name for f in names]),
+                           date=utc_now(), mode_share=(np.asarray(diag.action_counts) / diag.decisions).tolist())
     return Measurement("sim", scenario.name, cc, POLICY, res["goodput_mbps"].tolist(),
                        _path_bytes(res), diag.decisions, diag.action_counts[0], len(feats),
                        quantiles(feats, [f.name for f in names]), date=utc_now())
@@ -336,6 +349,8 @@ class LiveTally:
     waits: int = 0
     features: list[np.ndarray] = field(default_factory=list)
     actions: list[np.ndarray] = field(default_factory=list)
+    policy_features: list[np.ndarray] = field(default_factory=list)  # an interval policy's, at its decisions
+    mode_counts: list[list[int]] = field(default_factory=list)  # an interval policy's decisions per mode, per run
 
 
 def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], decision_every: int,
@@ -343,13 +358,16 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
     """The cell's schedulers live in XQUIC on one verified testbed, their runs interleaved
     (run 0 of each, then run 1, ...), every ``decision_every``-th decision recorded; each
     scheduler's blocked decisions (with the policy's features) go to
-    ``datasets/<scenario>-<cc>-<scheduler>.npz`` (``envs.live.dataset``, for ``agents.offline``)."""
-    from envs.live.dataset import BlockedDecisions, run_transfer
+    ``datasets/<scenario>-<cc>-<scheduler>.npz`` (``envs.live.dataset``, for ``agents.offline``).
+    An interval policy's features are those of its own decisions (every one XQUIC made), beside
+    each mode's share of them."""
+    from envs.live.dataset import BlockedDecisions, policy_decision_features, run_transfer
     from envs.live.testbed import Testbed
     from envs.live.verification import verified_testbed
 
     tallies = {name: LiveTally() for name in runs}
     sched = {name: live_scheduler(p, name) for name in runs}
+    interval = header_info(p.header.read_text()).get("modes", [])  # an interval policy's modes
     date = utc_now()
     with verified_testbed(functools.partial(Testbed, scenario, verify=True), LiveOptions.verify_attempts,
                           on_failure=lambda attempt, err: say(f"  verification attempt {attempt}: "
@@ -363,6 +381,10 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 t.blocked, t.waits = t.blocked + len(d), t.waits + d.waits
                 t.features.append(d.features)
                 t.actions.append(d.actions)
+                if name == POLICY and interval:
+                    t.policy_features.append(policy_decision_features(r.extra["policy_decisions"],
+                                                                      p.meta["observation"]))
+                    t.mode_counts.append(list(r.extra["policy_intervals"][:len(interval)]))
                 g = float(r.metrics()["goodput_mbps"][0]) if not r.error else math.nan
                 t.goodput.append(g)
                 t.path_bytes.append([float(x) for x in r.path_bytes])
@@ -386,9 +408,13 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
                 "load_avg": t.load_avg}).save(datasets / f"{scenario.name}-{cc}-{name}.npz")
         if name != POLICY:  # the report shows the policy's features only
             f = f[:0]
+        elif interval:
+            f = np.concatenate(t.policy_features) if t.policy_features else f[:0]
+        counts = np.sum(t.mode_counts, axis=0) if t.mode_counts else np.zeros(0)
         out.append(Measurement("live", scenario.name, cc, name, t.goodput, t.path_bytes, t.blocked, t.waits,
                                len(f), quantiles(f, names), t.outcomes, t.load_avg, t.wall_s, date,
-                               t.paths_created, t.paths_validated))
+                               t.paths_created, t.paths_validated,
+                               (counts / counts.sum()).tolist() if counts.sum() else []))
     return out
 
 
@@ -708,9 +734,13 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
                         + [ms["live"].outcome_summary() if ms["live"] else "n/a"])
     lines += [_md(["scenario", "cc", "scheduler", "path 1 sim", "path 1 live", "waits sim", "waits live",
                    "live outcomes"], rows), ""]
-    lines += ["## Input features at the policy's blocked decisions", "",
+    interval = pol.get("decision") == "interval"
+    if interval:
+        lines += _mode_mix(record)
+    lines += ["## Input features at the policy's " + ("decisions" if interval else "blocked decisions"), "",
               "Quantiles " + "/".join(f"{q:g}" for q in QUANTILES) + " of each feature (its normalised "
-              "value as the policy reads it).", ""]
+              "value as the policy reads it)" + (", at every interval decision on both sides." if interval
+                                                 else "."), ""]
     rows = []
     for scen, cc in record.cells():
         ms = {side: record.get(side, scen, cc, POLICY) for side in SIDES}
@@ -727,6 +757,23 @@ def write_report(record: Record, out: Path) -> dict[str, Path]:
     _csv(record, cells, files["cells.csv"])
     _figure(cells, scheds, files["transfer.png"])
     return files
+
+
+def _mode_mix(record: Record) -> list[str]:
+    """An interval policy's report section: the share of its decisions that picked each mode."""
+    from studies.report import _md
+
+    modes = list(record.policy.get("modes") or [])
+    lines = ["## Modes the policy ran", "",
+             f"Share of the policy's decisions (one every {record.policy.get('interval_ms', '?')} ms) that picked "
+             "each mode, in the simulator and in XQUIC (its own decisions, counted by the extension). The "
+             "waits above are then the modes' own, per packet, live.", ""]
+    rows = []
+    for scen, cc in record.cells():
+        ms = [record.get(side, scen, cc, POLICY) for side in SIDES]
+        rows.append([scen, cc] + [_pct(m.mode_share[i], False) if m and len(m.mode_share) > i else "n/a"
+                                  for i in range(len(modes)) for m in ms])
+    return lines + [_md(["scenario", "cc"] + [f"{mode} {side}" for mode in modes for side in SIDES], rows), ""]
 
 
 def _csv(record: Record, cells: list[CellSummary], path: Path) -> None:

@@ -22,7 +22,9 @@ from agents.registry import make_agent, preset
 from agents.training import evaluate_agent
 from envs.errors import write_atomic
 from envs.features import CLIP, compute, feature_set, table
+from envs.decision import mode_labels
 from envs.multipath_env import build_process
+from envs.plugins import parse_scheduler_label
 from envs.scenario import resolve_scenarios, scenario_from_dict
 from envs.sim.layout import CN_N_SUB, OBS_AVAILABLE, OBS_LOSSES, OBS_SRTT
 from envs.vector_env import SB3VecEnv
@@ -287,6 +289,8 @@ def build(name: str, base: Path) -> dict[str, Policy]:
             "n_features": n_feat, "n_actions": n_act, "n_paths": 2, "decision": env["decision"],
             "spec": spec, "seed": 0, "steps_done": TRAIN_STEPS.get(name, 3000), "finished": True,
             "config_hash": "0123456789ab", "scenarios": ["export_small"], "ccs": ["cubic"]}
+    if env["decision"] == "interval":  # as train.py's meta names them (agents.training.interface)
+        meta |= {"modes": mode_labels(env["modes"]), "interval_ms": float(env["interval_ms"])}
     d = base / name
     ckpt = checkpoint.save(d / "checkpoint", agent, meta, "test: true\n")
     export_checkpoint(ckpt, d / "trained.h", prefix=f"{name}_policy")
@@ -507,16 +511,47 @@ def test_decide_in_the_other_decision_modes(decision, n_actions, tmp_path):
     body = MLPBody([Dense(rng.normal(size=(8, len(feats))), rng.normal(size=8)), Activation("tanh"),
                     Dense(rng.normal(size=(n_actions, 8)), np.zeros(n_actions))])
     h = tmp_path / "m.h"
+    modes = ["minrtt", "wait_rule(k=1.25)"] if decision == "interval" else []
     h.write_text(header(PolicySpec("modes", feats, "full", decision, n_actions, False, [("agent", "modes")],
-                                   modes=["minrtt", "rr"]), body))
+                                   modes=modes, interval_ms=50.0 if modes else 0.0), body))
     pol = ExportedPolicy(h)
+    if decision == "interval":  # what a host runs it with, machine-readable (envs.policy_library.header_info)
+        assert pol.info["modes"] == modes and pol.info["interval_ms"] == 50.0
+        assert parse_scheduler_label(pol.info["modes"][1]) == ("wait_rule", {"k": 1.25})
     pr, cr, ns = random_raw(2000, 2, seed=4)
     x = pol.features_raw(pr, cr, ns)
     a = pol.act(x)
     assert len(np.unique(a)) == n_actions
     expected = np.where(a < 2, a, -1) if decision == "packet" else a
     assert np.array_equal(pol.decide(pr, cr, ns), expected)
-    assert "mode 1: rr" in h.read_text() or decision == "packet"
+    assert "mode 1: wait_rule(k=1.25)" in h.read_text() or decision == "packet"
+
+
+def test_an_interval_policy_exports_the_modes_it_was_trained_with(trained, tmp_path):
+    """The header names the preset's own modes (from the checkpoint's meta, else its training
+    config); a checkpoint with neither is refused rather than given the default modes."""
+    t = trained("dqn_modes", "trained")
+    info = ExportedPolicy(t.h_float).info
+    assert info["modes"] == ["minrtt", "wait_rule"] and info["interval_ms"] == 50.0
+    meta = {k: v for k, v in t.meta.items() if k not in ("modes", "interval_ms")}
+    d = tmp_path / "old"
+    checkpoint.save(d, t.agent, meta, "env: {decision: interval, modes: [minrtt, {scheduler: wait_rule, params: {k: 2}}]}\n")
+    assert ExportedPolicy(_write(tmp_path / "old.h", export_checkpoint(d))).info["modes"] == ["minrtt", "wait_rule(k=2)"]
+    with pytest.raises(ExportError, match="interval policy's header names its modes"):
+        export_agent(t.agent, meta)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_an_interval_header_needs_its_modes_and_interval(tmp_path):
+    feats = feature_set("full", 2)
+    body = MLPBody([Dense(np.ones((2, len(feats))), np.zeros(2))])
+    for modes, ms in ((["minrtt", "wait_rule"], 0.0), ([], 50.0)):
+        with pytest.raises(ExportError, match="needs its modes and an interval"):
+            header(PolicySpec("m", feats, "full", "interval", 2, False, [], modes=modes, interval_ms=ms), body)
 
 
 # ---------------------------------------------------------------------------------- round trip

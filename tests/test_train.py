@@ -123,6 +123,10 @@ def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
     obs = np.random.default_rng(0).uniform(0, 2, size=(16, meta["n_features"])).astype(np.float32)
     assert loaded.act(obs).shape == (16,)
     assert set(np.unique(loaded.act(obs))) <= {0, 1}
+    if agent == "dqn_modes":  # what its actions mean, for the exported header
+        assert meta["modes"] == ["minrtt", "wait_rule"] and meta["interval_ms"] == 50.0
+    else:
+        assert "modes" not in meta
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     run_info = client.get_run(result["run_id"])
     assert run_info.info.status == "FINISHED"

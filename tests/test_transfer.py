@@ -26,7 +26,11 @@ transfer_peekaboo_20261129.json and transfer_qlearning_20261129.json, the shippe
 and ``agent=qlearning`` presets trained by the report the same way, every cell live; and so
 transfer_dqn_ispras_20261129.json, transfer_ppo_20261129.json, transfer_a2c_20261129.json,
 transfer_linucb_classic_20261129.json and transfer_falcon_20261129.json (``agent=dqn_ispras``,
-``ppo``, ``a2c``, ``linucb_classic``, ``falcon``)."""
+``ppo``, ``a2c``, ``linucb_classic``, ``falcon``). Measured 2026-11-30: transfer_dqn_modes_20261130.json,
+``agent=dqn_modes`` as study=ispras trains it (ispras_s1-s3 under BBRv1), an interval policy whose
+exported header picks XQUIC's scheduler (minRTT or the wait rule) every 50 ms inside XQUIC, every
+cell live; transfer_dqn_modes_20runs_20261130.json, the same policy with 20 runs of it and of
+minRTT in the ISPRAS s1 and s2 cells under BBRv1 and BBRv2."""
 
 import json
 import math
@@ -56,7 +60,8 @@ RECORDS = {"before_profiles": RECORDED, "xquic_randomised": DATA / "transfer_dqn
            "dqn_ispras": DATA / "transfer_dqn_ispras_20261129.json", "ppo": DATA / "transfer_ppo_20261129.json",
            "a2c": DATA / "transfer_a2c_20261129.json",
            "linucb_classic": DATA / "transfer_linucb_classic_20261129.json",
-           "falcon": DATA / "transfer_falcon_20261129.json"}
+           "falcon": DATA / "transfer_falcon_20261129.json",
+           "dqn_modes": DATA / "transfer_dqn_modes_20261130.json"}
 # the same preset with seed=1 and seed=2: the simulator side, and live only the BBRv1 cell where each forecasts a gain
 SEED_RECORDS = {1: (DATA / "transfer_policy_search_seed1_20261128.json", "ispras_s1"),
                 2: (DATA / "transfer_policy_search_seed2_20261128.json", "ispras_s2")}
@@ -65,20 +70,21 @@ AGENTS = {"before_profiles": "dqn", "xquic_randomised": "dqn", "linucb": "linucb
           "policy_search": "policy_search", "policy_search_strat": "policy_search",
           "policy_search_strat_paths": "policy_search", "main_paths": "dqn", "dqn_completion": "dqn_completion",
           "peekaboo": "peekaboo", "qlearning": "qlearning", "dqn_ispras": "dqn_ispras", "ppo": "ppo", "a2c": "a2c",
-          "linucb_classic": "linucb_classic", "falcon": "falcon"}
+          "linucb_classic": "linucb_classic", "falcon": "falcon", "dqn_modes": "dqn_modes"}
 TRAINING_CCS = {"dqn_backlog": ["reno", "cubic", "bbr", "bbr2"], "dqn_backlog_pace": ["reno", "cubic", "bbr", "bbr2"],
                 "policy_search": ["cubic", "bbr", "bbr2"],  # cc=mix, cc=[cubic,bbr,bbr2]; the others bbr2
                 "policy_search_strat": ["cubic", "bbr", "bbr2"], "policy_search_strat_paths": ["cubic", "bbr", "bbr2"],
                 "dqn_completion": ["cubic", "bbr", "bbr2"], "peekaboo": ["cubic", "bbr", "bbr2"],
                 "qlearning": ["cubic", "bbr", "bbr2"], "dqn_ispras": ["cubic", "bbr", "bbr2"],
                 "ppo": ["cubic", "bbr", "bbr2"], "a2c": ["cubic", "bbr", "bbr2"],
-                "linucb_classic": ["cubic", "bbr", "bbr2"], "falcon": ["cubic", "bbr", "bbr2"]}
+                "linucb_classic": ["cubic", "bbr", "bbr2"], "falcon": ["cubic", "bbr", "bbr2"],
+                "dqn_modes": ["bbr"]}
 CELLS = [(s, c) for s in ("ispras_s1", "ispras_s2", "ispras_s3") for c in ("cubic", "bbr", "bbr2")]
 HETERO = [("hetero_file", "bbr"), ("hetero_file", "bbr2")]
 HEADROOM_CELLS = {"dqn_backlog": HETERO, "policy_search": HETERO, "policy_search_strat": HETERO,  # beside the ISPRAS ones
                   "policy_search_strat_paths": HETERO, "dqn_completion": HETERO,
                   "peekaboo": HETERO, "qlearning": HETERO, "dqn_ispras": HETERO, "ppo": HETERO, "a2c": HETERO,
-                  "linucb_classic": HETERO, "falcon": HETERO}
+                  "linucb_classic": HETERO, "falcon": HETERO, "dqn_modes": HETERO}
 RUNS = 5  # runs of the policy and minRTT in every cell measured, on either side, in every record
 # cells measured live against minRTT alone, and cells not measured live (the live budget of 2026-11-26,
 # on a testbed shared with other jobs' batches; a CUBIC run on s1/s2 takes 26-42 s)
@@ -239,6 +245,26 @@ def test_decision_mix_and_features_in_the_report(tmp_path):
     assert "| s | cubic | cwnd_1 | 0.1 / 0.2 / 0.3 / 0.4 / 0.5 | 1 / 2 / 3 / 4 / 5 |" in text
 
 
+def test_an_interval_policys_modes_in_the_report(tmp_path):
+    """An interval policy (a mode every interval): the share of its decisions per mode on both
+    sides; its features are read at those decisions; the simulator has no per-packet waits."""
+    r = Record({"label": "t", "decision": "interval", "modes": ["minrtt", "wait_rule"], "interval_ms": 50.0},
+               ["backlog"])
+    r.put(m("sim", POLICY, [10, 11], feature_count=40, mode_share=[0.6, 0.4],
+            feature_quantiles={"backlog": [0.1, 0.2, 0.3, 0.4, 0.5]}))
+    r.put(m("live", POLICY, [10, 11], blocked=300, waits=30, feature_count=40, mode_share=[0.75, 0.25],
+            feature_quantiles={"backlog": [1, 2, 3, 4, 5]}))
+    for side in ("sim", "live"):
+        r.put(m(side, "minrtt", [10, 11]))
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "| s | cubic | 60.0% | 75.0% | 40.0% | 25.0% |" in text
+    assert "| scenario | cc | minrtt sim | minrtt live | wait_rule sim | wait_rule live |" in text
+    assert "## Input features at the policy's decisions" in text and "at every interval decision" in text
+    assert "| s | cubic | policy | 70.0% | 70.0% | n/a | 10.0% of 300 |" in text
+    r.save(tmp_path / "r.json")
+    assert Record.load(tmp_path / "r.json").get("live", "s", "cubic", POLICY).mode_share == [0.75, 0.25]
+
+
 def test_a_live_run_without_every_path_created_is_counted_in_the_report(tmp_path):
     """XQUIC once carried a whole file on path 1 (the stratified policy search's record, s2 under
     BBRv2) and the record could not say why: live runs now keep how many paths XQUIC created, and
@@ -378,6 +404,27 @@ def test_live_provenance_is_one_record_for_every_live_tool():
     assert prov["command"] == "python -m studies.transfer --policy 'agent=dqn cc=bbr2' --side live"
     assert len(prov["load_avg"]) == 3 and prov["date"].endswith("Z")
     assert transfer.provenance(["--side", "none"])["command"] == "python -m studies.transfer --side none"
+
+
+def test_a_measurement_of_uncommitted_code_says_so(tmp_path, monkeypatch):
+    """``mpsched_commit`` is the checkout's commit, with ``+uncommitted`` while tracked files
+    differ from it (a record of code no commit holds would otherwise name the commit before)."""
+    import subprocess
+
+    from envs.live import provenance
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f.py").write_text("a = 1\n")
+    git("add", "f.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    monkeypatch.setattr(provenance, "ROOT", tmp_path)
+    commit = provenance.mpsched_commit()
+    assert commit and "+" not in commit
+    (tmp_path / "f.py").write_text("a = 2\n")
+    assert provenance.mpsched_commit() == f"{commit}+uncommitted"
 
 
 def test_the_backlog_preset_wins_live_where_a_fixed_split_shows_headroom(tmp_path):
@@ -673,3 +720,61 @@ def test_summary_prints_one_row_per_record(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| transfer_")]
     assert [r.split(" | ")[1] for r in rows] == ["falcon", "ppo"]
     assert rows[0].endswith("| no | yes |")
+
+
+def test_the_modes_dqn_inside_xquic_wins_where_the_headroom_is_as_the_simulator_forecasts():
+    """``agent=dqn_modes`` as study=ispras trains it (2026-11-30: ispras_s1-s3 under BBRv1, 200,000
+    interval decisions), its exported header picking XQUIC's scheduler every 50 ms inside XQUIC
+    (minRTT or the wait rule). On ``hetero_file`` it runs the wait rule at every decision on both
+    sides and wins the fixed split's headroom live beyond the CI (+11.2% and +11.9% over minRTT;
+    fast_only +11.2%, +12.0%), as the simulator forecasts to within 0.4%; on ispras_s2 under BBRv1
+    it is above minRTT live beyond the CI (+6.8%). Live it is at least 0.95x minRTT in 8 of the 9
+    ISPRAS cells by the point estimate (s1 under BBRv2 0.887, undecided by 5 runs); the simulator's
+    sign, ``0`` in every ISPRAS cell at 5 runs, is right in 7 (live ``+`` on s2 and s3 under BBRv1)
+    (docs/transfer.md)."""
+    r = recorded("dqn_modes")
+    assert r.policy["decision"] == "interval" and r.policy["modes"] == ["minrtt", "wait_rule"]
+    assert r.policy["interval_ms"] == 50.0 and r.policy["header_sha256"] == "3aa6ba7bbc74eb8b"
+    for m in r.measurements:
+        if m.side == "live":
+            assert m.paths_created == m.paths_validated == [2] * len(m.goodput_mbps), (m.scenario, m.cc, m.scheduler)
+            assert set(m.outcomes) == {"finished"}
+        if m.scheduler == POLICY:  # every decision counted on both sides
+            assert len(m.mode_share) == 2 and math.isclose(sum(m.mode_share), 1.0) and m.feature_count > 0
+            assert (m.side == "live") == (m.blocked > 0)  # per-packet waits: the live modes' own
+    for cc in ("bbr", "bbr2"):
+        for side in ("sim", "live"):
+            pol = r.get(side, "hetero_file", cc, POLICY)
+            assert pol.mode_share == [0.0, 1.0] and pol.path_share[0] == 1.0  # the rule, never the slow path
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    assert [k for k in CELLS + HETERO if cells[k].won] == HETERO
+    assert [k for k in CELLS if not cells[k].accepted] == [("ispras_s1", "bbr2")]
+    assert cells[("ispras_s1", "bbr2")].ratio_ci_live.verdict(transfer.ACCEPT_RATIO) == "undecided"
+    assert [k for k in CELLS if cells[k].sign_live == "+"] == [("ispras_s2", "bbr"), ("ispras_s3", "bbr")]
+    assert all(cells[k].sign_sim == "0" for k in CELLS)
+    for k in HETERO:  # the forecast: within 0.5% of live, for the policy and minRTT
+        for s in (POLICY, "minrtt"):
+            sim, live = (np.mean(r.get(side, *k, s).goodput_mbps) for side in ("sim", "live"))
+            assert abs(sim - live) / live < 0.005, (k, s, sim, live)
+    a = transfer.acceptance(r)
+    assert (a.ispras, a.at_least, a.wins, a.signs_right) == (9, 8, 2, 7) and not a.ratio_holds and not a.sign_holds
+
+
+def test_twenty_runs_tell_the_modes_dqns_bbrv2_cells_from_a_loss():
+    """The same command's policy (its header's code the same to the byte; another training config
+    hash, for another output directory), 20 runs of it and minRTT on ispras_s1/s2 under BBRv1 and
+    BBRv2: s1 under BBRv2, 0.887 at 5 runs, is 1.034 [0.949, 1.126]; s2 under BBRv1 +5.6% beyond the
+    CI, the simulator's sign ``+`` there too; under BBRv1 on s1 the simulator's +1.4% (beyond its
+    CI at 20 runs) is within live's spread (docs/transfer.md, "dqn_modes")."""
+    r = Record.load(DATA / "transfer_dqn_modes_20runs_20261130.json")
+    assert r.policy["agent"] == "dqn_modes" and r.policy["decision"] == "interval"
+    cells = {(c.scenario, c.cc): c for c in summarise(r)}
+    assert set(cells) == {(s, c) for s in ("ispras_s1", "ispras_s2") for c in ("bbr", "bbr2")}
+    for m in r.measurements:
+        assert len(m.goodput_mbps) == 20 and m.scheduler in (POLICY, "minrtt")
+        if m.side == "live":
+            assert set(m.outcomes) == {"finished"} and m.paths_validated == [2] * 20
+    assert all(cells[k].accepted for k in cells)
+    assert cells[("ispras_s1", "bbr2")].ratio_live == pytest.approx(1.034, abs=5e-4)
+    assert [k for k, c in cells.items() if c.sign_live == "+"] == [("ispras_s2", "bbr")]
+    assert [k for k, c in cells.items() if c.sign_match is False] == [("ispras_s1", "bbr")]

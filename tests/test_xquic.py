@@ -69,6 +69,36 @@ def test_scheduler_names_and_policy_headers_are_checked(tmp_path):
         parse_scheduler(f"policy={tmp_path / 'none.h'}")
 
 
+def constant_interval_header(path, modes, interval_ms=50.0, answer=0):
+    """An exported interval policy over ``modes`` that always answers ``answer``."""
+    from envs.features import feature_set
+    from export.bodies import Dense, MLPBody
+    from export.generate import PolicySpec, header
+    feats = feature_set("ispras_backlog", 2)
+    body = MLPBody([Dense(np.zeros((len(modes), len(feats))), np.eye(len(modes))[answer])])
+    path.write_text(header(PolicySpec("modes", feats, "ispras_backlog", "interval", len(modes), False, [],
+                                      modes=list(modes), interval_ms=interval_ms), body))
+    return path
+
+
+@needs_ext
+def test_an_interval_policys_modes_are_xquic_schedulers_with_one_set_of_parameters_each(tmp_path):
+    from envs.live.system import LiveError
+    from envs.live.xquic import XquicBackend, interval_policy
+    from envs.plugins import parse_scheduler_label, scheduler_label
+    assert scheduler_label("wait_rule", {"k": 1.25}) == "wait_rule(k=1.25)" and scheduler_label("minrtt") == "minrtt"
+    assert parse_scheduler_label("wait_rule(k=1.25)") == ("wait_rule", {"k": 1.25})
+    ok = interval_policy(constant_interval_header(tmp_path / "ok.h", ["minrtt", "wait_rule(k=1.25)"], 20.0))
+    assert ok.modes == ("minrtt", "wait_rule") and ok.interval_ms == 20.0 and ok.rules["wait_k"] == 1.25
+    assert interval_policy(constant_interval_header(tmp_path / "rr.h", ["minrtt", "rr"])).rules["wait_k"] == 1.0  # the default
+    with pytest.raises(LiveError, match="'wait_rule' with two sets of parameters"):
+        interval_policy(constant_interval_header(tmp_path / "two.h", ["wait_rule(k=1.25)", "wait_rule(k=2)"]))
+    with pytest.raises(Exception, match="unknown XQUIC scheduler 'otias'"):
+        XquicBackend.check_scheduler(f"policy={constant_interval_header(tmp_path / 'otias.h', ['minrtt', 'otias'])}")
+    with pytest.raises(Exception, match="'wait_rule' has no parameter 'beta'"):
+        interval_policy(constant_interval_header(tmp_path / "beta.h", ["minrtt", "wait_rule(beta=1)"]))
+
+
 # ------------------------------------------------------------------ the C rules (extension, no network)
 
 def state(srtt_ms, cwnd_pkts, inflight_pkts, avail, rttvar_ms=(1, 1), sampled=(1, 1)):
@@ -151,8 +181,9 @@ def test_the_c_ecf_blest_and_wait_rule_decide_as_the_python_heuristics(name):
     """Random path states (2-3 paths), in sequences so that ECF's hysteresis and BLEST's lambda
     carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units); the
     wait rule at its default k = 1 (envs/schedulers/wait_rule.py).
-    States where the C rules' documented XQUIC differences apply (no RTT sample on the second
-    path, nothing in flight on the fast one) are not drawn."""
+    States where the C rules' documented XQUIC differences apply (ECF and BLEST: no RTT sample on
+    the second path; all three: nothing in flight on the fast one) are not drawn; the wait rule's
+    paths are drawn with and without a sample, which it reads alike."""
     from envs.plugins import scheduler_id, scheduler_params
     from envs.plugins.dispatch import pick
     sid, prm = scheduler_id(name), scheduler_params(name, None, 3)
@@ -166,7 +197,8 @@ def test_the_c_ecf_blest_and_wait_rule_decide_as_the_python_heuristics(name):
             cwnd = rng.integers(2, 80, n)
             infl = np.minimum(rng.integers(1, 90, n), cwnd + 5)
             avail = (infl + 1 <= cwnd) & (rng.random(n) < 0.7)
-            c_obs = state(srtt_ms, cwnd, infl, avail, rttvar_ms=rng.integers(0, 30, n), sampled=np.ones(n, int))
+            sampled = rng.integers(0, 2, n) if name == "wait_rule" else np.ones(n, int)
+            c_obs = state(srtt_ms, cwnd, infl, avail, rttvar_ms=rng.integers(0, 30, n), sampled=sampled)
             t_us += int(rng.integers(1, 40)) * 1000 + 7  # never exactly one srtt (whole ms) apart
             free = int(rng.choice([rng.integers(0, 3 * MSS), rng.integers(0, 400 * MSS)]))
             c_conn = conn(int(rng.integers(0, 2000)), free, t_us)
@@ -513,6 +545,82 @@ def test_the_exported_policy_inside_xquic_picks_what_the_python_policy_picks(tes
     assert (chosen == py).all()  # ... and what XQUIC's get_path chose is that decision
     blocked = (pr[np.arange(len(pr)), np.argmin(pr[..., OBS_SRTT], axis=1), OBS_AVAILABLE] == 0)
     assert blocked.any()  # the policy (not only the fast-path rule) was asked
+
+
+@pytest.fixture(scope="module")
+def interval_header(tmp_path_factory):
+    """An exported interval policy over minRTT and RR every 20 ms: minRTT while more than half of
+    the 2 MB file is left to acknowledge, RR after (feature ``remaining`` is bytes / 10 MB)."""
+    from envs.features import feature_set
+    from export.bodies import Dense, MLPBody
+    from export.generate import PolicySpec, header
+    feats = feature_set("full", 2)
+    w = np.zeros((2, len(feats)))
+    w[0, [f.name for f in feats].index("remaining")] = 10.0
+    body = MLPBody([Dense(w, np.array([0.0, 1.0]))])
+    path = tmp_path_factory.mktemp("xquic") / "modes.h"
+    path.write_text(header(PolicySpec("modes_xquic", feats, "full", "interval", 2, False, [("agent", "test")],
+                                      modes=["minrtt", "rr"], interval_ms=20.0), body))
+    return path
+
+
+@needs_live
+@pytest.mark.live
+def test_an_exported_interval_policy_inside_xquic_runs_the_mode_it_picks(testbed, interval_header):
+    from export.runtime import ExportedPolicy
+    tr, r = transfer(testbed, "cubic", f"policy={interval_header}", decision_every=1)
+    assert r.extra["outcome"] == "finished" and r.extra["policy_errors"] == 0, r.extra
+    pd = tr.policy_decisions()
+    n = len(pd["t"])
+    # one decision every 20 ms, from the first with both paths (minRTT before) to the end of the transfer
+    assert 0 < pd["t"][0] < 0.5 and pd["active"].all()
+    assert abs(n - 1 - (r.metrics()["completion_s"][0] - pd["t"][0]) / 0.02) <= 2, (n, pd["t"], r.extra)
+    assert sum(r.extra["policy_intervals"]) == n and (np.diff(pd["t"]) > 0.015).all()
+    assert list(np.unique(pd["chosen"])) == [0, 1]  # minRTT first, then RR
+    assert (np.diff(pd["chosen"]) >= 0).all()
+    modes = [mpsched_xquic.MODES.index(m) for m in ("minrtt", "rr")]
+    assert (pd["mode"] == np.array(modes)[pd["chosen"]]).all()
+    # what the header decides on the states XQUIC recorded is what XQUIC ran
+    c = ExportedPolicy(interval_header).decide(pd["obs"], pd["cobs"], np.full(n, 2, np.int32))
+    assert (c == pd["chosen"]).all()
+    # and every packet decision in between ran the mode in force
+    d = tr.decisions()
+    switch = pd["t"][np.argmax(pd["chosen"])]
+    assert (d["mode"][d["t"] < pd["t"][0]] == modes[0]).all()
+    assert (d["mode"][d["t"] > switch] == modes[1]).all() and (d["mode"][d["t"] < switch] == modes[0]).all()
+    rr = d["chosen"][(d["t"] > switch) & (d["chosen"] >= 0)]
+    assert set(np.unique(rr)) == {0, 1}  # RR alternates
+    iv = tr.intervals()  # the telemetry stays the 10 ms records only
+    assert (iv["chosen"] == -2).all() and (np.diff(iv["t"]) > 0.005).all()
+
+
+@needs_live
+@pytest.mark.live
+def test_the_wait_rule_leaves_a_slow_path_without_an_rtt_sample_as_the_simulators_rule_does(tmp_path):
+    """hetero_file (50 Mbit/s 20 ms beside 5 Mbit/s 200 ms, 2 MB): the second path opens when the
+    fast one's queue drains sooner than the slow path's one-way delay, so the simulator's wait rule
+    never uses it (42.78 Mbit/s, all on path 1). Until 2026-11-30 the C rule sent a path without
+    an RTT sample the packet, its whole first window (36 packets, 38.6-38.9 Mbit/s live); and an
+    interval policy choosing the rule decided only in the event loop, after minRTT (its mode until
+    then) had sent that window in the call that found the new path."""
+    from envs.evaluation import evaluate_heuristic
+    from envs.live.testbed import Testbed
+    from envs.sim.simulator import SimConfig
+    scen = resolve_scenarios("hetero_file")[0]
+    sim = evaluate_heuristic(scen, "bbr", "wait_rule", 2, 0, SimConfig(stack="xquic"), {})
+    assert (np.asarray(sim["per_path_goodput_mbps"])[:, 1] == 0).all()
+    tb = verified_or_skip(lambda: Testbed(scen, verify=True))
+    policy = constant_interval_header(tmp_path / "rule.h", ["minrtt", "wait_rule"], answer=1)
+    try:
+        runs = [transfer(tb, "bbr", sched, decision_every=1) for sched in ("wait_rule", f"policy={policy}")]
+    finally:
+        problems = tb.close()
+        assert not problems, problems
+    for tr, r in runs:
+        assert r.extra["outcome"] == "finished" and r.extra["path_recv"][1] == 0, r.extra["path_recv"]
+        d = tr.decisions()
+        assert (d["chosen"] != 1).all() and (d["chosen"] == -1).any()  # it waited, and never sent on S
+    assert (runs[1][0].policy_decisions()["chosen"] == 1).all()
 
 
 @needs_live

@@ -76,7 +76,8 @@ class Transfer {
              const std::string &cert_file, const std::string &key_file, double time_limit_s, double ecf_beta,
              double blest_lambda_step, uint32_t decision_every, double interval_ms, uint32_t ring_capacity,
              int pacing, double blest_lambda, double blest_lambda_max, double kato_alpha, double wait_k, uint64_t seed,
-             bool revalidate_paths, uint32_t drop_new_path_datagrams) {
+             bool revalidate_paths, uint32_t drop_new_path_datagrams, std::vector<std::string> policy_modes,
+             double policy_interval_ms) {
         if (client_fds.empty() || client_fds.size() > MPS_MAX_PATHS || client_fds.size() != client_addrs.size())
             throw py::value_error("one client socket and address per path, 1 to 8 paths");
         mps_config c{};
@@ -95,6 +96,16 @@ class Transfer {
         std::string lib = policy_lib.is_none() ? "" : policy_lib.cast<std::string>();
         if (c.mode == MPS_POLICY && lib.empty()) throw py::value_error("scheduler 'policy' needs policy_lib");
         c.policy_lib = lib.empty() ? nullptr : lib.c_str();
+        if (policy_modes.size() > MPS_MAX_POLICY_MODES)
+            throw py::value_error("an interval policy has at most " + std::to_string(MPS_MAX_POLICY_MODES) + " modes");
+        c.n_policy_modes = static_cast<int>(policy_modes.size());
+        for (int i = 0; i < c.n_policy_modes; ++i) {
+            c.policy_modes[i] = index_of(MODES, policy_modes[i], "interval policy mode");
+            if (c.policy_modes[i] == MPS_POLICY) throw py::value_error("an interval policy's mode cannot be 'policy'");
+        }
+        if (c.n_policy_modes && !(policy_interval_ms > 0))
+            throw py::value_error("policy_interval_ms must be > 0 for an interval policy");
+        c.policy_interval_ms = policy_interval_ms;
         c.cert_file = cert_file.c_str();
         c.key_file = key_file.c_str();
         c.ecf_beta = ecf_beta;
@@ -172,6 +183,9 @@ class Transfer {
         d["policy_errors"] = r.policy_errors;
         d["paths_created"] = r.paths_created + 1;
         d["policy_ns"] = r.policy_ns;
+        py::list intervals;  // an interval policy's decisions per mode index
+        for (int i = 0; i < MPS_MAX_POLICY_MODES; ++i) intervals.append(r.policy_intervals[i]);
+        d["policy_intervals"] = intervals;
         d["client_errno"] = r.client_errno;
         d["server_errno"] = r.server_errno;
         d["path_error"] = r.path_error;
@@ -266,19 +280,22 @@ PYBIND11_MODULE(mpsched_xquic, m) {
     m.attr("BACKLOG") = MPS_BACKLOG;
     m.attr("RESUMES_STUCK_SEND") = true;  /* the event loop's resume_stuck_send (mps_xquic.c) */
     m.attr("REVALIDATES_PATHS") = true;  /* the event loop's revalidate_paths (mps_xquic.c) */
+    m.attr("INTERVAL_POLICIES") = true;  /* policy_modes: an exported interval policy (mps_xquic.c, interval_decide) */
     m.attr("MAX_PATHS") = MPS_MAX_PATHS;
     m.attr("XQUIC_COMMIT") = MPS_XQUIC_COMMIT;
     py::class_<Transfer>(m, "Transfer")
         .def(py::init<std::vector<int>, std::vector<py::tuple>, int, py::tuple, uint64_t, const std::string &,
                       const std::string &, py::object, const std::string &, const std::string &, double, double,
-                      double, uint32_t, double, uint32_t, int, double, double, double, double, uint64_t, bool, uint32_t>(),
+                      double, uint32_t, double, uint32_t, int, double, double, double, double, uint64_t, bool, uint32_t,
+                      std::vector<std::string>, double>(),
              py::arg("client_fds"), py::arg("client_addrs"), py::arg("server_fd"), py::arg("server_addr"),
              py::arg("size_bytes"), py::arg("cc"), py::arg("scheduler") = "minrtt", py::arg("policy_lib") = py::none(),
              py::arg("cert_file"), py::arg("key_file"), py::arg("time_limit_s") = 600.0, py::arg("ecf_beta") = 0.25,
              py::arg("blest_lambda_step") = 0.1, py::arg("decision_every") = 0, py::arg("interval_ms") = 0.0,
              py::arg("ring_capacity") = 4096, py::arg("pacing") = -1, py::arg("blest_lambda") = 1.0,
              py::arg("blest_lambda_max") = 1.3, py::arg("kato_alpha") = 0.5, py::arg("wait_k") = 1.0,
-             py::arg("seed") = 0, py::arg("revalidate_paths") = true, py::arg("drop_new_path_datagrams") = 0)
+             py::arg("seed") = 0, py::arg("revalidate_paths") = true, py::arg("drop_new_path_datagrams") = 0,
+             py::arg("policy_modes") = std::vector<std::string>{}, py::arg("policy_interval_ms") = 0.0)
         .def("run", &Transfer::run, "Run the event loop until the file is delivered, stop() or the time limit")
         .def("stop", &Transfer::stop)
         .def("set_mode", &Transfer::set_mode)

@@ -28,9 +28,11 @@
  * the Python versions, for XQUIC (documented there too): for ECF and BLEST a second path without
  * an RTT sample yet (latest RTT 0: its srtt is the transport's initial guess) gets the packet: a
  * new MPTCP subflow has one from its handshake, a new QUIC path only once it carries data, and
- * without it the rules would never try the path. They wait for F only while F has bytes in
- * flight: with none, no acknowledgement would reopen its window and the connection would stall
- * (XQUIC calls the scheduler again only when something changes).
+ * without it the rules would never try the path. The wait rule has no such exception: it reads
+ * the srtt XQUIC shows (its initial 250 ms before a sample), as the simulator's rule reads the
+ * path's (docs/transfer.md, "dqn_modes"). ECF, BLEST and the wait rule wait for F only while F
+ * has bytes in flight: with none, no acknowledgement would reopen its window and the connection
+ * would stall (XQUIC calls the scheduler again only when something changes).
  */
 #include "mps_xquic.h"
 
@@ -259,13 +261,15 @@ mps_rule_pick(mps_rule_state *s, int mode, int n, const uint64_t obs[][MPS_N_OBS
         return f;
     if (sp < 0)
         return -1;
-    if (obs[sp][O_LATEST_RTT] == 0 || obs[f][O_INFLIGHT] == 0)
-        return sp;
+    if (obs[f][O_INFLIGHT] == 0)
+        return sp;  /* nothing in flight on F: no ACK would call the scheduler again */
+    if (mode == MPS_WAIT)  /* on the srtt XQUIC shows, sampled or not, as the simulator's rule reads it */
+        return pick_wait(s, f, sp, obs, cobs, (double)mss);
+    if (obs[sp][O_LATEST_RTT] == 0)
+        return sp;  /* ECF, BLEST: a second path without an RTT sample gets the packet */
     if (mode == MPS_ECF)
         return pick_ecf(s, f, sp, obs, cobs, (double)mss);
     if (mode == MPS_BLEST)
         return pick_blest(s, f, sp, obs, cobs, (double)mss);
-    if (mode == MPS_WAIT)
-        return pick_wait(s, f, sp, obs, cobs, (double)mss);
     return sp;  /* minRTT: the lowest-srtt available path */
 }

@@ -78,6 +78,9 @@ struct mps_transfer {
     int started, finished, cli_closed, srv_closed;
     atomic_int stop;
     atomic_int mode;
+    atomic_int policy_mode;     /* an interval policy's mode in force (one of cfg.policy_modes) */
+    double next_policy;         /* an interval policy decides next at this time */
+    int policy_decided;         /* an interval policy has answered once (it had its paths) */
     mps_rule_state rules;
     void *dl;
     mps_policy_fn policy;
@@ -116,6 +119,21 @@ add_error(mps_transfer *t, const char *msg, size_t len)
         len = room;
     memcpy(t->res.errors + used, msg, len);
     t->res.errors[used + len] = 0;
+}
+
+/* the policy loaded decides per interval, and is the mode set */
+static int
+interval_policy(mps_transfer *t)
+{
+    return t->cfg.n_policy_modes && t->policy && atomic_load(&t->mode) == MPS_POLICY;
+}
+
+/* the scheduling mode in force: the one set, or under an interval policy the mode it chose last */
+static int
+mode_in_force(mps_transfer *t)
+{
+    int mode = atomic_load(&t->mode);
+    return mode == MPS_POLICY && t->cfg.n_policy_modes ? atomic_load(&t->policy_mode) : mode;
 }
 
 /* ------------------------------------------------------------------ per-path state */
@@ -259,7 +277,7 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
     r->cobs[C_ITEM_RATE] = r->cobs[C_ITEMS_ACKED] && r->cobs[C_ELAPSED]
                                ? (uint64_t)(t->cfg.size_bytes * 1e6 / r->cobs[C_ELAPSED]) : 0;
     r->t = t->started ? now - t->t0 : 0.0;
-    r->mode = atomic_load(&t->mode);
+    r->mode = mode_in_force(t);
     r->decisions = t->decisions;
     return lead;
 }
@@ -315,7 +333,7 @@ static int
 policy_pick(mps_transfer *t, const mps_record *r, int lead)
 {
     uint64_t pr[MPS_MAX_PATHS * MPS_N_OBS];
-    int32_t n = lead, out = -2;
+    int32_t n = lead, out = MPS_POLICY_ERROR;
     int i;
     struct timespec a, b;
     for (i = 0; i < lead; ++i)
@@ -330,6 +348,44 @@ policy_pick(mps_transfer *t, const mps_record *r, int lead)
         return -3;
     }
     return out;
+}
+
+/* An interval policy's decision (export/, decision mode interval; the simulator's
+   envs/decision.py): decide() on the connection's state returns the index of the mode to run until
+   the next decision. It is asked when the event loop or a get_path call finds the interval over.
+   Until it has its paths (the header's MIN_PATHS) mode 0 runs and it is asked again at every
+   get_path call (so that it decides before a new path's first packet is scheduled) and every
+   millisecond of the loop; its intervals count from its first answer. */
+static void
+interval_decide(mps_transfer *t, xqc_connection_t *conn, double now)
+{
+    mps_record r;
+    uint64_t pr[MPS_MAX_PATHS * MPS_N_OBS];
+    int32_t n, out = MPS_POLICY_ERROR;
+    int i, lead = snapshot(t, conn, NULL, 1, 0, &r, NULL);
+    for (i = 0; i < lead; ++i)
+        memcpy(pr + (size_t)i * MPS_N_OBS, r.obs[i], sizeof(r.obs[i]));
+    n = lead;
+    if (lead > 0)
+        t->policy(pr, r.cobs, &n, lead, 1, NULL, &out);
+    if (out == MPS_POLICY_ERROR && lead < t->cfg.n_paths) {
+        t->next_policy = now + 0.001;  /* too few paths yet: ask again soon */
+        return;
+    }
+    t->policy_decided = 1;
+    if (out < 0 || out >= t->cfg.n_policy_modes)
+        ++t->policy_errors;  /* the mode in force stays */
+    else {
+        atomic_store(&t->policy_mode, t->cfg.policy_modes[out]);
+        ++t->res.policy_intervals[out];
+        r.mode = t->cfg.policy_modes[out];
+        r.chosen = out;  /* in the interval ring: the policy's decision on this state (mode index) */
+        r.decisions = t->decisions;
+        ring_push(t, 0, &r);
+    }
+    t->next_policy += t->cfg.policy_interval_ms / 1000.0;
+    if (t->next_policy < now)
+        t->next_policy = now;
 }
 
 /* po's new data counts as sent once a path is chosen for it (the backlog's, conn_backlog) */
@@ -348,9 +404,15 @@ sched_get_path(void *s, xqc_connection_t *conn, xqc_packet_out_t *po, int check_
                xqc_bool_t *cc_blocked)
 {
     mps_transfer *t = (mps_transfer *)conn->user_data;
-    int mode = atomic_load(&t->mode), lead, pick, k, any = 0;
+    int mode, lead, pick, k, any = 0;
     xqc_path_ctx_t *paths[MPS_MAX_PATHS] = {0}, *chosen;
     mps_record r;
+    if (interval_policy(t) && t->started) {
+        double now = now_s();
+        if (!t->policy_decided || now >= t->next_policy)
+            interval_decide(t, conn, now);
+    }
+    mode = mode_in_force(t);
     if (mode <= MPS_RAP)
         goto builtin_pick;
     lead = snapshot(t, conn, po, check_cwnd, reinject, &r, paths);
@@ -661,7 +723,7 @@ cli_handshake(xqc_connection_t *conn, void *user, void *proto)
     t->t0 = now_s();
     t->res.handshake_s = t->t0 - t->t_create;
     t->started = 1;
-    t->next_interval = t->t0;
+    t->next_interval = t->next_policy = t->t0;
     t->cstream = xqc_stream_create(t->cli, &t->cid, NULL, t);
     if (!t->cstream)
         add_error(t, "xqc_stream_create failed", 24);
@@ -814,6 +876,17 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "bad configuration (paths 1-%d, cc, mode)", MPS_MAX_PATHS);
         return NULL;
     }
+    if (cfg->n_policy_modes < 0 || cfg->n_policy_modes > MPS_MAX_POLICY_MODES
+        || (cfg->n_policy_modes && !(cfg->policy_interval_ms > 0.0)))
+    {
+        snprintf(err, errlen, "bad interval policy (1-%d modes, an interval > 0 ms)", MPS_MAX_POLICY_MODES);
+        return NULL;
+    }
+    for (w = 0; w < cfg->n_policy_modes; ++w)
+        if (cfg->policy_modes[w] < 0 || cfg->policy_modes[w] >= MPS_POLICY) {
+            snprintf(err, errlen, "interval policy mode %d: %d is no scheduler", w, cfg->policy_modes[w]);
+            return NULL;
+        }
     t = calloc(1, sizeof(*t));
     t->cfg = *cfg;
     if (t->cfg.pacing < 0)
@@ -831,6 +904,7 @@ mps_create(const mps_config *cfg, char *err, size_t errlen)
     t->res.path_created_s[0] = t->res.path_validated_s[0] = 0.0;  /* the initial path, validated by the handshake */
     atomic_init(&t->stop, 0);
     atomic_init(&t->mode, cfg->mode);
+    atomic_init(&t->policy_mode, cfg->n_policy_modes ? cfg->policy_modes[0] : MPS_MINRTT);
     mps_rule_init(&t->rules, cfg->ecf_beta, cfg->blest_lambda, cfg->blest_lambda_step, cfg->blest_lambda_max,
                   cfg->kato_alpha, cfg->wait_k, cfg->seed);
     pthread_mutex_init(&t->lock, NULL);
@@ -1164,6 +1238,8 @@ mps_run(mps_transfer *t)
                 wake = t->sides[s].wake;
         if (t->cfg.interval_ms > 0 && t->started && t->next_interval < wake)
             wake = t->next_interval;
+        if (interval_policy(t) && t->started && t->next_policy < wake)
+            wake = t->next_policy;
         timeout_ms = wake > now ? (int)((wake - now) * 1000.0) : 0;
         if (poll(fds, (nfds_t)(n + 1), timeout_ms) < 0 && errno != EINTR) {
             add_error(t, "poll failed", 11);
@@ -1193,6 +1269,8 @@ mps_run(mps_transfer *t)
             t->next_path_try = now + 0.01;
             create_paths(&t->cid, t);
         }
+        if (interval_policy(t) && t->started && now >= t->next_policy && t->cconn && !t->finished)
+            interval_decide(t, t->cconn, now);
         if (t->cfg.interval_ms > 0 && t->started && now >= t->next_interval && t->cconn && !t->finished) {
             mps_record r;
             snapshot(t, t->cconn, NULL, 1, 0, &r, NULL);

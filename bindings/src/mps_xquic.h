@@ -18,6 +18,7 @@ extern "C" {
 #endif
 
 #define MPS_MAX_PATHS 8
+#define MPS_MAX_POLICY_MODES 8  /* an interval policy's modes (export/, decision mode interval) */
 #define MPS_N_OBS 15   /* envs.sim.layout.OBS_NAMES */
 #define MPS_N_COBS 10  /* envs.sim.layout.COBS_NAMES */
 
@@ -37,6 +38,8 @@ enum mps_cc { MPS_CC_RENO, MPS_CC_CUBIC, MPS_CC_BBR, MPS_CC_BBR2, MPS_CC_LIA, MP
 enum mps_mode { MPS_MINRTT, MPS_BACKUP, MPS_RAP, MPS_RR, MPS_ECF, MPS_BLEST, MPS_HSR, MPS_LWS, MPS_LTS, MPS_KATO,
                 MPS_WAIT, MPS_POLICY, MPS_MODE_COUNT };
 
+#define MPS_POLICY_ERROR (-2)  /* run_decide's answer for too few paths (the header's MPSCHED_ERROR) */
+
 /* run_decide of export.runtime.build_library: raw counters [n][np][N_OBS], [n][N_COBS] */
 typedef void (*mps_policy_fn)(const uint64_t *pr, const uint64_t *cr, const int32_t *nsub, int np, int n,
                               uint64_t *rng_state, int32_t *out);
@@ -53,6 +56,10 @@ typedef struct mps_config {
     int mode;
     int pacing;                  /* -1: on for bbr/bbr2 only */
     const char *policy_lib;      /* shared object with run_decide (MPS_POLICY), or NULL */
+    int n_policy_modes;          /* 0: the policy decides per packet; else an interval policy, whose
+                                    decide() returns the index of the mode to run (policy_modes) */
+    int policy_modes[MPS_MAX_POLICY_MODES];  /* those modes (mps_mode, none of them MPS_POLICY) */
+    double policy_interval_ms;   /* an interval policy decides this often (> 0) */
     const char *cert_file, *key_file;
     double ecf_beta;             /* ECF hysteresis (0.25) */
     double blest_lambda;         /* BLEST lambda at the start (1.0) */
@@ -72,7 +79,8 @@ typedef struct mps_config {
 typedef struct mps_record {
     double t;                    /* seconds since time zero (handshake done) */
     int32_t mode;                /* scheduling mode in force */
-    int32_t chosen;              /* path index chosen (-1: wait); interval records: -2 */
+    int32_t chosen;              /* path index chosen (-1: wait); interval records: -2, or an interval
+                                    policy's decision on this state: the mode index (>= 0) */
     uint64_t decisions;          /* decisions so far */
     uint64_t obs[MPS_MAX_PATHS][MPS_N_OBS];
     uint64_t cobs[MPS_N_COBS];
@@ -92,6 +100,7 @@ typedef struct mps_result {
     uint64_t path_acked[MPS_MAX_PATHS];     /* client: bytes delivered (acknowledged) per path */
     uint64_t lost_pkts, sent_pkts;
     uint64_t decisions, policy_errors, paths_created;
+    uint64_t policy_intervals[MPS_MAX_POLICY_MODES];  /* an interval policy's decisions per mode index */
     double policy_ns;            /* mean time per policy call inside get_path (ns) */
     int client_errno, server_errno;
     int path_error;              /* last error of xqc_conn_create_path (0: none) */

@@ -104,6 +104,18 @@ def blocked_decisions(rec: dict, observation: str | None) -> BlockedDecisions:
     return BlockedDecisions(names, feats, actions)
 
 
+def policy_decision_features(rec: dict, observation: str) -> np.ndarray:
+    """The features of ``observation`` on the states an interval policy decided on in XQUIC
+    (``XquicTransfer.policy_decisions``), each with its paths (the policy decides once they exist)."""
+    from envs.live.xquic import records_to_sim
+
+    obs, cobs, _ = records_to_sim(rec)
+    P = obs.shape[1]
+    if not len(obs):
+        return np.zeros((0, len(feature_set(observation, P))), np.float32)
+    return compute(table(feature_set(observation, P)), obs, cobs, np.full(len(obs), float(P)))
+
+
 def run_transfer(tb: Any, cc: str, workload: Any, scheduler: str, decision_every: int,
                  observation: str | None) -> tuple[Any, BlockedDecisions]:
     """One XQUIC transfer on testbed ``tb``, its decision ring drained while it runs; its result

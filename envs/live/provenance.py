@@ -37,12 +37,16 @@ def xquic_commit() -> str:
 
 
 def mpsched_commit() -> str:
-    """The short commit of this checkout ('' outside a git checkout)."""
+    """The short commit of this checkout, ``+uncommitted`` after it when tracked files differ from
+    it (a measurement of code no commit holds); '' outside a git checkout."""
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--"], capture_output=True,
+                                 timeout=10).returncode == 1
     except (OSError, subprocess.SubprocessError):
         return ""
+    return f"{commit}+uncommitted" if commit and changed else commit
 
 
 def provenance(program: str, argv: Sequence[str]) -> dict[str, Any]:

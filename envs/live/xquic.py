@@ -35,6 +35,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,8 @@ from envs.live.mptcp import TransferResult, network_counters, workload_bytes
 from envs.live.system import LiveError
 from envs.live.telemetry import Sample
 from envs.metrics import transfer_metrics
-from envs.plugins import scheduler_values
-from envs.policy_library import build_library
+from envs.plugins import parse_scheduler_label, scheduler_values
+from envs.policy_library import build_library, header_info
 from envs.scenario import WorkloadSpec
 from envs.sim.layout import COBS_NAMES, OBS_NAMES
 from envs.sim.stacks import XQC_AEAD_TAG, XQC_PACKET_OUT_SIZE
@@ -143,6 +144,41 @@ def rule_params(mode: str, overrides: Mapping[str, object] | None = None) -> dic
     return out
 
 
+@dataclass(frozen=True)
+class IntervalPolicy:
+    """How XQUIC runs an exported interval policy (a header of decision mode ``interval``): every
+    ``interval_ms`` its ``decide`` picks one of ``modes`` (XQUIC scheduler names) to run until the
+    next decision (bindings/src/mps_xquic.c, ``interval_decide``), with the C rules' parameters
+    its modes set (``rules``, the extension's keyword arguments). Empty for a per-packet policy."""
+
+    modes: tuple[str, ...] = ()
+    interval_ms: float = 0.0
+    rules: Mapping[str, float] = field(default_factory=dict)
+
+
+def interval_policy(header: Path) -> IntervalPolicy:
+    """The header's interval decision as XQUIC runs it (``IntervalPolicy``; empty for a per-packet
+    policy). A mode XQUIC does not have, or one rule twice with different parameters (the extension
+    keeps one set per rule), is refused, naming it."""
+    info = header_info(header.read_text())
+    if info["decision"] != "interval":
+        return IntervalPolicy()
+    if not getattr(extension(), "INTERVAL_POLICIES", False):
+        raise LiveError("the installed mpsched_xquic extension runs no interval policy (decision mode interval): "
+                        "rebuild it with python -m envs.live.setup --xquic")
+    modes, rules, seen = [], rule_params("policy"), dict[str, dict[str, float]]()
+    for label in info["modes"]:
+        name, params = parse_scheduler_label(label)
+        mode, _ = parse_scheduler(name)
+        own = {kw: v for kw, v in rule_params(mode, params).items() if kw in RULE_PARAMS.get(mode, {}).values()}
+        if seen.setdefault(mode, own) != own:
+            raise LiveError(f"policy {header}: modes {mode!r} with two sets of parameters ({seen[mode]} and {own}); "
+                            "XQUIC runs one set per scheduler")
+        rules.update(own)
+        modes.append(mode)
+    return IntervalPolicy(tuple(modes), float(info["interval_ms"]), rules)
+
+
 def policy_library(header: Path) -> str:
     """The exported header compiled into a shared object with ``run_decide`` (cached by content)."""
     return str(build_library(header.read_text()))
@@ -220,6 +256,7 @@ class XquicTransfer:
         self.mode, header = parse_scheduler(scheduler)
         self.scheduler = scheduler
         self.policy_lib = policy_library(header) if header else None
+        self.interval = interval_policy(header) if header else IntervalPolicy()
         self.workload = workload
         total, limit = workload_bytes(workload)
         if not math.isfinite(total):
@@ -228,7 +265,8 @@ class XquicTransfer:
         if not telemetry_ms > 0:
             raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
         self.telemetry_ms, self.decision_every = float(telemetry_ms), int(decision_every)
-        self.rules = rule_params(self.mode, scheduler_params)  # the C rules' parameters (RULE_PARAMS)
+        # the C rules' parameters (RULE_PARAMS), and those an interval policy's modes set
+        self.rules = {**rule_params(self.mode, scheduler_params), **self.interval.rules}
         self.seed = int(seed)
         self.done = threading.Event()
         self.t0: float | None = None
@@ -237,6 +275,7 @@ class XquicTransfer:
         self._t: Any = None  # the extension's transfer object (mpsched_xquic, no type stubs)
         self._intervals: list[dict] = []
         self._decisions: list[dict] = []
+        self._policy: list[dict] = []  # an interval policy's decisions (policy_decisions)
         self.dropped = {"intervals": 0, "decisions": 0}  # records the rings overwrote before a read
         self._lock = threading.Lock()
         self._error: str | None = None
@@ -268,7 +307,7 @@ class XquicTransfer:
             [c.fileno() for c in clients], [c.getsockname() for c in clients], server.fileno(), server.getsockname(),
             self.total, self.cc, self.mode, self.policy_lib, cert, key, float(self.limit_s),
             decision_every=self.decision_every, interval_ms=self.telemetry_ms, ring_capacity=1 << 14, pacing=self.pacing,
-            **self._rule_kwargs())
+            **self._rule_kwargs(), **self._interval_kwargs())
         self._wall0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -285,6 +324,13 @@ class XquicTransfer:
     def _rule_kwargs(self) -> dict:
         """The extension's keyword arguments for its C rules: ``self.rules`` and the seed of KATO's draws."""
         return {**self.rules, "seed": self.seed}
+
+    def _interval_kwargs(self) -> dict:
+        """The extension's keyword arguments for an interval policy (none for others: an extension
+        from before interval policies runs the rest)."""
+        if not self.interval.modes:
+            return {}
+        return {"policy_modes": list(self.interval.modes), "policy_interval_ms": self.interval.interval_ms}
 
     def _run(self) -> None:
         try:
@@ -306,6 +352,11 @@ class XquicTransfer:
             for which, store in (("intervals", self._intervals), ("decisions", self._decisions)):
                 rec = self._t.read(which)
                 self.dropped[which] += rec.pop("dropped")
+                if which == "intervals" and len(rec["t"]):  # an interval policy's decisions come in this ring
+                    policy = np.asarray(rec["chosen"]) >= 0
+                    if policy.any():
+                        self._policy.append({k: v[policy] for k, v in rec.items()})
+                        rec = {k: v[~policy] for k, v in rec.items()}
                 if len(rec["t"]):
                     store.append(rec)
 
@@ -321,6 +372,12 @@ class XquicTransfer:
         """Every interval record so far: raw counters (transport units) and times."""
         self._drain()
         return self._concat(self._intervals, len(self.tb.paths))
+
+    def policy_decisions(self) -> dict:
+        """An interval policy's decisions so far: the state each was taken on, ``chosen`` the mode
+        index it picked, ``mode`` that mode (the extension's ``MODES``)."""
+        self._drain()
+        return self._concat(self._policy, len(self.tb.paths))
 
     def decisions(self) -> dict:
         """The sampled per-decision records so far (``chosen``: path index, -1 = wait)."""
@@ -399,6 +456,8 @@ class XquicTransfer:
         span = completion if done else min(self.limit_s, finished_at - (self.t0 or finished_at))
         extra = dict(r, outcome=outcome, scheduler=self.scheduler, dropped_records=dict(self.dropped),
                      path_active=(active.mean(axis=0) if len(active) else np.zeros(active.shape[1])).tolist())
+        if self.interval.modes:  # an interval policy's decisions, with the states they were taken on
+            extra["policy_decisions"] = self._concat(self._policy, len(self.tb.paths))
         return XquicResult(self.cc, self.workload.type, float(self.total), self.workload.duration_s,
                            float(self.total if done else r["delivered"]), completion, span,
                            float(r["handshake_s"]), iv["t"], obs, cobs, active, sent, lost,
@@ -432,8 +491,10 @@ class XquicBackend:
     @staticmethod
     def check_scheduler(scheduler: str, params: Mapping[str, object] | None = None) -> str:
         """``scheduler`` if XQUIC runs it with ``params`` (its parameters, as ``scheduler_params``)."""
-        mode, _ = parse_scheduler(scheduler)
+        mode, header = parse_scheduler(scheduler)
         rule_params(mode, params)
+        if header:
+            interval_policy(header)
         return scheduler
 
     @staticmethod
@@ -443,5 +504,5 @@ class XquicBackend:
                              scheduler_params=scheduler_params)
 
 
-__all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "XquicBackend", "XquicResult", "XquicTransfer", "extension", "paths_validated",
-           "parse_scheduler", "records_to_sim", "rule_params"]
+__all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "IntervalPolicy", "XquicBackend", "XquicResult", "XquicTransfer", "extension",
+           "interval_policy", "paths_validated", "parse_scheduler", "records_to_sim", "rule_params"]

@@ -13,9 +13,11 @@ from envs.plugins.registry import (
                                    cc_params,
                                    cc_plugin,
                                    cc_plugins,
+                                   parse_scheduler_label,
                                    register_cc,
                                    register_scheduler,
                                    scheduler_id,
+                                   scheduler_label,
                                    scheduler_names,
                                    scheduler_params,
                                    scheduler_plugin,
@@ -24,5 +26,5 @@ from envs.plugins.registry import (
 )
 
 __all__ = ["N_PARAMS", "N_STATE", "CCPlugin", "PluginError", "SchedulerPlugin", "cc_id", "cc_names", "cc_params",
-           "cc_plugin", "cc_plugins", "register_cc", "register_scheduler", "scheduler_id", "scheduler_names",
+           "cc_plugin", "cc_plugins", "parse_scheduler_label", "register_cc", "register_scheduler", "scheduler_id", "scheduler_label", "scheduler_names",
            "scheduler_params", "scheduler_plugin", "scheduler_plugins", "scheduler_values"]

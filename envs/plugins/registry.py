@@ -293,6 +293,33 @@ def scheduler_values(name: str, overrides: Mapping[str, object] | None = None,
     return values
 
 
+def scheduler_label(name: str, params: Mapping[str, object] | None = None) -> str:
+    """A scheduler with its parameters as one label, ``"wait_rule(k=1.25)"`` (a bare name when it
+    has none), the form ``parse_scheduler_label`` reads back: how an exported interval policy names
+    its modes (export/, XQUIC's ``policy_modes``)."""
+    if not params:
+        return name
+    return f"{name}({', '.join(f'{k}={v:g}' if isinstance(v, (int, float)) else f'{k}={v}' for k, v in params.items())})"
+
+
+def parse_scheduler_label(label: str) -> tuple[str, dict[str, float]]:
+    """``"wait_rule(k=1.25)"`` -> ``("wait_rule", {"k": 1.25})``; a bare name has no parameters.
+    Only the form is checked here: the scheduler and its parameters are checked where they run."""
+    name, _, rest = label.strip().partition("(")
+    if not rest:
+        return name.strip(), {}
+    if not rest.endswith(")"):
+        raise ConfigError(f"a scheduler is NAME or NAME(KEY=VALUE, ...), got {label!r}")
+    params = {}
+    for item in filter(None, (x.strip() for x in rest[:-1].split(","))):
+        key, _, value = item.partition("=")
+        try:
+            params[key.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"scheduler {label!r}: {item!r} is not KEY=NUMBER") from None
+    return name.strip(), params
+
+
 def scheduler_params(name: str, overrides: Mapping[str, object] | None = None,
                      n_paths: int | None = None) -> np.ndarray:
     """Parameter vector of scheduler ``name`` (``scheduler_values`` in the plug-in's order), as

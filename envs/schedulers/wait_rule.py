@@ -12,8 +12,11 @@ fast_only, ``k = 1`` earliest arrival. Not burst-safe: ``t_F`` depends on the ba
 packet sent shrinks.
 
 The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs
-as ECF's and BLEST's do: a second path without an RTT sample yet gets the packet, and it does not
-wait for F while F has nothing in flight (XQUIC would never call the scheduler again)."""
+in one state: it does not wait for F while F has nothing in flight (XQUIC would never call the
+scheduler again). Unlike ECF's and BLEST's, it reads a second path without an RTT sample as this
+one does, by the srtt the sender shows (XQUIC's initial 250 ms before the first sample): until
+2026-11-30 it sent such a path the packet, a whole first window on hetero_file's slow path that
+this rule never sends (docs/transfer.md, "dqn_modes")."""
 
 import math
 from collections.abc import Mapping
