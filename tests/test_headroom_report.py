@@ -287,6 +287,32 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
                 assert opening["first_sent_s"][1] < min(r["completion_s"] for r in rec["runs"]), run
 
 
+def test_the_fixed_c_wait_rule_keeps_the_gain_at_k_1_not_at_the_searched_k():
+    """``tests/data/headroom_live_waitrule_20261130.json``: ispras_s2 under BBRv1 again, after the C
+    wait rule stopped sending a second path without an RTT sample the packet (2026-11-30 14:00
+    UTC; docs/transfer.md, "dqn_modes"). The searched best, ``wait_rule(k=1.25)``, measured +4.0%
+    [1.0, 7.1] live with the old C rule (``headroom_live.json``); with the fixed rule it is level
+    with minRTT over 60 pairs in three batches (-0.01 +- 0.83 Mbit/s), while the rule at k = 1
+    (``dqn_modes``' mode) is above it beyond the paired CI (+1.36 +- 1.11 Mbit/s, 20 pairs)."""
+    from envs.metrics import mean_ci
+    records = json.loads((LIVE.parent / "headroom_live_waitrule_20261130.json").read_text())["cells"]
+    assert len(records) == 3 and all(r["date"] > "2026-11-30T15" for r in records)
+    for rec in records:
+        assert (rec["scenario"], rec["cc"]) == ("ispras_s2", "bbr") and "passed" in rec["verification"]
+        assert rec["command"].startswith("python benchmarks/headroom_live.py")
+
+    def paired(sched: str) -> np.ndarray:
+        return np.array([w["goodput_mbps"] - m["goodput_mbps"] for rec in records
+                         for m, w in zip([r for r in rec["runs"] if r["scheduler"] == "minrtt"],
+                                         [r for r in rec["runs"] if r["scheduler"] == sched])])
+    searched, k1 = paired("wait_rule(k=1.25)"), paired("wait_rule")
+    assert len(searched) == 60 and len(k1) == 20
+    m, h = mean_ci(searched)
+    assert abs(m) < h and h < 1.0  # level with minRTT
+    m, h = mean_ci(k1)
+    assert m - h > 0  # above minRTT beyond the paired CI
+
+
 def test_live_modes_record_beats_minrtt_beyond_its_ci():
     """``tests/data/modes_live_20261130.json`` (``python -m benchmarks.modes_live``): agent=dqn_modes,
     trained in the simulator (seed 0, ispras_s1-s3 under BBRv1), picking XQUIC's scheduler every
