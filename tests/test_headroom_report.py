@@ -287,16 +287,17 @@ def test_live_headroom_data_has_provenance_and_says_what_docs_say():
                 assert opening["first_sent_s"][1] < min(r["completion_s"] for r in rec["runs"]), run
 
 
-def test_the_fixed_c_wait_rule_keeps_the_gain_at_k_1_not_at_the_searched_k():
+def test_with_the_fixed_c_wait_rule_its_live_gain_on_ispras_s2_is_within_the_ci():
     """``tests/data/headroom_live_waitrule_20261130.json``: ispras_s2 under BBRv1 again, after the C
     wait rule stopped sending a second path without an RTT sample the packet (2026-11-30 14:00
     UTC; docs/transfer.md, "dqn_modes"). The searched best, ``wait_rule(k=1.25)``, measured +4.0%
-    [1.0, 7.1] live with the old C rule (``headroom_live.json``); with the fixed rule it is level
-    with minRTT over 60 pairs in three batches (-0.01 +- 0.83 Mbit/s), while the rule at k = 1
-    (``dqn_modes``' mode) is above it beyond the paired CI (+1.36 +- 1.11 Mbit/s, 20 pairs)."""
+    [1.0, 7.1] live with the old C rule (``headroom_live.json``); with the fixed rule, four batches
+    (15:09-15:51 UTC), it is +0.12 +- 0.71 Mbit/s over 80 pairs and the rule at k = 1
+    (``dqn_modes``' mode) +0.66 +- 0.75 over 40: both within the paired CI (the third batch alone
+    read k = 1 at +3.8% beyond it, the fourth -0.1%)."""
     from envs.metrics import mean_ci
     records = json.loads((LIVE.parent / "headroom_live_waitrule_20261130.json").read_text())["cells"]
-    assert len(records) == 3 and all(r["date"] > "2026-11-30T15" for r in records)
+    assert len(records) == 4 and all(r["date"] > "2026-11-30T15" for r in records)
     for rec in records:
         assert (rec["scenario"], rec["cc"]) == ("ispras_s2", "bbr") and "passed" in rec["verification"]
         assert rec["command"].startswith("python benchmarks/headroom_live.py")
@@ -306,11 +307,10 @@ def test_the_fixed_c_wait_rule_keeps_the_gain_at_k_1_not_at_the_searched_k():
                          for m, w in zip([r for r in rec["runs"] if r["scheduler"] == "minrtt"],
                                          [r for r in rec["runs"] if r["scheduler"] == sched])])
     searched, k1 = paired("wait_rule(k=1.25)"), paired("wait_rule")
-    assert len(searched) == 60 and len(k1) == 20
-    m, h = mean_ci(searched)
-    assert abs(m) < h and h < 1.0  # level with minRTT
-    m, h = mean_ci(k1)
-    assert m - h > 0  # above minRTT beyond the paired CI
+    assert len(searched) == 80 and len(k1) == 40
+    for d in (searched, k1):
+        m, h = mean_ci(d)
+        assert 0 < m < h < 1.0  # above minRTT by the point estimate, within the paired CI
 
 
 def test_live_modes_record_beats_minrtt_beyond_its_ci():
