@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents import checkpoint  # noqa: E402
+from envs.decision import mode_labels  # noqa: E402
 from envs.errors import ConfigError  # noqa: E402
 from envs.live.env import LiveEnv  # noqa: E402
 from envs.live.provenance import load_average, provenance  # noqa: E402
@@ -48,10 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(config, dict) or not isinstance(config.get("env"), dict):
         raise ConfigError(f"{a.checkpoint}/config.yaml has no env section")
     env_cfg: dict = config["env"]
-    modes = [m if isinstance(m, str) else m["scheduler"] for m in env_cfg["modes"]]
+    modes = mode_labels(env_cfg["modes"])  # as the checkpoint names them; LiveEnv refuses parameters XQUIC's set_mode lacks
     reward = dict(env_cfg["reward"])
     env = LiveEnv(resolve_scenarios(a.scenario)[0], a.cc, backend="xquic", decision="interval",
-                  interval_ms=float(env_cfg["interval_ms"]), modes=modes, observation=str(meta["observation"]),
+                  interval_ms=float(env_cfg["interval_ms"]), modes=env_cfg["modes"], observation=str(meta["observation"]),
                   reward=reward.pop("name"), reward_params=reward, seed=a.seed)
     runs: list[dict] = []
     prov = provenance("python -m benchmarks.modes_live", argv if argv is not None else sys.argv[1:])

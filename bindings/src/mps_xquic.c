@@ -329,13 +329,17 @@ sched_init(void *s, xqc_log_t *log, xqc_scheduler_params_t *params)
     }
 }
 
-static int
-policy_pick(mps_transfer *t, const mps_record *r, int lead)
+/* the policy's decide() on a snapshot's first lead paths, timed; its raw answer (MPS_POLICY_ERROR
+   without paths) */
+static int32_t
+run_policy(mps_transfer *t, const mps_record *r, int lead)
 {
     uint64_t pr[MPS_MAX_PATHS * MPS_N_OBS];
     int32_t n = lead, out = MPS_POLICY_ERROR;
     int i;
     struct timespec a, b;
+    if (lead <= 0)
+        return out;
     for (i = 0; i < lead; ++i)
         memcpy(pr + (size_t)i * MPS_N_OBS, r->obs[i], sizeof(r->obs[i]));
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -343,6 +347,14 @@ policy_pick(mps_transfer *t, const mps_record *r, int lead)
     clock_gettime(CLOCK_MONOTONIC, &b);
     t->policy_ns += (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
     ++t->policy_calls;
+    return out;
+}
+
+/* a per-packet policy's path: an index below lead, -1 to wait, -3 for an answer out of range */
+static int
+policy_pick(mps_transfer *t, const mps_record *r, int lead)
+{
+    int32_t out = run_policy(t, r, lead);
     if (out < -1 || out >= lead) {
         ++t->policy_errors;
         return -3;
@@ -360,14 +372,8 @@ static void
 interval_decide(mps_transfer *t, xqc_connection_t *conn, double now)
 {
     mps_record r;
-    uint64_t pr[MPS_MAX_PATHS * MPS_N_OBS];
-    int32_t n, out = MPS_POLICY_ERROR;
-    int i, lead = snapshot(t, conn, NULL, 1, 0, &r, NULL);
-    for (i = 0; i < lead; ++i)
-        memcpy(pr + (size_t)i * MPS_N_OBS, r.obs[i], sizeof(r.obs[i]));
-    n = lead;
-    if (lead > 0)
-        t->policy(pr, r.cobs, &n, lead, 1, NULL, &out);
+    int lead = snapshot(t, conn, NULL, 1, 0, &r, NULL);
+    int32_t out = run_policy(t, &r, lead);
     if (out == MPS_POLICY_ERROR && lead < t->cfg.n_paths) {
         t->next_policy = now + 0.001;  /* too few paths yet: ask again soon */
         return;

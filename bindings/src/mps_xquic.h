@@ -101,7 +101,7 @@ typedef struct mps_result {
     uint64_t lost_pkts, sent_pkts;
     uint64_t decisions, policy_errors, paths_created;
     uint64_t policy_intervals[MPS_MAX_POLICY_MODES];  /* an interval policy's decisions per mode index */
-    double policy_ns;            /* mean time per policy call inside get_path (ns) */
+    double policy_ns;            /* mean time per policy call, in get_path or an interval decision (ns) */
     int client_errno, server_errno;
     int path_error;              /* last error of xqc_conn_create_path (0: none) */
     uint64_t cids_counted;       /* delivered connection IDs XQUIC had not counted (count_delivered_cids) */
