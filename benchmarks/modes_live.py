@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(config, dict) or not isinstance(config.get("env"), dict):
         raise ConfigError(f"{a.checkpoint}/config.yaml has no env section")
     env_cfg: dict = config["env"]
-    modes = mode_labels(env_cfg["modes"])  # as the checkpoint names them; LiveEnv refuses parameters XQUIC's set_mode lacks
+    modes = mode_labels(env_cfg["modes"])  # as the checkpoint names them; LiveEnv runs each with its parameters
     reward = dict(env_cfg["reward"])
     env = LiveEnv(resolve_scenarios(a.scenario)[0], a.cc, backend="xquic", decision="interval",
                   interval_ms=float(env_cfg["interval_ms"]), modes=env_cfg["modes"], observation=str(meta["observation"]),

@@ -29,7 +29,7 @@ needs_ext = pytest.mark.skipif(EXT_REASON is not None, reason=EXT_REASON or "")
 needs_live = pytest.mark.skipif(LIVE_REASON is not None, reason=f"live XQUIC tests: {LIVE_REASON}")
 pytestmark = pytest.mark.xquic
 
-from envs.live.xquic import XquicResult, parse_scheduler  # noqa: E402 (plain Python; no extension)
+from envs.live.xquic import XquicResult, parse_scheduler, rule_params  # noqa: E402 (plain Python; no extension)
 from envs.scenario import resolve_scenarios  # noqa: E402
 from envs.sim.layout import (COBS_ACKED, COBS_BACKLOG, COBS_ELAPSED, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE,  # noqa: E402
                              OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
@@ -97,6 +97,30 @@ def test_an_interval_policys_modes_are_xquic_schedulers_with_one_set_of_paramete
         XquicBackend.check_scheduler(f"policy={constant_interval_header(tmp_path / 'otias.h', ['minrtt', 'otias'])}")
     with pytest.raises(Exception, match="'wait_rule' has no parameter 'beta'"):
         interval_policy(constant_interval_header(tmp_path / "beta.h", ["minrtt", "wait_rule(beta=1)"]))
+
+
+
+@needs_ext
+def test_live_env_runs_each_xquic_mode_with_its_parameters():
+    """mpsched/Live-v0 over XQUIC takes modes with parameters, as the simulator's configs write them
+    or as labels, and hands them to the transfer's C rules; one rule twice with different
+    parameters, or a parameter its rule lacks, is refused before any testbed is built (until
+    2026-11-30 any parameter was refused, so a learner over ``wait_rule(k=1.25)`` could not run live)."""
+    from envs.live.env import LiveEnv
+    from envs.live.system import LiveError
+    from envs.live.xquic import XquicTransfer
+    specs = [("minrtt", {}), ("wait_rule", {"k": 1.25})]
+    for modes in (["minrtt", {"scheduler": "wait_rule", "params": {"k": 1.25}}], ["minrtt", "wait_rule(k=1.25)"]):
+        assert LiveEnv(S3, "cubic", backend="xquic", modes=modes)._mode_specs == specs
+    tr = XquicTransfer(None, "cubic", small(S3, 1).workload, scheduler="minrtt", modes=specs)
+    assert tr.rules["wait_k"] == 1.25 and tr.rules == {**rule_params("minrtt"), "wait_k": 1.25}
+    with pytest.raises(LiveError, match="'wait_rule' with two sets of parameters"):
+        LiveEnv(S3, "cubic", backend="xquic", modes=["wait_rule(k=1)", "wait_rule(k=2)"])
+    with pytest.raises(LiveError, match="'wait_rule' has no parameter 'beta'"):
+        LiveEnv(S3, "cubic", backend="xquic", modes=["minrtt", "wait_rule(beta=1)"])
+    with pytest.raises(LiveError, match="not as scheduler_params"):
+        XquicTransfer(None, "cubic", small(S3, 1).workload, scheduler="wait_rule", scheduler_params={"k": 2.0},
+                      modes=specs)
 
 
 # ------------------------------------------------------------------ the C rules (extension, no network)
@@ -642,6 +666,33 @@ def test_live_env_with_xquic_applies_each_action_for_the_next_interval():
         assert done and info["episode_metrics"]["goodput_mbps"] > 5
         iv = tr.intervals()  # XQUIC's own record of the scheduler in force every 50 ms
         assert set(np.unique(iv["mode"])) == {mpsched_xquic.MODES.index("minrtt"), mpsched_xquic.MODES.index("rr")}
+    finally:
+        env.close()
+
+
+@needs_live
+@pytest.mark.live
+def test_live_env_with_xquic_runs_a_mode_with_its_parameters():
+    """``wait_rule(k=0)`` waits for the fast path whenever it is blocked (fast_only); on ispras_s3's
+    two equal paths the rule at its default k 1 sends on the other path then. Asked for it at every
+    decision, mpsched/Live-v0 leaves the second path only what minRTT sent before the first one."""
+    import gymnasium as gym
+    import envs  # noqa: F401 (registers the environments)
+    env = gym.make("mpsched/Live-v0", scenario=small(S3, 10), cc="cubic", backend="xquic",
+                   modes=["minrtt", "wait_rule(k=0)"], interval_ms=50, observation="leeyoo", verify=False)
+    try:
+        env.reset(seed=0)
+        tr = env.unwrapped.transfer
+        assert tr.rules["wait_k"] == 0.0
+        done, steps = False, 0
+        while not done and steps < 400:
+            _, _, term, trunc, info = env.step(1)
+            done, steps = term or trunc, steps + 1
+        assert done and info["episode_metrics"]["completion_s"] < 10
+        path = np.asarray(info["episode_metrics"]["per_path_goodput_mbps"])
+        assert path[1] < 0.25 * path.sum(), path  # half, or near it, at k 1
+        iv = tr.intervals()
+        assert (iv["mode"][iv["t"] > 0.15] == mpsched_xquic.MODES.index("wait_rule")).all()
     finally:
         env.close()
 

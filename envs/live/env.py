@@ -11,8 +11,10 @@ With ``backend="mptcp"`` the scheduler is the kernel's: actions (one of ``modes`
 simulator's interval mode, so the same agent fits) are accepted and recorded but not applied
 (``info["action_applied"] is False``); the environment observes and measures. With
 ``backend="xquic"`` the action sets XQUIC's scheduler for the next interval (``modes``: XQUIC
-schedulers by name, e.g. ``["minrtt", "rr"]``, the default; LEEYOO-style online learning on a
-real transport); its telemetry is XQUIC's per-path state, recorded inside the scheduler every
+schedulers by name, e.g. ``["minrtt", "rr"]``, the default, with parameters as labels,
+``"wait_rule(k=1.25)"``, or as the simulator's configs write them, ``{"scheduler": "wait_rule",
+"params": {"k": 1.25}}``; one set of parameters per rule;
+LEEYOO-style online learning on a real transport); its telemetry is XQUIC's per-path state, recorded inside the scheduler every
 ``telemetry_ms``. Create, step and
 close it from one long-lived thread (the delay lines are tied to the thread that started them).
 """
@@ -34,10 +36,22 @@ from envs.live.backends import get_backend
 from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.live.verification import start_verified
+from envs.plugins import parse_scheduler_label
 from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import LiveOptions, check_field
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
+
+
+def _mode_spec(mode: Mapping | str) -> tuple[str, Mapping[str, object]]:
+    """(scheduler, params) of a mode given by label (``"wait_rule(k=1.25)"``) or as the
+    simulator's configs write it (``{"scheduler": "wait_rule", "params": {"k": 1.25}}``)."""
+    if isinstance(mode, str):
+        return parse_scheduler_label(mode)
+    params = mode.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"mode {dict(mode)}: params must be a mapping of parameter names to values")
+    return str(mode.get("scheduler")), dict(params)
 
 
 class LiveEnv(gym.Env):
@@ -63,13 +77,11 @@ class LiveEnv(gym.Env):
             raise ConfigError(f"interval_ms must be > 0, got {interval_ms}")
         self.interval_s = interval_ms / 1000.0
         self.modes = tuple(modes) if modes else DEFAULT_INTERVAL_MODES
-        self._mode_names = [m if isinstance(m, str) else m.get("scheduler") for m in self.modes]
+        # (scheduler, params) per mode; a backend that sets the scheduler runs each with its params
+        self._mode_specs = [_mode_spec(m) for m in self.modes]
+        self._mode_names = [name for name, _ in self._mode_specs]
         if self.backend.controls_scheduler:
-            bad = [m for m in self.modes if not isinstance(m, str) and m.get("params")]
-            if bad:
-                raise ConfigError(f"backend {backend!r} takes modes by scheduler name without params, got {bad}")
-            for name in self._mode_names:
-                self.backend.check_scheduler(name)
+            self.backend.check_modes(self._mode_specs)
         rng = np.random.default_rng(seed)
         self.scenario = self.scenario_spec.sample(rng) if self.scenario_spec.is_distribution else self.scenario_spec
         self.P = len(self.scenario.paths)
@@ -107,7 +119,7 @@ class LiveEnv(gym.Env):
             self.testbed = start_verified(  # a verification the machine left inconclusive is tried again
                 partial(Testbed, self.scenario, emulation=self.emulation, seed=self.seed_, mss=self.mss,
                         verify=self.verify), self.verify_attempts if self.verify else 1)
-        first = {"scheduler": self._mode_names[0]} if self.backend.controls_scheduler else {}
+        first = {"scheduler": self._mode_names[0], "modes": self._mode_specs} if self.backend.controls_scheduler else {}
         self.transfer = self.backend.transfer(self.testbed, self.cc, self.scenario.workload, self.telemetry_ms, **first)
         self.transfer.start()
         self.decisions, self.actions = 0, []

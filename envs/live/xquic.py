@@ -34,7 +34,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,27 +156,35 @@ class IntervalPolicy:
     rules: Mapping[str, float] = field(default_factory=dict)
 
 
+def mode_rules(modes: Iterable[tuple[str, Mapping[str, object]]], owner: str) -> tuple[tuple[str, ...], dict[str, float]]:
+    """XQUIC's scheduler for each of ``modes`` (a scheduler name and its parameters: an interval
+    policy's modes, or those ``mpsched/Live-v0`` switches between) and the C rules' parameters they
+    set, every other rule at the simulator's defaults (the extension's keyword arguments). A mode
+    XQUIC does not have, a parameter its rule does not take, or one rule twice with different
+    parameters (the extension keeps one set per rule) is refused, naming ``owner``."""
+    names, rules, seen = [], rule_params("policy"), dict[str, dict[str, float]]()
+    for name, params in modes:
+        mode, _ = parse_scheduler(name)
+        own = {kw: v for kw, v in rule_params(mode, params).items() if kw in RULE_PARAMS.get(mode, {}).values()}
+        if seen.setdefault(mode, own) != own:
+            raise LiveError(f"{owner}: modes {mode!r} with two sets of parameters ({seen[mode]} and {own}); "
+                            "XQUIC runs one set per scheduler")
+        rules.update(own)
+        names.append(mode)
+    return tuple(names), rules
+
+
 def interval_policy(header: Path) -> IntervalPolicy:
     """The header's interval decision as XQUIC runs it (``IntervalPolicy``; empty for a per-packet
-    policy). A mode XQUIC does not have, or one rule twice with different parameters (the extension
-    keeps one set per rule), is refused, naming it."""
+    policy), its modes checked by ``mode_rules``."""
     info = header_info(header.read_text())
     if info["decision"] != "interval":
         return IntervalPolicy()
     if not getattr(extension(), "INTERVAL_POLICIES", False):
         raise LiveError("the installed mpsched_xquic extension runs no interval policy (decision mode interval): "
                         "rebuild it with python -m envs.live.setup --xquic")
-    modes, rules, seen = [], rule_params("policy"), dict[str, dict[str, float]]()
-    for label in info["modes"]:
-        name, params = parse_scheduler_label(label)
-        mode, _ = parse_scheduler(name)
-        own = {kw: v for kw, v in rule_params(mode, params).items() if kw in RULE_PARAMS.get(mode, {}).values()}
-        if seen.setdefault(mode, own) != own:
-            raise LiveError(f"policy {header}: modes {mode!r} with two sets of parameters ({seen[mode]} and {own}); "
-                            "XQUIC runs one set per scheduler")
-        rules.update(own)
-        modes.append(mode)
-    return IntervalPolicy(tuple(modes), float(info["interval_ms"]), rules)
+    modes, rules = mode_rules((parse_scheduler_label(label) for label in info["modes"]), f"policy {header}")
+    return IntervalPolicy(modes, float(info["interval_ms"]), rules)
 
 
 def policy_library(header: Path) -> str:
@@ -248,7 +256,7 @@ class XquicTransfer:
     def __init__(self, testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0,
                  scheduler: str = "minrtt", decision_every: int = 0, max_duration_s: float = 600.0,
                  scheduler_params: Mapping[str, object] | None = None, seed: int = 0,
-                 pacing: bool | None = None) -> None:
+                 pacing: bool | None = None, modes: Sequence[tuple[str, Mapping[str, object]]] = ()) -> None:
         self.tb, self.cc = testbed, XquicBackend.check(cc)
         # XQUIC's pacer (conn_settings.pacing_on); None: as bindings/ sets it, for bbr and bbr2 only
         self.pacing = -1 if pacing is None else int(pacing)
@@ -265,8 +273,13 @@ class XquicTransfer:
         if not telemetry_ms > 0:
             raise LiveError(f"live.telemetry_ms must be > 0, got {telemetry_ms}")
         self.telemetry_ms, self.decision_every = float(telemetry_ms), int(decision_every)
-        # the C rules' parameters (RULE_PARAMS), and those an interval policy's modes set
-        self.rules = {**rule_params(self.mode, scheduler_params), **self.interval.rules}
+        # the C rules' parameters (RULE_PARAMS): the scheduler's, those of the modes ``set_mode``
+        # switches between (mpsched/Live-v0), and those an interval policy's modes set
+        if modes and scheduler_params:
+            raise LiveError("give the parameters of the schedulers set_mode switches between with their modes, "
+                            "not as scheduler_params")
+        switched = mode_rules(modes, "the transfer's modes")[1] if modes else {}
+        self.rules = {**rule_params(self.mode, scheduler_params), **switched, **self.interval.rules}
         self.seed = int(seed)
         self.done = threading.Event()
         self.t0: float | None = None
@@ -498,11 +511,18 @@ class XquicBackend:
         return scheduler
 
     @staticmethod
+    def check_modes(modes: Sequence[tuple[str, Mapping[str, object]]]) -> tuple[str, ...]:
+        """XQUIC's scheduler for each of the modes ``set_mode`` switches between (name and
+        parameters), checked by ``mode_rules``."""
+        return mode_rules(modes, "mpsched/Live-v0 modes")[0]
+
+    @staticmethod
     def transfer(testbed, cc: str, workload: WorkloadSpec, telemetry_ms: float = 10.0, scheduler: str = "minrtt",
-                 decision_every: int = 0, scheduler_params: Mapping[str, object] | None = None) -> XquicTransfer:
+                 decision_every: int = 0, scheduler_params: Mapping[str, object] | None = None,
+                 modes: Sequence[tuple[str, Mapping[str, object]]] = ()) -> XquicTransfer:
         return XquicTransfer(testbed, cc, workload, telemetry_ms, scheduler, decision_every,
-                             scheduler_params=scheduler_params)
+                             scheduler_params=scheduler_params, modes=modes)
 
 
 __all__ = ["CCS", "RULE_PARAMS", "SCHEDULERS", "IntervalPolicy", "XquicBackend", "XquicResult", "XquicTransfer", "extension",
-           "interval_policy", "paths_validated", "parse_scheduler", "records_to_sim", "rule_params"]
+           "interval_policy", "mode_rules", "paths_validated", "parse_scheduler", "records_to_sim", "rule_params"]
