@@ -5,10 +5,12 @@ name, with the newest intact one of the same agent offered."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,27 @@ FILES = "files"  # meta.json's key: {relative path: sha256} of every other file
 # what must match between a checkpoint and the environment it is used in
 INTERFACE = ("agent", "kind", "observation", "n_features", "n_actions", "n_paths", "decision")
 REQUIRED = ("spec", "n_features", "n_actions")
+
+
+# the libraries a trained policy's numbers depend on beside the seed (meta.json's ``software``)
+LIBRARIES = ("torch", "stable-baselines3", "numpy", "numba", "gymnasium")
+
+
+@functools.cache
+def software() -> dict[str, str]:
+    """The versions of ``LIBRARIES`` and the CPU capability torch dispatches its kernels for: the
+    same seed trains the same policy only where these are the same (a policy trained elsewhere
+    can differ to the last weight; docs/transfer.md, "dqn_modes at 20 runs in every cell")."""
+    import torch
+
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    out["torch_cpu_capability"] = str(torch.backends.cpu.get_cpu_capability())
+    return out
 
 
 def save(directory: Path, agent: Agent, meta: dict[str, Any], config_yaml: str) -> Path:

@@ -490,7 +490,8 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         def save(finished: bool, directory: Path = ckpt_dir, **extra: Any) -> None:
             meta = {**s.interface, "spec": s.agent_spec, "seed": s.seed, "steps_done": progress.steps,
                     "steps_target": s.steps, "finished": finished, "config_hash": s.config_hash,
-                    "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs), **extra}
+                    "scenarios": [sc.name for sc in s.scenarios], "ccs": list(s.ccs),
+                    "software": checkpoint.software(), **extra}
             try:
                 meta["mlflow_run_id"] = where()[0]
             except Exception:  # the MLflow run did not start: the training done so far is kept all the same

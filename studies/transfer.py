@@ -291,7 +291,7 @@ def train_preset(overrides: list[str], agents_dir: Path, tracking_uri: str | Non
 def policy_record(p: Policy, features: Sequence[str]) -> Record:
     meta = {k: p.meta.get(k) for k in ("agent", "kind", "observation", "decision", "seed", "steps_done",
                                        "config_hash", "scenarios", "ccs", "mlflow_run_id", "selected_step",
-                                       "validation_score")}
+                                       "validation_score", "software")}
     sha = hashlib.sha256(p.header.read_bytes()).hexdigest()[:16]
     if p.meta.get("decision") == "interval":  # what XQUIC runs: the header's own modes and interval
         info = header_info(p.header.read_text())
@@ -638,7 +638,9 @@ def _training_line(pol: dict[str, Any]) -> str:
     sel = tr.get("select", "last")
     if sel == "validation" and pol.get("selected_step") is not None:
         sel += f" (step {pol['selected_step']}, score {pol.get('validation_score', math.nan):.3f})"
-    return f"Training: simulator stack {tr.get('stack')}; randomisation: {drawn}; checkpoint selection: {sel}."
+    sw = pol.get("software")
+    libs = "; software: " + ", ".join(f"{k} {v}" for k, v in sw.items()) if sw else ""
+    return f"Training: simulator stack {tr.get('stack')}; randomisation: {drawn}; checkpoint selection: {sel}{libs}."
 
 
 def _cell(v: tuple[float, float, int] | None) -> str:

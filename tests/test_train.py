@@ -9,6 +9,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pytest
+import torch
 
 from agents import checkpoint
 from agents.training import run
@@ -127,6 +128,9 @@ def test_sb3_agents_train_checkpoint_load_and_act(tmp_path, agent):
         assert meta["modes"] == ["minrtt", "wait_rule"] and meta["interval_ms"] == 50.0
     else:
         assert "modes" not in meta
+    # what the policy's weights depend on beside its seed
+    assert meta["software"]["torch"] == torch.__version__.split("+")[0]  # without the local build tag
+    assert set(meta["software"]) == {*checkpoint.LIBRARIES, "torch_cpu_capability"}
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     run_info = client.get_run(result["run_id"])
     assert run_info.info.status == "FINISHED"
