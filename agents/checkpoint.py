@@ -32,9 +32,9 @@ LIBRARIES = ("torch", "stable-baselines3", "numpy", "numba", "gymnasium")
 
 @functools.cache
 def software() -> dict[str, str]:
-    """The versions of ``LIBRARIES`` and the CPU capability torch dispatches its kernels for: the
-    same seed trains the same policy only where these are the same (a policy trained elsewhere
-    can differ to the last weight; docs/transfer.md, "dqn_modes at 20 runs in every cell")."""
+    """The versions of ``LIBRARIES`` and the CPU capability torch dispatches its kernels for: with
+    other versions, or on another machine, the same seed can train other weights (docs/transfer.md,
+    "`dqn_modes` at 20 runs in every cell, trained on another machine")."""
     import torch
 
     out = {}

@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--checkpoint", type=Path, help="continue a checkpoint of the same agent and modes")
     ap.add_argument("--scenario", default="ispras_s1")
     ap.add_argument("--cc", default="bbr2")
-    ap.add_argument("--modes", nargs="+", default=list(DEFAULT_MODES), help="XQUIC schedulers, one per action, with parameters as labels: wait_rule(k=1.25)")
+    ap.add_argument("--modes", nargs="+", default=list(DEFAULT_MODES),
+                    help="XQUIC schedulers, one per action, with parameters as labels: wait_rule(k=1.25)")
     ap.add_argument("--interval-ms", type=float, default=50.0)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--file-mb", type=float, default=10.0)

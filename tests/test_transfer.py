@@ -393,6 +393,10 @@ def test_the_record_says_how_the_policy_was_trained(tmp_path):
     text = write_report(r, tmp_path)["report.md"].read_text()
     assert "Training: simulator stack xquic; randomisation: " in text and "stack_factor [0.9, 1.1]" in text
     assert "checkpoint selection: validation (step 40000, score 1.010)." in text
+    # the libraries the policy was trained with, where its checkpoint names them (meta.json's software)
+    r.policy["software"] = {"torch": "2.15.0", "torch_cpu_capability": "AVX512"}
+    text = write_report(r, tmp_path)["report.md"].read_text()
+    assert "score 1.010); software: torch 2.15.0, torch_cpu_capability AVX512." in text
 
 
 def test_live_provenance_is_one_record_for_every_live_tool():

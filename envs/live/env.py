@@ -13,10 +13,10 @@ simulator's interval mode, so the same agent fits) are accepted and recorded but
 ``backend="xquic"`` the action sets XQUIC's scheduler for the next interval (``modes``: XQUIC
 schedulers by name, e.g. ``["minrtt", "rr"]``, the default, with parameters as labels,
 ``"wait_rule(k=1.25)"``, or as the simulator's configs write them, ``{"scheduler": "wait_rule",
-"params": {"k": 1.25}}``; one set of parameters per rule;
-LEEYOO-style online learning on a real transport); its telemetry is XQUIC's per-path state, recorded inside the scheduler every
-``telemetry_ms``. Create, step and
-close it from one long-lived thread (the delay lines are tied to the thread that started them).
+"params": {"k": 1.25}}``; one set of parameters per rule; LEEYOO-style online learning on a real
+transport); its telemetry is XQUIC's per-path state, recorded inside the scheduler every
+``telemetry_ms``. Create, step and close it from one long-lived thread (the delay lines are tied
+to the thread that started them).
 """
 
 from __future__ import annotations
