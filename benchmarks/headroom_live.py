@@ -37,7 +37,7 @@ from envs.errors import ConfigError  # noqa: E402
 from envs.live.provenance import load_average, provenance  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
 from envs.live.system import LiveError  # noqa: E402
-from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.testbed import verified  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
 from envs.plugins import parse_scheduler_label  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
@@ -109,7 +109,7 @@ def main() -> None:
     prov["load_before"] = prov.pop("load_avg")
     record = {"scenario": scen.name, "cc": a.cc, "workload": scen.workload.model_dump(mode="json"), **prov,
               "stack": f"XQUIC {ext.XQUIC_COMMIT}", "schedulers": list(scheds), "runs": []}
-    with Testbed(scen, verify=True) as tb:
+    with verified(scen) as tb:
         record["verification"] = tb.verification.table() if tb.verification is not None else "not run"
         for run in range(a.runs):
             for name, (sched, params) in scheds.items():
@@ -134,4 +134,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import ending
+
+    with ending():  # a failed verification or a refused input: one line, not a traceback
+        main()

@@ -26,7 +26,7 @@ from envs.plugins import scheduler_names  # noqa: E402
 from envs.evaluation import evaluate_heuristic  # noqa: E402
 from envs.sim.simulator import SimConfig  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
-from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.testbed import verified  # noqa: E402
 from envs.live.xquic import CCS, SCHEDULERS, XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 from envs.sim.stacks import profile  # noqa: E402
@@ -71,7 +71,7 @@ def main() -> None:
           f"{'sim Mbit/s':>10s}", flush=True)
     for name in a.scenarios.split(","):
         scen = resolve_scenarios(name)[0].with_workload(file_mb=a.file_mb)
-        with Testbed(scen, verify=True) as tb:
+        with verified(scen) as tb:
             for cc in a.ccs.split(","):
                 for sched in a.schedulers.split(","):
                     live = live_cell(tb, cc, sched, a.runs)
@@ -90,4 +90,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import ending
+
+    with ending():  # a failed verification or a refused input: one line, not a traceback
+        main()

@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 from envs.metrics import mean_ci  # noqa: E402
 from envs.live.setup import unavailable_reason  # noqa: E402
-from envs.live.testbed import Testbed  # noqa: E402
+from envs.live.testbed import verified  # noqa: E402
 from envs.live.xquic import XquicBackend, extension  # noqa: E402
 from envs.scenario import resolve_scenarios  # noqa: E402
 
@@ -103,7 +103,7 @@ def main() -> None:
     scheds = {"minrtt": "minrtt", **{k: f"policy={h}" for k, h in headers.items()}}
     goodput: dict[str, list[float]] = {k: [] for k in scheds}
     ns: dict[str, list[float]] = {k: [] for k in headers}
-    with Testbed(scen, verify=True) as tb:
+    with verified(scen) as tb:
         for run in range(a.runs):
             for name, sched in scheds.items():
                 r = XquicBackend.transfer(tb, a.cc, scen.workload, 10.0, sched).run()
@@ -123,4 +123,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import ending
+
+    with ending():  # a failed verification or a refused input: one line, not a traceback
+        main()

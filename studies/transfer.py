@@ -70,7 +70,6 @@ from envs.metrics import mean_ci
 from envs.plugins import cc_id
 from envs.policy_library import header_info
 from envs.scenario import Scenario, resolve_scenarios
-from envs.schema import LiveOptions
 from envs.sim.stacks import BACKEND_STACK, check_ccs
 
 POLICY = "policy"
@@ -362,16 +361,13 @@ def measure_live(p: Policy, scenario: Scenario, cc: str, runs: dict[str, int], d
     An interval policy's features are those of its own decisions (every one XQUIC made), beside
     each mode's share of them."""
     from envs.live.dataset import BlockedDecisions, policy_decision_features, run_transfer
-    from envs.live.testbed import Testbed
-    from envs.live.verification import verified_testbed
+    from envs.live.testbed import verified
 
     tallies = {name: LiveTally() for name in runs}
     sched = {name: live_scheduler(p, name) for name in runs}
     interval = header_info(p.header.read_text()).get("modes", [])  # an interval policy's modes
     date = utc_now()
-    with verified_testbed(functools.partial(Testbed, scenario, verify=True), LiveOptions.verify_attempts,
-                          on_failure=lambda attempt, err: say(f"  verification attempt {attempt}: "
-                                                              f"{str(err).splitlines()[0]}")) as tb:
+    with verified(scenario, say=lambda line: say(f"  {line}")) as tb:
         for i in range(max(runs.values())):
             for name, n in runs.items():
                 if i >= n:

@@ -141,10 +141,10 @@ def record(scenario: Any, cc: str, scheduler: str, runs: int, observation: str, 
     """``runs`` live XQUIC transfers of ``scheduler`` on one verified testbed: their blocked
     decisions, with provenance (XQUIC commit, kernel, every run's goodput and load average)."""
     from envs.live.provenance import load_average, provenance
-    from envs.live.testbed import Testbed
+    from envs.live.testbed import verified
 
     parts, runs_info = [], []
-    with Testbed(scenario, verify=True) as tb:
+    with verified(scenario, say) as tb:
         for i in range(runs):
             r, d = run_transfer(tb, cc, scenario.workload, scheduler, decision_every, observation)
             g = float(r.metrics()["goodput_mbps"][0])

@@ -27,6 +27,7 @@ is still there.
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import os
@@ -34,8 +35,11 @@ import signal
 import socket
 import time
 import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envs.live import delayline
 from envs.live.emulation import MODES, Direction, LinkEmulation, plan
@@ -390,6 +394,20 @@ class Testbed:
                          f"delay {d.delay_ms:g} ms, jitter {d.jitter_ms:g} ms, loss {d.loss_pct:g} %"
                          + ("" if d.reorder or not d.jitter_ms else " (order-preserving)"))
         return "\n".join(lines)
+
+
+def verified(scenario: Scenario, say: Callable[[str], None] = print, **kwargs: Any) -> AbstractContextManager[Testbed]:
+    """A verified ``Testbed(scenario, **kwargs)`` for a ``with`` block, closed at its end: built again
+    when its verification fails, up to ``live.verify_attempts`` builds (a marginal reading on a busy
+    machine passes on the next), each failure said in one line by ``say``; after the last, its
+    ``VerificationError`` says what did not match. How the live tools get their testbed."""
+    from envs.live.verification import verified_testbed
+    from envs.schema import LiveOptions
+
+    attempts = LiveOptions.verify_attempts
+    return verified_testbed(functools.partial(Testbed, scenario, verify=True, **kwargs), attempts,
+                            on_failure=lambda attempt, err: say(f"verification attempt {attempt} of {attempts} "
+                                                                f"failed: {str(err).splitlines()[0]}"))
 
 
 @atexit.register
