@@ -313,6 +313,23 @@ def test_with_the_fixed_c_wait_rule_its_live_gain_on_ispras_s2_is_within_the_ci(
         assert 0 < m < h < 1.0  # above minRTT by the point estimate, within the paired CI
 
 
+def test_on_the_evening_machine_the_wait_rule_alone_is_level_with_minrtt_on_ispras_s2():
+    """``tests/data/headroom_live_waitrule_evening_20261130.json``: the rule at k = 1 (``dqn_modes``'
+    mode) against minRTT on ispras_s2 under BBRv1, 20 alternating pairs on the machine (kernel
+    ``-fc-v657``) where the preset's four seeds gained +3.5% pooled and the network that runs the
+    rule at 85% of its decisions +0.5%: the rule alone -0.1%, within the paired CI, as on the
+    afternoon's machine (docs/transfer.md, "Seeds 1-3 on ispras_s2 under BBRv1")."""
+    from envs.metrics import mean_ci
+    (rec,) = json.loads((LIVE.parent / "headroom_live_waitrule_evening_20261130.json").read_text())["cells"]
+    assert (rec["scenario"], rec["cc"], rec["kernel"]) == ("ispras_s2", "bbr", "6.18.44-fc-v657")
+    assert "passed" in rec["verification"]
+    runs = {s: np.array([r["goodput_mbps"] for r in rec["runs"] if r["scheduler"] == s]) for s in ("minrtt", "wait_rule")}
+    assert len(runs["minrtt"]) == len(runs["wait_rule"]) == 20
+    assert all(r["outcome"] == "finished" for r in rec["runs"])
+    m, h = mean_ci(runs["wait_rule"] - runs["minrtt"])
+    assert -0.1 < m < 0 < h < 2.0  # -0.04 +- 1.88 Mbit/s
+
+
 def test_live_modes_record_beats_minrtt_beyond_its_ci():
     """``tests/data/modes_live_20261130.json`` (``python -m benchmarks.modes_live``): agent=dqn_modes,
     trained in the simulator (seed 0, ispras_s1-s3 under BBRv1), picking XQUIC's scheduler every
