@@ -9,6 +9,7 @@ not depend on which examples a run happened to draw (Hypothesis docs, "Settings:
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,13 @@ def _sb3_log_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _entry_point_run_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where ``run_script`` puts the Hydra run directories of the entry points it runs: under
+    pytest's temporary directory, not the checkout's ``outputs/``."""
+    os.environ.setdefault("MPSCHED_TEST_RUNS", str(tmp_path_factory.mktemp("runs")))
+
+
 def compose_config(name: str, *overrides: str, config_dir: Path = ROOT / "configs") -> DictConfig:
     """``<config_dir>/<name>.yaml`` composed as its entry point composes it, with command-line
     overrides (``compose_config("train", "agent=dqn", "train.steps=400")``)."""
@@ -46,7 +54,12 @@ def compose_config(name: str, *overrides: str, config_dir: Path = ROOT / "config
 
 
 def run_script(script: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python <script> <args>`` from the repository's root, its output captured as text."""
+    """``python <script> <args>`` from the repository's root, its output captured as text. A Hydra
+    entry point given no ``hydra.run.dir`` writes its run directory under a temporary directory,
+    not into the checkout's ``outputs/``."""
+    if script in ("train.py", "evaluate.py", "tune.py") and not any(a.startswith("hydra.run.dir=") for a in args):
+        runs = os.environ.get("MPSCHED_TEST_RUNS")  # set for the session by _entry_point_run_directory
+        args = (*args, f"hydra.run.dir={tempfile.mkdtemp(prefix=f'{Path(script).stem}-', dir=runs)}")
     return subprocess.run([sys.executable, script, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
