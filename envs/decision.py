@@ -21,7 +21,7 @@ from numba import njit
 from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, evaluate, feature_set, table
 import envs.metrics  # noqa: F401 (loads scipy once, at construction)
-from envs.plugins import scheduler_id, scheduler_label, scheduler_params
+from envs.plugins import parse_scheduler_label, scheduler_id, scheduler_label, scheduler_params
 from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.sim import kernel
 from envs.sim.layout import (CN_ADVISE, CN_DONE, CN_MODE_UNTIL, CN_MSS, CN_N_SUB, CN_SCHED, CN_T, COBS_ACKED,
@@ -36,6 +36,22 @@ def mode_labels(modes: Sequence[Mapping | str]) -> list[str]:
     """Interval modes (names or ``{scheduler, params}``) as one label each
     (``envs.plugins.scheduler_label``): how a checkpoint's meta and an exported header name them."""
     return [m if isinstance(m, str) else scheduler_label(str(m["scheduler"]), m.get("params")) for m in modes]
+
+
+def mode_specs(modes: Sequence[Mapping | str]) -> list[tuple[str, Mapping[str, object]]]:
+    """Interval modes given by label (``"wait_rule(k=1.25)"``, ``envs.plugins.parse_scheduler_label``)
+    or as the configs write them (``{scheduler, params}``) as (scheduler, params) pairs: how a live
+    transport is handed them (``mpsched/Live-v0``)."""
+    out: list[tuple[str, Mapping[str, object]]] = []
+    for m in modes:
+        if isinstance(m, str):
+            out.append(parse_scheduler_label(m))
+            continue
+        params = m.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"mode {dict(m)}: params must be a mapping of parameter names to values")
+        out.append((str(m.get("scheduler")), dict(params)))
+    return out
 
 
 @dataclass(frozen=True)

@@ -29,29 +29,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.decision import DEFAULT_INTERVAL_MODES, DecisionSpec
+from envs.decision import DEFAULT_INTERVAL_MODES, DecisionSpec, mode_specs
 from envs.errors import ConfigError
 from envs.features import CLIP, compute, feature_set, table
 from envs.live.backends import get_backend
 from envs.live.system import LiveError
 from envs.live.testbed import Testbed
 from envs.live.verification import start_verified
-from envs.plugins import parse_scheduler_label
 from envs.rewards import SNAP_ELAPSED, RewardSpec, reward_and_snapshot, snapshot_width
 from envs.scenario import ScenarioLike, resolve_scenarios
 from envs.schema import LiveOptions, check_field
 from envs.sim.layout import COBS_ACKED, COBS_ELAPSED, N_COBS, N_OBS
-
-
-def _mode_spec(mode: Mapping | str) -> tuple[str, Mapping[str, object]]:
-    """(scheduler, params) of a mode given by label (``"wait_rule(k=1.25)"``) or as the
-    simulator's configs write it (``{"scheduler": "wait_rule", "params": {"k": 1.25}}``)."""
-    if isinstance(mode, str):
-        return parse_scheduler_label(mode)
-    params = mode.get("params") or {}
-    if not isinstance(params, Mapping):
-        raise ConfigError(f"mode {dict(mode)}: params must be a mapping of parameter names to values")
-    return str(mode.get("scheduler")), dict(params)
 
 
 class LiveEnv(gym.Env):
@@ -78,7 +66,7 @@ class LiveEnv(gym.Env):
         self.interval_s = interval_ms / 1000.0
         self.modes = tuple(modes) if modes else DEFAULT_INTERVAL_MODES
         # (scheduler, params) per mode; a backend that sets the scheduler runs each with its params
-        self._mode_specs = [_mode_spec(m) for m in self.modes]
+        self._mode_specs = mode_specs(self.modes)
         self._mode_names = [name for name, _ in self._mode_specs]
         if self.backend.controls_scheduler:
             self.backend.check_modes(self._mode_specs)
