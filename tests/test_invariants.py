@@ -26,8 +26,9 @@ from envs.scenario import scenario_from_dict
 from envs.sim.layout import (BN_DELIVERED, BN_DEQ, BN_DFWD, BN_DREV, BN_DROPPED, BN_ENQ, BN_JITTER, BN_QCAP,
                              CN_ACKED_EDGE, CN_DONE, CN_DONE_STEP, CN_N_FLOWS, CN_N_SUB, CN_RCV_BYTES,
                              CN_RCV_NXT, CN_RCVBUF, CN_REORDER_MAX, CN_SND_LIMIT, CN_SND_NXT, CN_T,
-                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_OPEN_AT, FL_PATH, FL_RTT_CNT, FL_SCHED, FL_SQ_N,
-                             OBS_ACKED, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS,
+                             COBS_ACKED, COBS_RWND, FL_GOOD, FL_OPEN_AT, FL_PATH, FL_RTT_CNT, FL_SAMPLE_AT, FL_SCHED,
+                             FL_SETUP_RTT, FL_SQ_N, OBS_ACKED, OBS_AVAILABLE, OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT,
+                             OBS_LOSSES, OBS_MIN_RTT, OBS_RETRANS,
                              OBS_RTOS, OBS_RTTVAR, OBS_SENT, OBS_SRTT, OBS_SWND, SQ_K)
 from envs.sim.simulator import SimConfig, Simulator
 
@@ -309,29 +310,72 @@ def test_observations_after_reset_same_with_default_receive_buffer():
     np.testing.assert_array_equal(a.cobs, b.cobs)
 
 
+def _handshake_paths(stack: str, scheduler: str = "minrtt", workload: dict | None = None) -> Simulator:
+    paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
+             {"bandwidth_mbps": 20, "delay_ms": 5}]
+    scen = scenario_from_dict({"name": "hs", "workload": workload or {"type": "file", "file_mb": 0.2}, "paths": paths})
+    sim = Simulator(scen, "cubic", scheduler=scheduler, batch=1, seed=0, config=SimConfig(stack=stack))
+    sim.reset()
+    return sim
+
+
 def test_every_path_starts_with_its_handshake_rtt():
     """RFC 9002 sec. 5.1 / RFC 6298: the handshake is the first RTT sample, so before any data
     is acknowledged each path shows its two-way propagation delay, and minRTT's first packets on
     a path opening later go to it when it is the truly faster one (not to path 0 because every
-    path showed the same placeholder). The second path opens after the stack's path setup
-    (envs/sim/stacks.py path_open_steps; XQUIC: 2 x 40 + 10 = 90 ms); its first sample is its
-    round trip (shorter than XQUIC's 25 ms ACK delay, so the first data is acknowledged first)."""
-    paths = [{"bandwidth_mbps": 20, "delay_ms": 30, "reverse_delay_ms": 10},
-             {"bandwidth_mbps": 20, "delay_ms": 5}]
-    sim = Simulator(scenario_from_dict({"name": "hs", "workload": {"type": "file", "file_mb": 0.2}, "paths": paths}),
-                    "cubic", batch=1, seed=0)
-    sim.reset()
+    path showed the same placeholder). Under Linux the MP_JOIN SYN-ACK gives the joining subflow
+    its sample (tcp_synack_rtt_meas); the subflow opens after the stack's path setup
+    (envs/sim/stacks.py path_open_steps: 40 + 2 x 10 = 60 ms)."""
+    sim = _handshake_paths("linux")
     np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.010])
     np.testing.assert_allclose(sim.obs[0, :2, OBS_MIN_RTT], [0.040, 0.010])
     np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.005])
-    assert sim.fl[0, :2, FL_OPEN_AT].tolist() == [0.0, 90.0]
+    assert sim.fl[0, :2, FL_OPEN_AT].tolist() == [0.0, 60.0]
     sim.advance(1)
     assert sim.obs[0, 0, OBS_SENT] > 0 and sim.obs[0, 1, OBS_SENT] == 0  # only the handshake's path is open
     while sim.obs[0, 1, OBS_SENT] == 0:
         sim.advance(1)
-    assert sim.cn[0, CN_T] == 91  # path 1 sent in step 90, its first as an open path
+    assert sim.cn[0, CN_T] == 61  # path 1 sent in step 60, its first as an open path
     np.testing.assert_allclose(sim.obs[0, 1, OBS_SRTT], 0.010)
     assert sim.fl[0, 1, FL_RTT_CNT] == 0  # chosen on the handshake sample: no data RTT yet (metric)
+
+
+def test_a_new_xquic_path_shows_no_rtt_sample_until_its_first():
+    """A path XQUIC sets up after the handshake (PATH_CHALLENGE, XQUIC: 2 x 40 + 10 = 90 ms) shows
+    its send_ctl's initial values until its first RTT sample (xqc_send_ctl.c: srtt 250 ms, rttvar
+    half of it, latest RTT 0, what bindings/ hands the schedulers), so minRTT gives it packets only
+    when path 0 is blocked, as inside XQUIC; its first sample, a data packet's, sets srtt and rttvar
+    (RFC 9002 sec. 5.3) before the peer's delayed ACK of the PATH_CHALLENGE (25 ms after the path
+    opened, at its round trip plus 25 ms) would have."""
+    sim = _handshake_paths("xquic")
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_SRTT], [0.040, 0.250])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_RTTVAR], [0.020, 0.125])
+    np.testing.assert_allclose(sim.obs[0, :2, OBS_LATEST_RTT], [0.040, 0.0])
+    assert sim.fl[0, :2, FL_OPEN_AT].tolist() == [0.0, 90.0]
+    assert sim.fl[0, 1, FL_SAMPLE_AT] == 115.0 and sim.fl[0, 1, FL_SETUP_RTT] == pytest.approx(0.035)
+    while sim.obs[0, 1, OBS_SENT] == 0:
+        assert sim.obs[0, 1, OBS_LATEST_RTT] == 0.0
+        sim.advance(1)
+    assert sim.cn[0, CN_T] == 91 and sim.obs[0, 0, OBS_AVAILABLE] == 0.0  # opened, and path 0 blocked
+    while sim.obs[0, 1, OBS_LATEST_RTT] == 0.0:
+        sim.advance(1)
+    assert sim.cn[0, CN_T] < 115  # the data's sample came first
+    sample = sim.obs[0, 1, OBS_LATEST_RTT]
+    assert 0.010 <= sample < 0.035
+    assert sim.obs[0, 1, OBS_SRTT] == sample and sim.obs[0, 1, OBS_RTTVAR] == sample / 2.0
+
+
+def test_an_unused_xquic_path_takes_its_setup_sample():
+    """A path that carries no data (fast_only: path 0 is the faster by what the sender sees) has the
+    peer's delayed ACK of its PATH_CHALLENGE as its first sample, 25 ms (XQC_DEFAULT_MAX_ACK_DELAY)
+    after it opened: its round trip plus that delay."""
+    sim = _handshake_paths("xquic", scheduler="fast_only", workload={"type": "bulk", "duration_s": 1.0})
+    while sim.cn[0, CN_T] <= 115:  # steps 0 to 114 done
+        assert sim.obs[0, 1, OBS_LATEST_RTT] == 0.0 and sim.obs[0, 1, OBS_SRTT] == 0.25
+        sim.advance(1)
+    # step 115 done: the sample landed as it began (and makes path 1 the fast path from then on)
+    np.testing.assert_allclose(sim.obs[0, 1, [OBS_SRTT, OBS_RTTVAR, OBS_LATEST_RTT]], [0.035, 0.0175, 0.035])
+    assert sim.fl[0, 1, FL_SAMPLE_AT] == 0.0
 
 
 def test_terminal_send_window_consistent():

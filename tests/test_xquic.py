@@ -205,9 +205,9 @@ def test_the_c_ecf_blest_and_wait_rule_decide_as_the_python_heuristics(name):
     """Random path states (2-3 paths), in sequences so that ECF's hysteresis and BLEST's lambda
     carry over, fed to the Python heuristic (simulator units) and the C rule (XQUIC's units); the
     wait rule at its default k = 1 (envs/schedulers/wait_rule.py).
-    States where the C rules' documented XQUIC differences apply (ECF and BLEST: no RTT sample on
-    the second path; all three: nothing in flight on the fast one) are not drawn; the wait rule's
-    paths are drawn with and without a sample, which it reads alike."""
+    Paths are drawn with and without an RTT sample (ECF and BLEST send a second path without one
+    the packet; the wait rule reads its srtt alike). States where the C rules' documented XQUIC
+    difference applies (nothing in flight on the fast path) are not drawn."""
     from envs.plugins import scheduler_id, scheduler_params
     from envs.plugins.dispatch import pick
     sid, prm = scheduler_id(name), scheduler_params(name, None, 3)
@@ -221,7 +221,7 @@ def test_the_c_ecf_blest_and_wait_rule_decide_as_the_python_heuristics(name):
             cwnd = rng.integers(2, 80, n)
             infl = np.minimum(rng.integers(1, 90, n), cwnd + 5)
             avail = (infl + 1 <= cwnd) & (rng.random(n) < 0.7)
-            sampled = rng.integers(0, 2, n) if name == "wait_rule" else np.ones(n, int)
+            sampled = (rng.random(n) < 0.8).astype(int)
             c_obs = state(srtt_ms, cwnd, infl, avail, rttvar_ms=rng.integers(0, 30, n), sampled=sampled)
             t_us += int(rng.integers(1, 40)) * 1000 + 7  # never exactly one srtt (whole ms) apart
             free = int(rng.choice([rng.integers(0, 3 * MSS), rng.integers(0, 400 * MSS)]))

@@ -13,10 +13,12 @@ packet was sent with at most one MSS of receive window left), down by ``step`` o
 1.3 is the Linux implementation's ``max_lambda`` (which starts at 1.2 and steps +0.04/-0.01 on
 retransmissions; set the parameters to get that).
 
-The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py)
-differs on purpose in two states: a second path without an RTT sample yet (a new QUIC path has
-none until it carries data) gets the packet, and it does not wait for F while F has nothing in
-flight (XQUIC would never call the scheduler again: the connection would stall)."""
+A second path without an RTT sample yet gets the packet (a new XQUIC path has none until the
+peer acknowledges its PATH_CHALLENGE or its first data; ``StackProfile.unsampled_rtt``): the
+rule's estimates would read XQUIC's initial 250 ms there. The C version inside XQUIC
+(bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs on purpose in one state:
+it does not wait for F while F has nothing in flight (XQUIC would never call the scheduler
+again: the connection would stall)."""
 
 from collections.abc import Mapping
 
@@ -25,7 +27,7 @@ from numba import njit
 from envs.plugins import register_scheduler
 from envs.schedulers.base import WAIT
 from envs.errors import out_of_range
-from envs.sim.layout import COBS_ELAPSED, COBS_RWND, OBS_CWND, OBS_INFLIGHT, OBS_SRTT
+from envs.sim.layout import COBS_ELAPSED, COBS_RWND, OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_SRTT
 from envs.sim.roles import blocked_rule
 
 PARAMS = {"lambda": 1.0, "step": 0.1, "lambda_max": 1.3}
@@ -61,6 +63,8 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         return 1 << f
     if s < 0:
         return WAIT
+    if obs[s, OBS_LATEST_RTT] <= 0.0:  # no RTT sample yet
+        return 1 << s
     rtts = obs[s, OBS_SRTT] / obs[f, OBS_SRTT]
     x = mss * (obs[f, OBS_CWND] / mss + (rtts - 1.0) / 2.0) * rtts
     if x * (prm[0] + st[EXTRA]) > free - (obs[s, OBS_INFLIGHT] + mss):

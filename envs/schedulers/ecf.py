@@ -10,10 +10,12 @@ on S. Readings chosen, as in the paper's Linux code: ``k`` is the connection's s
 are congestion windows in packets, ``sigma`` is the RFC 6298 rttvar. Not burst-safe: the answer
 for S depends on the backlog, which each packet sent shrinks.
 
-The C version inside XQUIC (bindings/src/mps_rules.c; parity test in tests/test_xquic.py)
-differs on purpose in two states: a second path without an RTT sample yet (a new QUIC path has
-none until it carries data) gets the packet, and it does not wait for F while F has nothing in
-flight (XQUIC would never call the scheduler again: the connection would stall)."""
+A second path without an RTT sample yet gets the packet (a new XQUIC path has none until the
+peer acknowledges its PATH_CHALLENGE or its first data; ``StackProfile.unsampled_rtt``): the
+rule's estimates would read XQUIC's initial 250 ms there. The C version inside XQUIC
+(bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs on purpose in one state:
+it does not wait for F while F has nothing in flight (XQUIC would never call the scheduler
+again: the connection would stall)."""
 
 from collections.abc import Mapping
 
@@ -22,7 +24,7 @@ from numba import njit
 from envs.plugins import register_scheduler
 from envs.schedulers.base import WAIT
 from envs.errors import out_of_range
-from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_RTTVAR, OBS_SRTT
+from envs.sim.layout import COBS_BACKLOG, OBS_CWND, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT
 from envs.sim.roles import blocked_rule
 
 PARAMS = {"beta": 0.25}  # hysteresis
@@ -41,6 +43,8 @@ def pick(prm, st, obs, cobs, nsub, mss, rng, b):
         return 1 << f
     if s < 0:
         return WAIT
+    if obs[s, OBS_LATEST_RTT] <= 0.0:  # no RTT sample yet
+        return 1 << s
     k = cobs[COBS_BACKLOG] / mss
     w_f = max(obs[f, OBS_CWND] / mss, 1.0)
     w_s = max(obs[s, OBS_CWND] / mss, 1.0)

@@ -249,6 +249,25 @@ def reset_connection(b, state, stack, dt):
         sched[b, k] = 0.0
 
 
+@njit(inline="always", cache=True, _nrt=False)
+def _setup_sample(o, fb, f):
+    """The RTT sample of a path's setup lands (``FL_SETUP_RTT``; ``StackProfile.unsampled_rtt``):
+    under XQUIC the peer's delayed ACK of the PATH_CHALLENGE packet, its round trip plus the ACK
+    delay, unless the ACK of a data packet sent on the path gave its first sample before."""
+    if o[f, OBS_LATEST_RTT] <= 0.0:
+        _first_sample(o, f, fb[f, FL_SETUP_RTT])
+    fb[f, FL_SAMPLE_AT] = 0.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _first_sample(o, f, sample):
+    """A path's first RTT sample sets srtt and rttvar (RFC 6298 sec. 2.2, RFC 9002 sec. 5.3)."""
+    o[f, OBS_SRTT] = sample
+    o[f, OBS_RTTVAR] = sample / 2.0
+    o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], sample)
+    o[f, OBS_LATEST_RTT] = sample
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
 def _apply_schedules(t, conn, now, stks, nsub, nflows):
     """A subflow's path opens when the stack has set it up (``FL_OPEN_AT``). Capacity trace per
@@ -262,6 +281,9 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
             if fb[f, FL_ACTIVE] == 0.0 and t >= fb[f, FL_OPEN_AT]:
                 fb[f, FL_ACTIVE] = 1.0
                 cc_init(int(fb[f, FL_CC]), C, Pc, f, now, _cc_mss(stks[f]))  # the path's CC starts with it
+    for f in range(1, nsub):
+        if fb[f, FL_SAMPLE_AT] > 0.0 and t >= fb[f, FL_SAMPLE_AT]:
+            _setup_sample(conn.obs, fb, f)
     for p in range(int(conn.cn[CN_N_LINKS])):
         idx = int(bnb[p, BN_TRACE_IDX])
         while idx < ct.shape[1] and ct[p, idx, 0] <= t:
@@ -596,9 +618,13 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             rtt = max((t - rg[f, slot, RING_SENT]) * dt, dt)
             # the stack's own sample where it differs from the segment's (RING_RTT_SAMPLE)
             sample = rtt if rg[f, slot, RING_RTT_SAMPLE] <= 0.0 else rg[f, slot, RING_RTT_SAMPLE] * dt
-            # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection)
-            o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - sample)
-            o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * sample
+            # RFC 6298 / RFC 9002 (the handshake gave the first sample, see reset_connection, but
+            # to a path whose setup sample comes late, StackProfile.unsampled_rtt)
+            if o[f, OBS_LATEST_RTT] > 0.0:
+                o[f, OBS_RTTVAR] = 0.75 * o[f, OBS_RTTVAR] + 0.25 * abs(o[f, OBS_SRTT] - sample)
+                o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * sample
+            else:
+                _first_sample(o, f, sample)
             # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters;
             # OBS_MIN_RTT (and RACK's window, recovery.reorder_window) keep the segments' samples
             pkt_rtt = rtt
@@ -1453,7 +1479,8 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
     sticky = blocked or burst(sid)  # the same single path until it is blocked (see _burst)
     # while the stack sets paths up, an unopened path looks unavailable with an infinite RTT to the
     # scheduler and the blocked rule, as bindings/ shows XQUIC's rules the paths not yet active (its
-    # srtt is its setup sample until it opens, which OBS_LATEST_RTT keeps; restored below)
+    # srtt, restored below, is twice its rttvar until its first sample: reset_connection and
+    # StackProfile.unsampled_rtt set both so)
     opening = t < c[CN_PATHS_READY]
     if opening:
         for f in range(1, nsub):
@@ -1529,10 +1556,10 @@ def _schedule(b, snd, t, conn, prm, st, mss, nsub):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _unmask_unopened(o, fb, nsub):
-    """An unopened path's srtt back from infinity to its setup sample (see _schedule)."""
+    """An unopened path's srtt back from infinity (see _schedule)."""
     for f in range(1, nsub):
         if fb[f, FL_ACTIVE] == 0.0:
-            o[f, OBS_SRTT] = o[f, OBS_LATEST_RTT]
+            o[f, OBS_SRTT] = 2.0 * o[f, OBS_RTTVAR]
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

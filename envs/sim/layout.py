@@ -105,7 +105,11 @@ FL_HOLE_UNTIL = 38
 # compression delay is mostly the stack's constant one: the log once, not per step)
 FL_COMP_C = 39
 FL_COMP_LOG = 40
-FL_SQ = 41  # first column of the ring
+# a path set up after the connection under a stack whose setup sample comes late (StackProfile
+# unsampled_rtt): that sample's value (s) and the step it lands (0: none pending)
+FL_SETUP_RTT = 41
+FL_SAMPLE_AT = 42
+FL_SQ = 43  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
 SQ_NEW = -1.0  # SQ_FILL of new data

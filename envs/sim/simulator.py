@@ -362,12 +362,19 @@ class Simulator:
         self.fl[b, :nsub, FL_OPEN_AT] = opens
         self.fl[b, :nsub, FL_ACTIVE] = opens <= 0.0
         cn[CN_PATHS_READY] = opens.max()
-        # a path set up later starts with its setup's RTT sample, which the peer's ACK delay lengthens
-        # where the path's first data, a round trip after the setup packet, comes later than it
+        # a path set up later has its setup's RTT sample, lengthened by the peer's ACK delay: at once
+        # where the setup gives it as the path opens, else path_sample_delay after it opens, until
+        # when the path shows the stack's unsampled RTT (a data packet's sample may come first)
         obs = self.obs[b, 1:nsub]
-        delay = np.where(obs[:, OBS_SRTT] > prof.path_sample_delay, prof.path_sample_delay, 0.0)
-        obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += delay[:, None]
-        obs[:, OBS_RTTVAR] = obs[:, OBS_SRTT] / 2.0
+        if prof.unsampled_rtt is None:
+            obs[:, (OBS_SRTT, OBS_MIN_RTT, OBS_LATEST_RTT)] += prof.path_sample_delay
+            obs[:, OBS_RTTVAR] = obs[:, OBS_SRTT] / 2.0
+        else:
+            self.fl[b, 1:nsub, FL_SETUP_RTT] = obs[:, OBS_SRTT] + prof.path_sample_delay
+            self.fl[b, 1:nsub, FL_SAMPLE_AT] = opens[1:] + max(round(prof.path_sample_delay / dt), 1)
+            obs[:, (OBS_SRTT, OBS_MIN_RTT)] = prof.unsampled_rtt
+            obs[:, OBS_RTTVAR] = prof.unsampled_rtt / 2.0
+            obs[:, OBS_LATEST_RTT] = 0.0
 
     def _configure_workload(self, b: int, scen: Scenario) -> None:
         """Parameters and initial state of the application (``envs/sim/workload.py``)."""

@@ -100,6 +100,10 @@ class StackProfile:
     # the peer's ACK delay in such a path's first RTT sample (s), added to its round trip
     path_setup: str
     path_sample_delay: float
+    # what such a path shows before its first RTT sample: srtt (s; rttvar half of it, no latest
+    # sample) until the setup's sample lands path_sample_delay after the path opens, or a data
+    # packet's comes first (kernel._setup_sample); None: the setup gives the sample as the path opens
+    unsampled_rtt: float | None
     # the scheduler's window check counts the bytes already scheduled on a path, not its pacer: a
     # paced path with window room is not blocked, and what it is given waits on the path until
     # its pacer lets it out, before anything given it later (kernel: FL_SCHED); False: a path
@@ -183,9 +187,12 @@ XQUIC = StackProfile(
     # xqc_maybe_should_ack: fewer than ack_frequency 2 ack-eliciting packets arm the ACK timer;
     # XQC_DEFAULT_MAX_ACK_DELAY 25 ms), and RFC 9002's first sample keeps it (live: 225 ms on a
     # 200 ms path), unless the path's first data, sent a round trip later, arrives before the
-    # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path); until that sample XQUIC
-    # shows XQC_kInitialRtt (250 ms), not modelled
+    # timer (a round trip under 25 ms: live 20.1 ms on a 20 ms path)
     path_sample_delay=0.025,
+    # until then the path shows its send_ctl's initial values (xqc_send_ctl.c xqc_send_ctl_create:
+    # ctl_srtt = initial_rtt, XQC_kInitialRtt_us 250000 in xqc_send_ctl.h; ctl_rttvar = srtt / 2;
+    # ctl_latest_rtt = 0), which bindings/ hands the schedulers (a path without an RTT sample)
+    unsampled_rtt=0.25,
     # scheduler/xqc_scheduler_common.c xqc_scheduler_check_path_can_send: only the window,
     # xqc_send_packet_cwnd_allows(send_ctl, packet_out, path->path_schedule_bytes, 0), i.e.
     # bytes_in_flight + path_schedule_bytes + packet <= cwnd (xqc_send_ctl.c xqc_send_ctl_can_send);
@@ -307,6 +314,7 @@ LINUX = StackProfile(
     # joining subflow waits for the fourth ACK: one round trip of path 0, then two of the path's own
     path_setup="mp_join",
     path_sample_delay=0.0,  # the SYN-ACK answers the MP_JOIN SYN at once (tcp_synack_rtt_meas)
+    unsampled_rtt=None,
     # the simulator's rule as it was before XQUIC's path buffer was modelled: a paced subflow
     # without pacing credit is blocked (docs/transport.md, "The blocked decision")
     path_buffer=False,
