@@ -13,7 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from envs import config
-from envs.errors import ending, finish, hydra_argv
+from envs.errors import ConfigError, ending, finish, hydra_argv
 from envs.evaluation import capped_note, evaluate_heuristic, summary, to_json, to_table
 from envs.live import cli as live_cli  # backend=live, compare=[sim,live] (README "Live runs")
 from studies import spec as study_spec
@@ -52,9 +52,13 @@ def run_study(cfg: DictConfig) -> None:
         print(files["transfer.md"].read_text())
     for key, error in result["failed"].items():
         print(f"failed cell {' / '.join(key)}: {error}")
-    print(f"{len(result['results'])} cells ({len(result['failed'])} failed) in {result['wall_s']:.1f} s; "
-          f"outputs in {files['results.md'].parent}")
+    empty = {key: r["error"] for key, r in result["results"].items() if not r.get("failed") and not r["metrics"]}
+    print(f"{len(result['results'])} cells ({len(result['failed'])} failed, {len(empty)} n/a) in "
+          f"{result['wall_s']:.1f} s; outputs in {files['results.md'].parent}")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}")
+    if len(result["failed"]) + len(empty) == len(result["results"]):  # nothing was measured
+        key, why = next(iter({**empty, **result["failed"]}.items()))
+        raise ConfigError(f"no cell could be evaluated ({' / '.join(key)}: {why})")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,13 @@ instance started on this machine with ``ray.num_cpus`` CPUs (all cores by defaul
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+
+from agents.tracking import PROBE_TIMEOUT_S
+from envs.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 # what a cluster's workers do not need of this checkout (Ray also skips what .gitignore lists)
@@ -16,6 +21,30 @@ EXCLUDES = [".git/", "outputs/", "multirun/", "ray_results/", "mlruns/", "mlflow
 def address(r: Any) -> str | None:
     """The cluster to join: ``ray.address``, else ``$RAY_ADDRESS``; None: a local instance."""
     return (r.get("address") if r is not None else None) or os.environ.get("RAY_ADDRESS") or None
+
+
+def probe(r: Any) -> None:
+    """Refuse a cluster address (``ray.address`` or ``$RAY_ADDRESS``, as ``host:port`` of the head
+    or ``ray://host:port``) whose head does not accept a connection within PROBE_TIMEOUT_S:
+    ``ray.init`` would retry it for minutes. ``auto`` and ``local`` are Ray's own to resolve."""
+    where = address(r)
+    if not where or where in ("auto", "local"):
+        return
+    field = "ray.address" if r is not None and r.get("address") else "RAY_ADDRESS"
+    parsed = urlparse(where if "://" in where else f"gcs://{where}")
+    try:
+        host, port = parsed.hostname, parsed.port
+    except ValueError:  # a port that is not a number
+        host = port = None
+    if not host or port is None:
+        raise ConfigError(f"{field}={where}: give the cluster's head as host:port (its GCS, e.g. 10.0.0.1:6379) "
+                          "or ray://host:port (Ray Client)")
+    try:
+        socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as err:
+        raise ConfigError(f"{field}={where}: the Ray head did not accept a connection within {PROBE_TIMEOUT_S:g} s "
+                          f"({err.strerror or type(err).__name__}); start the cluster (ray start --head), fix the "
+                          f"address, or leave {field} unset for a Ray instance on this machine") from None
 
 
 def connect(r: Any, env_vars: dict[str, str] | None = None) -> bool:
@@ -29,6 +58,7 @@ def connect(r: Any, env_vars: dict[str, str] | None = None) -> bool:
     env_vars = dict(env_vars or {})
     where = address(r)
     if where:
+        probe(r)
         ray.init(address=where, runtime_env={"working_dir": str(ROOT), "env_vars": env_vars, "excludes": EXCLUDES})
         return True
     num_cpus = (r.get("num_cpus") if r is not None else None) or os.cpu_count()  # range: envs.schema.RaySettings

@@ -262,6 +262,7 @@ def sweep(cfg: DictConfig) -> SweepResult:
     if base_cfg.get("scenario_file"):
         base_cfg.scenario_file = str(Path(base_cfg.scenario_file).resolve())
     path = _sweep_path(t, str(cfg.agent.name))
+    cluster.probe(cfg.ray)  # before the sweep's MLflow run starts
 
     uri = tracking.open_store(cfg.mlflow.get("tracking_uri"), cfg.mlflow.experiment)
     state = json.loads((path / STATE_FILE).read_text()) if t.resume else {}

@@ -212,6 +212,13 @@ class RunLog(_Ends):
         import mlflow
         open_store(spec.tracking_uri, spec.experiment)
         own = resumable(spec.resumed_run_id) if spec.resumed_from else None
+        if spec.parent_run_id and not own:
+            from envs.errors import ConfigError
+            try:
+                mlflow.MlflowClient().get_run(spec.parent_run_id)
+            except mlflow.exceptions.MlflowException:
+                raise ConfigError(f"mlflow.parent_run_id={spec.parent_run_id}: no such run in "
+                                  f"{mlflow.get_tracking_uri()}") from None
         active = mlflow.start_run(run_id=own, run_name=None if own else spec.run_name,
                                   parent_run_id=None if own else spec.parent_run_id)
         have = mlflow.MlflowClient().get_run(active.info.run_id).data.params
@@ -317,7 +324,10 @@ def run_log() -> RunLog | RunLogProcess:
 def serve() -> None:
     """The helper process of ``RunLogProcess``: a ``RunLog`` answering the calls read from stdin,
     its answers on stdout (MLflow's own prints go to stderr)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the training process decides
+    # Ctrl-C reaches the process group, and a batch scheduler's SIGTERM may: the training process
+    # decides, and this one ends when it closes the log (EOF below)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     calls: BinaryIO = sys.stdin.buffer

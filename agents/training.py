@@ -27,7 +27,7 @@ from agents.base import Agent
 from agents.diagnostics import DecisionLog, PolicyDiagnostics, format_table
 from agents.registry import make_agent
 from envs import compilation, config
-from envs.errors import ConfigError, Interrupted
+from envs.errors import ConfigError, Interrupted, sigterm_as_interrupt
 from envs.decision import DecisionProcess, mode_labels
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.randomisation import StackDraw, randomise, stack_draw
@@ -507,7 +507,8 @@ def run(cfg: DictConfig, out_dir: Path, on_eval: EvalHook | None = None,
         learning = time.perf_counter()
         split.startup = learning - started
         try:
-            agent.learn(env, s.steps - start, progress)
+            with sigterm_as_interrupt():
+                agent.learn(env, s.steps - start, progress)
         except KeyboardInterrupt:
             progress.close()
             save(finished=False)

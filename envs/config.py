@@ -35,6 +35,10 @@ def scenarios(cfg: DictConfig) -> list[Scenario]:
     workload (file_mb: a file transfer, capped by duration_s if both are given; duration_s alone: a
     bulk transfer of that length); with it, they set its fields of those names."""
     if cfg.get("scenario_file"):
+        unread = _scenario_override()
+        if unread is not None:
+            raise ConfigError(f"scenario_file= replaces the scenario group, so {unread} would not be read; give "
+                              "one of the two (a scenario file, or scenario=<name> with its overrides)")
         found = [load_scenario(str(cfg.scenario_file))]
     else:
         node = plain(cfg.get("scenario"))
@@ -42,6 +46,19 @@ def scenarios(cfg: DictConfig) -> list[Scenario]:
             raise ConfigError("scenario: select one or more, e.g. scenario=ispras_s1 or scenario=[ispras_s1,ispras_s2]")
         found = [scenario_from_dict(spec) for spec in node.values()]
     return with_workload(found, cfg)
+
+
+def _scenario_override() -> str | None:
+    """The command line's ``scenario=...`` or ``scenario.<name>....=...`` override, where Hydra
+    composed this config (not in a worker given the composed config)."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return None
+    for override in HydraConfig.get().overrides.task:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key == "scenario" or key.startswith("scenario."):
+            return override
+    return None
 
 
 def with_workload(found: list[Scenario], cfg: DictConfig) -> list[Scenario]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -114,6 +115,26 @@ def ending(bad_input_code: int = 1) -> Iterator[None]:
         if debugging():
             raise
         sys.exit(f"error: {type(err).__name__}: {err} (rerun with {DEBUG_FLAG} for the traceback)")
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``, ``docker stop``, a batch scheduler ending a job) taken as
+    Ctrl-C while the block runs, so that what handles Ctrl-C there (a training run keeps its
+    checkpoint and marks its MLflow run KILLED) handles it too. Only in the main thread, the one
+    a signal handler can be set in (a Ray Tune trial's training keeps the default)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def finish() -> None:

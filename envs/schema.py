@@ -14,6 +14,7 @@ checks by building them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
@@ -22,16 +23,20 @@ import numpy as np
 
 from envs.decision import DecisionSpec
 from envs.errors import ConfigError, out_of_range, unknown_name
+from envs.evaluation import EVAL_SEED_OFFSET
 from envs.rewards import RewardSpec
 from envs.sim.simulator import SimConfig
 from envs.sim.stacks import STACKS
 
 
-def setting(default: Any, *, ge: float | None = None, gt: float | None = None,
-            one_of: tuple[str, ...] | None = None, integer: bool = False, hint: str = "") -> Any:
-    """A dataclass field with its default and the range ``check`` enforces (None passes); ``hint``
-    is added to the error."""
-    return field(default=default, metadata={"ge": ge, "gt": gt, "one_of": one_of, "integer": integer, "hint": hint})
+def setting(default: Any, *, ge: float | None = None, gt: float | None = None, le: float | None = None,
+            one_of: tuple[str, ...] | None = None, integer: bool = False, matches: tuple[str, str] | None = None,
+            hint: str = "") -> Any:
+    """A dataclass field with its default and the range ``check`` enforces (None passes): bounds,
+    names, or ``matches`` (a regular expression a string must match in full, and what it means);
+    ``hint`` is added to the error."""
+    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le, "one_of": one_of, "integer": integer,
+                                            "matches": matches, "hint": hint})
 
 
 def _check_value(name: str, value: Any, meta: Mapping[str, Any]) -> None:
@@ -46,15 +51,21 @@ def _check_range(name: str, value: Any, meta: Mapping[str, Any]) -> None:
         return
     if meta.get("one_of") and value not in meta["one_of"]:
         raise unknown_name(name, value, meta["one_of"])
+    if meta.get("matches") and not (isinstance(value, str) and re.fullmatch(meta["matches"][0], value)):
+        raise out_of_range(name, value, meta["matches"][1])
     ge, gt = meta.get("ge"), meta.get("gt")
     if ge is None and gt is None:
         return
+    le = meta.get("le")
     bound = f">= {ge:g}" if ge is not None else f"> {gt:g}"
+    if le is not None:
+        bound += f" and <= {le:.0f}" if meta.get("integer") else f" and <= {le:g}"
     allowed = f"an integer {bound}" if meta.get("integer") else bound
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (meta.get("integer")
                                                                           and not isinstance(value, int)):
         raise out_of_range(name, value, allowed)
-    if (ge is not None and not value >= ge) or (gt is not None and not value > gt):
+    if (ge is not None and not value >= ge) or (gt is not None and not value > gt) or (le is not None
+                                                                                        and not value <= le):
         raise out_of_range(name, value, allowed)
 
 
@@ -152,7 +163,7 @@ class EnvConfig:
     def decision_spec(self) -> DecisionSpec:
         if self.modes is not None and (isinstance(self.modes, (str, Mapping)) or not isinstance(self.modes, Iterable)):
             raise out_of_range("modes", self.modes, "a list of modes, e.g. [minrtt, rr]")
-        modes = tuple(self.modes) if self.modes else DecisionSpec.modes
+        modes = tuple(self.modes) if self.modes is not None else DecisionSpec.modes  # [] is refused there
         return DecisionSpec(self.decision, _number("interval_ms", self.interval_ms), modes)
 
     def reward_spec(self) -> RewardSpec:
@@ -282,9 +293,10 @@ class MlflowSettings:
     """``mlflow.*``: where runs are recorded."""
 
     tracking_uri: str | None = None  # None: MLflow's local default store; or http://host:5000
-    experiment: str = "mpsched"
+    experiment: str = setting("mpsched", matches=(r".*\S.*", "a name that is not blank"))
     run_name: str | None = None  # None: <agent>-<ccs> (train.py)
-    parent_run_id: str | None = None  # nest the run under another (tune.py sets it for its trials)
+    # nest the run under another (tune.py sets it for its trials)
+    parent_run_id: str | None = setting(None, matches=(r"[0-9a-f]{32}", "an MLflow run id (32 hexadecimal digits)"))
 
 
 LIVE_BACKENDS = ("mptcp", "xquic")
@@ -371,13 +383,16 @@ class StudyRaySettings(RaySettings):
     tasks: str = setting("auto", one_of=STUDY_TASKS)
 
 
+SEED_MAX = 2**32 - 1 - EVAL_SEED_OFFSET  # numpy's legacy seeding takes 32 bits; evaluation adds its offset
+
+
 # ------------------------------------------------------------------------- top-level configs
 @dataclass
 class CommonConfig:
     """Keys of every entry point; ``scenario``, ``cc``, ``workload`` are config groups (checked by
     ``envs.config`` when read)."""
 
-    seed: int = setting(0, ge=0, integer=True)
+    seed: int = setting(0, ge=0, le=SEED_MAX, integer=True)
     scenario_file: str | None = None  # your own scenario YAML instead of the scenario group
     duration_s: float | None = setting(None, gt=0)  # override every scenario's workload: bulk of this length
     file_mb: float | None = setting(None, gt=0)  # ... or a file of this many MB (with duration_s: a time cap)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from agents import checkpoint
+from agents import checkpoint, cluster
 from agents.diagnostics import BLOCKED_ACTIONS, pool_seeds
 from envs import compilation, config
 from envs.errors import ConfigError
@@ -38,6 +38,7 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     """Validate, train, evaluate, write the report into ``out_dir`` and log it to MLflow (one run
     per study). Returns the study, its cell results and the written files."""
     study = spec.from_config(cfg, out_dir)  # every name and checkpoint checked before any work
+    cluster.probe(study.ray)
     out_dir.mkdir(parents=True, exist_ok=True)
     import mlflow
 
@@ -258,7 +259,7 @@ def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict
                                          entry.params)
             diagnostics = None
         else:
-            per_run, diagnostics = _evaluate_checkpoint(entry.checkpoints[which], scenario, cc, ccs, runs, seed)
+            per_run, diagnostics = _evaluate_checkpoint(entry.checkpoints[which], scenario, cc, ccs, runs, seed, sim)
     except ConfigError as err:
         return {"metrics": {}, "error": str(err), "seconds": time.perf_counter() - start}
     metrics = {k: np.asarray(per_run[k], dtype=float) for k in metric_names(scenario.workload) if k in per_run}
@@ -268,8 +269,15 @@ def evaluate_cell(entry: Entry, scenario: Scenario, cc: str, ccs: dict[str, dict
 _LOADED: dict[str, tuple] = {}  # checkpoint directory -> (agent, meta, setup), per worker process
 
 
+# what a checkpoint is evaluated in that is the study's, not the checkpoint's: the simulated network
+# (envs.schema.EnvConfig's SimConfig fields); its observation, decision and reward stay its own
+SIM_SETTINGS = ("dt_ms", "mss", "max_duration_s", "ooo_limit_bytes", "end_on_ooo", "record_bin_ms", "stack")
+
+
 def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[str, dict[str, float]],
-                         runs: int, seed: int) -> tuple[dict[str, np.ndarray], Any]:
+                         runs: int, seed: int, sim: SimConfig) -> tuple[dict[str, np.ndarray], Any]:
+    """A checkpoint's cell, run in the study's simulator (``SIM_SETTINGS``: a policy trained under
+    one stack profile is measured under the study's, beside the heuristics of the same cell)."""
     from agents.training import apply_runtime, evaluate_policy, interface, setup
 
     if directory not in _LOADED:
@@ -280,7 +288,7 @@ def _evaluate_checkpoint(directory: str, scenario: Scenario, cc: str, ccs: dict[
         apply_runtime(s)
         _LOADED[directory] = (agent, meta, s)
     agent, meta, s = _LOADED[directory]
-    s = replace(s, ccs=ccs)
+    s = replace(s, ccs=ccs, env_kwargs={**s.env_kwargs, **{k: getattr(sim, k) for k in SIM_SETTINGS}})
     probe = build_process(1, scenario=scenario, cc=cc, seed=seed, cc_params=ccs, **s.env_kwargs)
     checkpoint.check_compatible(meta, interface(s, probe, [scenario]), directory)
     return evaluate_policy(agent, s, scenario, cc, runs, seed)

@@ -93,6 +93,9 @@ def wanted(cfg: DictConfig) -> bool:
 SET_BY_STUDY = {"scheduler": "schedulers", "scenario": "scenarios", "cc": "ccs", "runs": "runs", "metric": "metric",
                 "headroom": "headroom"}
 STUDY_ONLY = ("headroom", "workers", "agents_dir", "metric", "ray")  # evaluate.py's keys only a study reads
+# env keys evaluate.py never reads: a heuristic observes nothing, a checkpoint keeps its own (its config.yaml),
+# a learner trained in a study takes the study's train_overrides
+POLICY_ENV = ("env.observation", "env.decision", "env.interval_ms", "env.modes", "env.reward")
 
 
 def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
@@ -100,6 +103,12 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
     a study file, one the file sets in its own words (``runs=2 study=headroom`` ran the file's 10
     runs without a word), naming the study's key to override instead (``study.runs=2``); without
     a study, one only a study reads (``headroom=true scheduler=ecf``)."""
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if any(key == k or key.startswith(k + ".") for k in POLICY_ENV):
+            raise ConfigError(f"{key}= is not read by evaluate.py: a checkpoint is evaluated with the observation, "
+                              "decision and reward it was trained with, a heuristic observes nothing, and a learner "
+                              "a study trains takes its train_overrides (study.train_overrides=[...])")
     keys = [o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in overrides]
     if not wanted(cfg):
         for key in keys:

@@ -73,7 +73,7 @@ def test_every_env_setting_reaches_the_agents_evaluation(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name, overrides, message", [
     ("train", ["train.steps=0"], "train.steps must be an integer >= 1, got 0"),
     ("train", ["train.eval_every=-1"], "train.eval_every must be an integer >= 0, got -1"),
-    ("train", ["seed=-3"], "seed must be an integer >= 0, got -3"),
+    ("train", ["seed=-3"], "seed must be an integer >= 0 and <= 4293967295, got -3"),
     ("train", ["duration_s=0"], "duration_s must be > 0, got 0"),
     ("train", ["env.record_bin_ms=0.5"], "env.record_bin_ms must be >= dt_ms (1.0), got 0.5"),
     ("train", ["env.mss=100"], "env.mss must be in [500, 9000], got 100"),

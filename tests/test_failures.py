@@ -47,6 +47,16 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def closed_port():
+    """host:port where nothing listens (a port just given up), as a mistyped Ray cluster address."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
 def blackhole():
     """A TCP port that accepts connections and never answers (a hung tracking server)."""
     sock = socket.socket()
@@ -113,10 +123,11 @@ def damaged(trained: Path, work: Path, name: str, how: str) -> Path:
 
 # ------------------------------------------------------------------------------- the table
 # (entry point, arguments, exit code, fragment of the one message); {work}, {ckpt}, {cut},
-# {meta_bad}, {blackhole}, {scen_bad}, {yaml_bad} are filled in below.
+# {meta_bad}, {blackhole}, {closed_port}, {scen_bad}, {yaml_bad} are filled in below.
 CASES = [
     # train.py: config values
-    ("train.py", ["seed=-1"], 1, "seed must be an integer >= 0, got -1"),
+    ("train.py", ["seed=-1"], 1, "seed must be an integer >= 0 and <= 4293967295, got -1"),
+    ("train.py", ["seed=4294967296"], 1, "seed must be an integer >= 0 and <= 4293967295, got 4294967296"),
     ("train.py", ["seed=abc"], 1, "Value 'abc' of type 'str' could not be converted to Integer\n    full_key: seed"),
     ("train.py", ["train.steps=0"], 1, "train.steps must be an integer >= 1"),
     ("train.py", ["train.steps=-5"], 1, "train.steps must be an integer >= 1"),
@@ -174,6 +185,11 @@ CASES = [
     ("train.py", ["mlflow.tracking_uri={blackhole}"], 1,
      "mlflow.tracking_uri={blackhole}: the tracking server did not answer within 3 s"),
     ("train.py", ["mlflow.tracking_uri={blackhole}"], 1, "local default store (sqlite:///mlflow.db"),
+    ("train.py", ["mlflow.parent_run_id=deadbeef"], 1,
+     "mlflow.parent_run_id must be an MLflow run id (32 hexadecimal digits), got 'deadbeef'"),
+    ("train.py", ["mlflow.experiment=''"], 1, "mlflow.experiment must be a name that is not blank, got ''"),
+    ("train.py", ["mlflow.parent_run_id=0123456789abcdef0123456789abcdef", "train.steps=2000"], 1,
+     "mlflow.parent_run_id=0123456789abcdef0123456789abcdef: no such run in sqlite:///"),
     # a local store that cannot be written: its file lock waited 120 s, then a filelock Timeout
     ("train.py", ["mlflow.tracking_uri=sqlite:////dev/null/m.db"], 1,
      "mlflow.tracking_uri=sqlite:////dev/null/m.db: the local store's directory /dev/null cannot be written"),
@@ -183,7 +199,7 @@ CASES = [
     ("evaluate.py", ["runs=0"], 1, "runs must be an integer >= 1, got 0"),
     ("evaluate.py", ["runs=many"], 1, "Value 'many' of type 'str' could not be converted to Integer\n    full_key: runs"),
     ("evaluate.py", ["format=xml"], 1, "unknown format 'xml'; valid: json, table"),
-    ("evaluate.py", ["seed=-1"], 1, "seed must be an integer >= 0, got -1"),
+    ("evaluate.py", ["seed=-1"], 1, "seed must be an integer >= 0 and <= 4293967295, got -1"),
     ("evaluate.py", ["scheduler=fastest"], 1, "unknown scheduler 'fastest'"),
     ("evaluate.py", ["scheduler=kato", "+scheduler_params.alpha=2"], 1, "alpha"),
     # a path the scenario does not have: 600 simulated seconds of nothing, reported as a capped run
@@ -201,17 +217,30 @@ CASES = [
     ("evaluate.py", ["+live.verfy=false"], 1, "unknown key 'live.verfy'; valid: backend"),
     ("evaluate.py", ["compare=[sim,oracle]"], 1, "compare takes sim,live"),
     ("evaluate.py", ["scenario_file={scen_bad}"], 1, "bandwidth_mbps"),
+    ("evaluate.py", ["scenario=ispras_s2", "scenario_file={scen_bad}"], 1,
+     "scenario_file= replaces the scenario group, so scenario=ispras_s2 would not be read"),
+    ("train.py", ["scenario.ispras_s1.paths.0.loss_pct=1", "scenario_file={scen_bad}"], 1,
+     "so scenario.ispras_s1.paths.0.loss_pct=1 would not be read"),
     ("evaluate.py", ["cc=vegas9"], 1, "Could not find 'cc/vegas9'"),
     ("evaluate.py", ["study=everything"], 1, "Could not find 'study/everything'"),
     ("evaluate.py", ["headroom=true"], 1, "headroom= is read by studies only (study=<name>, or lists of schedulers"),
     ("evaluate.py", ["scheduler=ecf", "workers=4"], 1, "workers= is read by studies only"),
     ("evaluate.py", ["study=headroom", "runs=2"], 1,
      "runs= is not read with study=headroom, whose file sets runs: 10; override that instead: study.runs=..."),
+    ("evaluate.py", ["scheduler=[minrtt,ecf]", "runs=1", "ray.address={closed_port}"], 1,
+     "ray.address={closed_port}: the Ray head did not accept a connection within 3 s"),
+    ("evaluate.py", ["scheduler={ckpt}", "env.observation=full", "runs=1"], 1,
+     "env.observation= is not read by evaluate.py: a checkpoint is evaluated with the observation"),
+    ("evaluate.py", ["scheduler=[minrtt,ecf]", "env.reward.alpha=2", "runs=1"], 1, "env.reward.alpha= is not read"),
+    # a checkpoint that fits no cell: its 2 paths against the mesh's 6 (was n/a, exit 0, "0 failed")
+    ("evaluate.py", ["scheduler={ckpt}", "scenario=mptcp_tut_mesh_e0", "cc=bbr", "runs=1"], 1,
+     "no cell could be evaluated (dqn_cubic / mptcp_tut_mesh_e0 / bbr: checkpoint "),
     ("evaluate.py", ["study=ispras", "scheduler=[minrtt,ecf]"], 1,
      "scheduler= is not read with study=ispras, whose file sets schedulers: ['minrtt', 'ecf', 'blest', "),
     # values the schema or MLflow let through (an OverflowError, NaN rewards, a silent typo, SB3's or torch's
     # own words after start-up, MLflow's TypeError)
     ("train.py", ["env.max_duration_s=inf"], 1, "env.max_duration_s must be a finite number > 0, got inf"),
+    ("train.py", ["agent=dqn_modes", "env.modes=[]"], 1, "env.modes: interval mode needs at least one mode"),
     ("train.py", ["env.ooo_limit_bytes=-1"], 1, "env.ooo_limit_bytes must be >= 0 (inf: no limit), got -1.0"),
     ("train.py", ["env.reward.alpha=nan"], 1, "env.reward.alpha must be >= 0, got nan"),
     ("train.py", ["env.modes=[minrtt,foo]"], 1, "env: unknown scheduler 'foo'; valid: "),
@@ -228,10 +257,13 @@ CASES = [
     ("tune.py", ["tune.objective.name=speed"], 1, "unknown tune.objective.name 'speed'"),
     ("tune.py", ["tune.scheduler.name=pbt2"], 1, "unknown tune.scheduler.name 'pbt2'"),
     ("tune.py", ["train.eval_every=0"], 1, "train.eval_every must be an integer >= 1 in a sweep"),
-    ("tune.py", ["seed=-3"], 1, "seed must be an integer >= 0, got -3"),
+    ("tune.py", ["seed=-3"], 1, "seed must be an integer >= 0 and <= 4293967295, got -3"),
     ("tune.py", ["agent.hyperparams.learning_rate=-1"], 1, "agent.hyperparams.learning_rate must be a number > 0.0"),
     ("tune.py", ["tune.space.agent.hyperparams.learning_rate={{uniform:[0.1,0.01]}}"], 1, "learning_rate"),
     ("tune.py", ["mlflow.tracking_uri={blackhole}"], 1, "the tracking server did not answer within 3 s"),
+    ("tune.py", ["ray.address={closed_port}"], 1,
+     "ray.address={closed_port}: the Ray head did not accept a connection within 3 s (Connection refused)"),
+    ("tune.py", ["ray.address=head-without-port"], 1, "ray.address=head-without-port: give the cluster's head as host:port"),
     ("tune.py", ["+tune.space.foo=bar"], 1,
      "tune.space: a trial's config (each searched key at its first value) is refused: unknown key 'foo'"),
     ("tune.py", ["tune.objective.ccs=[bbr9]"], 1, "tune.objective.ccs: unknown cc 'bbr9'; valid: "),
@@ -278,7 +310,7 @@ class Placeholders(dict):
 
     def __missing__(self, key: str):
         work = self["work"]
-        if key in ("ckpt", "blackhole"):
+        if key in ("ckpt", "blackhole", "closed_port"):
             value = self.request.getfixturevalue({"ckpt": "trained"}.get(key, key))
         elif key in ("cut", "meta_bad"):
             value = damaged(self["ckpt"], work, {"cut": "t1", "meta_bad": "t2"}[key], key.split("_")[0])
@@ -678,8 +710,11 @@ def _wait_for_checkpoint(proc: subprocess.Popen, ckpt: Path, timeout: float = 24
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "term", "kill-9"])
 def test_an_interrupted_run_resumes_into_its_own_mlflow_run(tmp_path, sig):
+    """Ctrl-C and SIGTERM (``kill``, ``timeout``, a batch scheduler) keep the checkpoint, say where
+    it is and mark the MLflow run KILLED; after kill -9 the run stays RUNNING. Each resumes into its
+    own MLflow run."""
     ckpt = tmp_path / "outputs" / "a" / "checkpoint"
     proc = subprocess.Popen(train_cmd(tmp_path, "a", "train.steps=2000000", "train.checkpoint_every=200"),
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -692,7 +727,7 @@ def test_an_interrupted_run_resumes_into_its_own_mlflow_run(tmp_path, sig):
             proc.kill()
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     (first,) = client.search_runs([client.get_experiment_by_name("mpsched").experiment_id])
-    if sig == signal.SIGINT:
+    if sig != signal.SIGKILL:
         assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
         lines = [line for line in err.splitlines() if line.startswith("interrupted: ")]
         assert len(lines) == 1 and f"in {ckpt}" in lines[0] and "resume with: python train.py" in lines[0]

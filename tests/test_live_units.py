@@ -366,6 +366,21 @@ def test_live_options_refuse_unknown_keys():
         Testbed(load_scenario("ispras_s3"), emulation="magic")
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"obsevation": "leeyoo"}, "unknown mpsched/Live-v0 setting 'obsevation'; valid: backend, cc, decision"),
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"seed": 1.5}, "seed must be an integer >= 0, got 1.5"),
+    ({"modes": []}, "modes: interval mode needs at least one mode"),
+])
+def test_live_env_refuses_bad_settings_before_any_testbed(kwargs, message):
+    """gym.make passes its keywords on to LiveEnv: a typo, a negative seed (numpy's SeedSequence
+    said "expected non-negative integer") or an empty mode list is refused naming it."""
+    import gymnasium as gym
+    with pytest.raises(ConfigError) as err:
+        gym.make("mpsched/Live-v0", scenario="ispras_s1", cc="cubic", backend="mptcp", **kwargs)
+    assert message in str(err.value)
+
+
 # ------------------------------------------------------------------ command line
 
 def test_evaluate_config_declares_the_live_keys():

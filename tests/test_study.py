@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import mlflow
@@ -179,6 +180,31 @@ def test_checkpoint_that_cannot_act_is_reported_per_cell(tmp_path, two_path_agen
     assert res[("minrtt", "sod_2", "bbr")]["error"] is None
     text = result["files"]["results.md"].read_text()
     assert "n/a" in text and "linucb_bbr / sod_2 / bbr" in text
+
+
+def test_a_checkpoint_is_measured_in_the_studys_simulator(tmp_path, two_path_agent):
+    """``stack=linux`` on the command line runs the checkpoint (trained under the default XQUIC
+    profile) under Linux's profile too, beside the heuristics of the same cell: its cells equal
+    ``evaluate_policy`` in an env of the study's stack, where they once ran the checkpoint's own."""
+    from agents import checkpoint
+    from agents.training import evaluate_policy, setup
+    from envs.evaluation import EVAL_SEED_OFFSET
+    from envs.scenario import load_scenario, scenario_from_dict
+    assert OmegaConf.load(two_path_agent / checkpoint.CONFIG).env.stack == "xquic"
+    got = {}
+    for stack in ("xquic", "linux"):
+        cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,{two_path_agent}]", "scenario=[ispras_s3]", "cc=[bbr]",
+                           "runs=2", "duration_s=1", "workers=1", f"stack={stack}")
+        got[stack] = run_study(cfg, tmp_path / stack)["results"][("linucb_bbr", "ispras_s3", "bbr")]["metrics"]
+    agent, _ = checkpoint.load(two_path_agent)
+    s = setup(OmegaConf.load(two_path_agent / checkpoint.CONFIG), two_path_agent.parent)
+    scen = scenario_from_dict({**load_scenario("ispras_s3").model_dump(exclude_none=True),
+                               "workload": {"type": "bulk", "duration_s": 1.0}})  # duration_s=1 (envs.config)
+    for stack in ("xquic", "linux"):
+        s_stack = replace(s, env_kwargs={**s.env_kwargs, "stack": stack})
+        expect = evaluate_policy(agent, s_stack, scen, "bbr", 2, EVAL_SEED_OFFSET)[0]["goodput_mbps"]
+        np.testing.assert_array_equal(got[stack]["goodput_mbps"], expect)
+    assert not np.array_equal(got["xquic"]["goodput_mbps"], got["linux"]["goodput_mbps"])
 
 
 def test_checkpoint_by_mlflow_run_id(tmp_path, two_path_agent):

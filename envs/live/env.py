@@ -21,6 +21,7 @@ to the thread that started them).
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -30,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.decision import DEFAULT_INTERVAL_MODES, DecisionSpec, mode_specs
-from envs.errors import ConfigError
+from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import CLIP, compute, feature_set, table
 from envs.live.backends import get_backend
 from envs.live.system import LiveError
@@ -51,7 +52,12 @@ class LiveEnv(gym.Env):
                  reward: str = RewardSpec.name, reward_params: Mapping[str, Any] | None = None, seed: int = 0,
                  emulation: str = LiveOptions.emulation, telemetry_ms: float = LiveOptions.telemetry_ms,
                  verify: bool = LiveOptions.verify, mss: int = LiveOptions.mss,
-                 verify_attempts: int = LiveOptions.verify_attempts) -> None:
+                 verify_attempts: int = LiveOptions.verify_attempts, **unknown: Any) -> None:
+        if unknown:  # gym.make passes every keyword on: a typo would end in Python's TypeError
+            valid = [n for n in inspect.signature(LiveEnv.__init__).parameters if n not in ("self", "unknown")]
+            raise unknown_name("mpsched/Live-v0 setting", next(iter(unknown)), valid)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise out_of_range("seed", seed, "an integer >= 0")
         found = resolve_scenarios(scenario)
         if len(found) != 1:
             raise ConfigError("mpsched/Live-v0 runs one scenario (a distribution is drawn once per testbed)")
@@ -64,7 +70,9 @@ class LiveEnv(gym.Env):
         if not interval_ms > 0:
             raise ConfigError(f"interval_ms must be > 0, got {interval_ms}")
         self.interval_s = interval_ms / 1000.0
-        self.modes = tuple(modes) if modes else DEFAULT_INTERVAL_MODES
+        self.modes = tuple(modes) if modes is not None else DEFAULT_INTERVAL_MODES
+        if not self.modes:
+            raise ConfigError("modes: interval mode needs at least one mode")
         # (scheduler, params) per mode; a backend that sets the scheduler runs each with its params
         self._mode_specs = mode_specs(self.modes)
         self._mode_names = [name for name, _ in self._mode_specs]
