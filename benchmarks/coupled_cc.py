@@ -22,14 +22,17 @@ traffic phase effects in packet-switched gateways", Internetworking 3(3), 1992).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.errors import out_of_range  # noqa: E402
 from envs.scenario import Scenario, scenario_from_dict  # noqa: E402
 from envs.sim.layout import CN_T, OBS_ACKED  # noqa: E402
 from envs.sim.simulator import SimConfig, Simulator  # noqa: E402
@@ -86,13 +89,17 @@ def phases() -> None:
                   f"{inside:>8}/{len(r)}  {' '.join(f'{x:.2f}' for x in r)}", flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.coupled_cc", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="simulated seconds per run")
     parser.add_argument("--batch", type=int, default=8, help="connections (independent runs) per CC")
     parser.add_argument("--phases", action="store_true",
                         help="RFC 6356's shared bottleneck under 21 phases per sweep (see the module docstring)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.batch < 1:
+        raise out_of_range("--batch", args.batch, "an integer >= 1")
+    if not (args.duration > 0 and math.isfinite(args.duration)):
+        raise out_of_range("--duration", args.duration, "> 0 (simulated seconds)")
     if args.phases:
         phases()
         return
@@ -121,4 +128,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

@@ -33,11 +33,14 @@ seeds; FALCON's detection delay and its false alarms before the change are print
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from agents.falcon import Falcon
+from envs.errors import out_of_range
 from envs.scenario import scenario_from_dict
 from envs.vector_env import SB3VecEnv
 
@@ -147,8 +150,8 @@ def one_seed(seed: int, args) -> dict:
             "scratch_first_window": float(smooth["scratch"][args.window - 1])}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.falcon_adaptation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--meta-steps", type=int, default=24000, help="offline meta-training transitions")
     ap.add_argument("--inner-steps", type=int, default=512, help="transitions per task")
@@ -157,7 +160,12 @@ def main() -> None:
     ap.add_argument("--pre-steps", type=int, default=6000, help="online transitions before the change")
     ap.add_argument("--post-steps", type=int, default=4000, help="online transitions after the change")
     ap.add_argument("--window", type=int, default=10, help="running-mean window, batched steps")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    for flag, n in (("--seeds", args.seeds), ("--window", args.window)):
+        if n < 1:
+            raise out_of_range(flag, n, "an integer >= 1")
+    if args.post_steps < args.window * N_ENVS:  # the running mean's first value needs one full window
+        raise out_of_range("--post-steps", args.post_steps, f">= --window x {N_ENVS} = {args.window * N_ENVS}")
     rows = []
     print(f"A -> B change; recovery = transitions after the change until the running reward "
           f"(window {args.window * N_ENVS} transitions) reaches 90% of the converged reward R*")
@@ -178,4 +186,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

@@ -22,15 +22,18 @@ docs/cc_robustness.md, "The decision's own packet", has the figures.
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from agents.diagnostics import HeuristicAnswers
+from envs.errors import out_of_range
 from envs.multipath_env import build_process
 from envs.scenario import Scenario
 from envs.sim.layout import (CN_SND_NXT, CN_T, FL_DREV, SEG_ARRIVE, SEG_LOST, SEG_NEW, SEG_SEQ, SI_HEAD, SI_TAIL)
-from studies.headroom import WAIT_RULE, Candidate, blocked_answers
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers, check_cells, check_counts
 
 
 @dataclass
@@ -98,15 +101,22 @@ def collect(scenario: str | Scenario, cc: str, runs: int, k: float, eps: float, 
     return out, float(sim.results()["goodput_mbps"].mean())
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.own_ack_outcome", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", nargs="+", default=["ispras_s2"])
     ap.add_argument("--cc", default="bbr")
-    ap.add_argument("--k", type=float, default=1.25, help="the wait rule's k (its answers split the states)")
-    ap.add_argument("--eps", type=float, default=0.2, help="probability of taking the rule's other answer")
+    ap.add_argument("--k", type=float, default=1.25, help="the wait rule's k, >= 0 (its answers split the states)")
+    ap.add_argument("--eps", type=float, default=0.2, help="probability of taking the rule's other answer, in [0, 1]")
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--seed", type=int, default=100)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    check_counts(("--runs", a.runs))
+    if not a.k >= 0.0:
+        raise out_of_range("--k", a.k, ">= 0 (inf: minRTT)")
+    if not 0.0 <= a.eps <= 1.0:
+        raise out_of_range("--eps", a.eps, "in [0, 1]")
+    check_cells(a.scenario, [a.cc])
     for scenario in a.scenario:
         out, goodput = collect(scenario, a.cc, a.runs, a.k, a.eps, a.seed)
         rule, action, delay = np.array(out.rule), np.array(out.action), np.array(out.delay_ms)
@@ -128,4 +138,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

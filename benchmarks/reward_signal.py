@@ -48,25 +48,48 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from agents.diagnostics import HeuristicAnswers
 from agents.registry import preset as agent_preset
 from envs.decision import DecisionProcess
-from envs.errors import ConfigError
+from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.features import compute, feature_set
 from envs.multipath_env import build_process
+from envs.plugins import scheduler_values
+from envs.rewards import REWARDS
 from envs.scenario import Scenario
+from envs.schema import EnvConfig
 from envs.sim.layout import CN_N_SUB
-from studies.headroom import WAIT_RULE, Candidate, blocked_answers
+from envs.sim.simulator import MAX_PATHS
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers, check_cells, check_counts
 
 PUBLISHED = {"name": "ispras", "alpha": 1.0, "beta": 0.1, "gamma": 0.0}
 
 
-def key_values(items: list[str]) -> dict[str, float]:
-    """``KEY=VALUE`` arguments as numbers."""
-    return {k: float(v) for k, v in (kv.split("=", 1) for kv in items)}
+def key_values(flag: str, items: list[str]) -> dict[str, float]:
+    """``flag``'s ``KEY=VALUE`` arguments as numbers."""
+    try:
+        return {k: float(v) for k, v in (kv.split("=", 1) for kv in items)}
+    except ValueError:
+        raise ConfigError(f"{flag} takes KEY=NUMBER items, got {' '.join(items)!r}") from None
+
+
+def heuristic_of(flag: str, name: str, items: list[str]) -> tuple[str, dict]:
+    """``flag name --heuristic-param items`` as (name, parameters), checked by the registry
+    (``envs.plugins.scheduler_values``: an unknown scheduler or parameter, with the valid ones)."""
+    params = key_values("--heuristic-param", items)
+    given = f"{flag} {name}" + (f" --heuristic-param {' '.join(items)}" if items else "")
+    try:
+        scheduler_values(name, params)
+    except ConfigError as err:
+        raise ConfigError(f"{given}: {err}") from None
+    if name == WAIT_RULE and "k" not in params:
+        raise ConfigError(f"{given}: give the rule's k, --heuristic-param k=<number> (inf: minRTT)")
+    return name, params
 
 
 def preset(name: str) -> tuple[dict, float]:
@@ -310,15 +333,15 @@ def print_flips(heuristic: tuple[str, dict], args: argparse.Namespace) -> None:
                   flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reward_signal", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reward", action="append", help="a reward name (published ISPRAS weights) ...")
     parser.add_argument("--preset", action="append", help="... or an agent preset (its reward and gamma)")
     parser.add_argument("--scenario", nargs="+", default=["ispras_s1", "ispras_s2", "ispras_s3"])
     parser.add_argument("--cc", nargs="+", default=["bbr", "bbr2"])
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="reward parameters for --reward (e.g. credit=1 beta=0)")
-    parser.add_argument("--gamma", type=float, default=0.9, help="discount per decision for --reward")
+    parser.add_argument("--gamma", type=float, default=0.9, help="discount per decision for --reward, in [0, 1]")
     parser.add_argument("--checkpoint", help="a trained DQN's checkpoint: print its Q-values on these decisions")
     follow_mode = parser.add_mutually_exclusive_group()
     follow_mode.add_argument("--coin-at-waits-of", metavar="HEURISTIC",
@@ -335,28 +358,53 @@ def main() -> None:
                         help="its parameters (e.g. lambda=1 step=0 lambda_max=1)")
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    # every flag checked before the first simulation, each refusal naming its flag
     if args.ascend < 0 or (args.ascend and not args.flip_each_decision_of):
-        parser.error("--ascend takes a number of rounds >= 0, with --flip-each-decision-of")
-    given = key_values(args.set)
-    rewards = [(" ".join([n, *args.set]), {**PUBLISHED, **given, "name": n}, args.gamma) for n in args.reward or []]
-    rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
-    if not rewards:
-        rewards = [("ispras", PUBLISHED, args.gamma)]
-    heuristic = None
-    if args.coin_at_waits_of:
-        heuristic = (args.coin_at_waits_of, key_values(args.heuristic_param))
-    if args.flip_each_decision_of:
-        try:
-            print_flips((args.flip_each_decision_of, key_values(args.heuristic_param)), args)
-        except ConfigError as err:
-            raise SystemExit(f"error: {err}") from None
-        return
+        raise ConfigError(f"--ascend takes a number of rounds >= 0, with --flip-each-decision-of; got {args.ascend}")
+    check_counts(("--runs", args.runs))
+    if not 0.0 <= args.gamma <= 1.0:
+        raise out_of_range("--gamma", args.gamma, "in [0, 1]")
+    check_cells(args.scenario, args.cc)
+    names = args.reward or ([] if args.preset else ["ispras"])
+    if args.set and not names:
+        raise ConfigError("--set applies to --reward (a --preset's reward is its own)")
+    for n in names:
+        if n not in REWARDS:
+            raise unknown_name("--reward", n, REWARDS)
+    given = key_values("--set", args.set)
+    rewards = [(" ".join([n, *args.set]), {**PUBLISHED, **given, "name": n}, args.gamma) for n in names]
+    try:
+        for _, reward, _ in rewards:
+            EnvConfig.from_kwargs(reward=reward).reward_spec()  # the setting's name and range
+    except ConfigError as err:
+        raise ConfigError(f"--set: {err}") from None
+    try:
+        rewards += [(f"preset {n}", *preset(n)) for n in args.preset or []]
+    except ConfigError as err:
+        raise ConfigError(f"--preset: {err}") from None
+    mode = next(((f, h) for f, h in (("--coin-at-waits-of", args.coin_at_waits_of), ("--imitate", args.imitate),
+                                      ("--flip-each-decision-of", args.flip_each_decision_of)) if h), None)
+    if mode is None and args.heuristic_param:
+        raise ConfigError("--heuristic-param applies to --coin-at-waits-of, --flip-each-decision-of or --imitate")
+    heuristic = None if mode is None else heuristic_of(*mode, args.heuristic_param)
     if args.imitate:
         try:
-            print_imitations((args.imitate, key_values(args.heuristic_param)), args)
+            for n in args.observation:
+                feature_set(n, MAX_PATHS)
         except ConfigError as err:
-            raise SystemExit(f"error: {err}") from None
+            raise ConfigError(f"--observation: {err}") from None
+    if args.checkpoint:
+        from agents import checkpoint
+        try:
+            checkpoint.read_meta(Path(args.checkpoint))
+        except ConfigError as err:
+            raise ConfigError(f"--checkpoint: {err}") from None
+    if args.flip_each_decision_of:
+        print_flips(heuristic, args)
+        return
+    if args.imitate:
+        print_imitations(heuristic, args)
         return
     if args.checkpoint:
         print("| scenario | cc | Q wait | Q send | gap Q(send) - Q(wait): mean ± sd | argmax wait % | G send - G wait |")
@@ -392,4 +440,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from envs.errors import out_of_range
 from envs.multipath_env import build_process
 from envs.sim.layout import CN_SND_NXT, CN_T
 from envs.scenario import Scenario
-from studies.headroom import WAIT_RULE, Candidate, blocked_answers
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers, check_cells, check_counts
 
 PLACEBO_SHIFT = np.uint64(12345)  # added to a connection's network stream: other draws from then on
 
@@ -102,8 +105,9 @@ def effects(scenario: str | Scenario, cc: str, seed: int, policy_k: float, tag_k
     return Effects(tags[at], change[1:1 + m], change[1 + m:])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.rollout_labels", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", default="ispras_s2")
     ap.add_argument("--cc", default="bbr")
     ap.add_argument("--policy-k", type=float, default=1.25, help="the continuation: wait_rule(k) (inf: minRTT)")
@@ -115,7 +119,14 @@ def main() -> None:
                     help="a send reversed into a wait keeps waiting until its packet has left (a committed wait)")
     ap.add_argument("--switch-ms", type=float, default=0.0,
                     help="instead of reversing a decision, follow the tagging rule from it for so long (an interval decision)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    check_counts(("--every", a.every), ("--seeds", a.seeds))
+    for flag, k in (("--policy-k", a.policy_k), ("--tag-k", a.tag_k)):
+        if not k >= 0.0:
+            raise out_of_range(flag, k, ">= 0 (inf: minRTT)")
+    if not a.switch_ms >= 0.0:
+        raise out_of_range("--switch-ms", a.switch_ms, ">= 0 (0: reverse the decision instead)")
+    check_cells([a.scenario], [a.cc])
     per_seed: dict[int, list[float]] = {0: [], 1: []}
     pooled: dict[int, list[Effects]] = {0: [], 1: []}
     for seed in range(a.seed, a.seed + a.seeds):
@@ -143,4 +154,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

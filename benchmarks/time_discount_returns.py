@@ -15,6 +15,7 @@ with the better goodput, the objective, not the learning, falls short.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,17 +24,27 @@ import yaml
 from agents.registry import preset
 from agents.time_discount import time_discount
 from envs.decision import INFO_DT
+from envs.errors import ConfigError, out_of_range
 from envs.evaluation import EVAL_SEED_OFFSET
 from envs.metrics import mean_ci
 from envs.multipath_env import build_process
+from envs.plugins import scheduler_values
 from envs.scenario import resolve_scenarios
-from studies.headroom import WAIT_RULE, Candidate, blocked_answers
+from envs.schema import EnvConfig
+from studies.headroom import WAIT_RULE, Candidate, blocked_answers, check_cells, check_counts
 
 
 def member(text: str) -> Candidate:
-    """``minrtt``, ``fast_only`` or ``wait_rule:<k>``."""
-    name, _, k = text.partition(":")
-    return Candidate(WAIT_RULE, (("k", float(k)),)) if name == WAIT_RULE else Candidate(name)
+    """``minrtt``, ``fast_only`` or ``wait_rule:<k>`` (a heuristic by name), checked by the registry."""
+    name, colon, k = text.partition(":")
+    try:
+        if (name == WAIT_RULE) != bool(colon):
+            raise ConfigError("give a heuristic's name, or the wait rule as wait_rule:<k> (e.g. wait_rule:1.25)")
+        params = {"k": float(k)} if colon else {}
+        scheduler_values(name, params)  # an unknown name or a k out of range, with the valid ones
+    except ValueError as err:  # a ConfigError too
+        raise ConfigError(f"--members {text}: {err}") from None
+    return Candidate(name, tuple(params.items()))
 
 
 def trajectories(cand: Candidate, env: dict, scenario: str, cc: str, runs: int,
@@ -72,25 +83,49 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scenario", default="ispras_s2")
     parser.add_argument("--cc", default="bbr")
     parser.add_argument("--members", nargs="+", default=["minrtt", "wait_rule:1.25", "fast_only"])
-    parser.add_argument("--tau", nargs="+", type=float, default=[10.0, 40.0, 160.0], help="time constants, ms")
-    parser.add_argument("--gamma", type=float, help="discount per decision and per time constant (the preset's)")
+    parser.add_argument("--tau", nargs="+", type=float, default=[10.0, 40.0, 160.0], help="time constants, ms (> 0)")
+    parser.add_argument("--gamma", type=float,
+                        help="discount per decision and per time constant, in [0, 1] (the preset's)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="reward settings over the preset's (beta=0: without the RTT term)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    spec = preset(args.preset)
-    gamma = args.gamma if args.gamma is not None else float(spec["agent"]["hyperparams"]["gamma"])
+    check_counts(("--runs", args.runs))
+    for tau in args.tau:
+        if not tau > 0.0:
+            raise out_of_range("--tau", tau, "> 0 (ms)")
+    if args.gamma is not None and not 0.0 <= args.gamma <= 1.0:
+        raise out_of_range("--gamma", args.gamma, "in [0, 1]")
+    members = [member(text) for text in args.members]
+    try:
+        spec = preset(args.preset)
+    except ConfigError as err:
+        raise ConfigError(f"--preset: {err}") from None
+    agent = spec["agent"]
+    gamma = args.gamma if args.gamma is not None else \
+        (agent.get("hyperparams") or {}).get("gamma", (agent.get("params") or {}).get("gamma"))
+    if gamma is None:
+        raise ConfigError(f"--preset {args.preset} has no gamma; give --gamma")
+    gamma = float(gamma)
     env = dict(spec["env"])
-    env["reward"] = {**env["reward"], **{k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.set)}}
+    if any("=" not in kv for kv in args.set):
+        raise ConfigError(f"--set takes KEY=VALUE items, got {' '.join(args.set)!r}")
+    try:
+        env["reward"] = {**env["reward"], **{k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.set)}}
+        settings = EnvConfig.from_kwargs(**{**env, "decision": "blocked"})
+        settings.reward_spec()  # each setting's name and range
+    except (ValueError, yaml.YAMLError) as err:  # a ConfigError too
+        raise ConfigError(f"--set {' '.join(args.set)}: {err}") from None
+    check_cells([args.scenario], [args.cc], str(settings.stack))
     heads = ["undiscounted", f"{gamma} per decision"] + [f"{gamma} per {t:g} ms" for t in args.tau]
     print(f"{args.preset} ({env['reward']}), {args.scenario} / {args.cc}, {args.runs} connections "
           f"(seed {args.seed + EVAL_SEED_OFFSET}); each return: from the first decision | mean over decisions\n")
     print("| member | goodput Mbit/s | decisions | mean dt ms | " + " | ".join(heads) + " |")
     print("|" + "---|" * (4 + len(heads)))
     starts: dict[str, list[np.ndarray]] = {}
-    for text in args.members:
-        rewards, dts, goodput = trajectories(member(text), env, args.scenario, args.cc, args.runs,
+    for cand in members:
+        rewards, dts, goodput = trajectories(cand, env, args.scenario, args.cc, args.runs,
                                              args.seed + EVAL_SEED_OFFSET)
         cells = []
         for kind in ["none", "decision", *args.tau]:
@@ -101,13 +136,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 g = returns(r, d)
                 first.append(g[0])
                 mean.append(g.mean())
-            starts.setdefault(member(text).label, []).append(np.array(first))
+            starts.setdefault(cand.label, []).append(np.array(first))
             (m0, c0), (m1, c1) = mean_ci(np.array(first)), mean_ci(np.array(mean))
             cells.append(f"{m0:.2f} ± {c0:.2f} \\| {m1:.3f} ± {c1:.3f}")
         gm, gc = mean_ci(goodput)
         n = np.mean([len(r) for r in rewards])
         dt_ms = 1000 * np.mean([dt.mean() for dt in dts])
-        print(f"| {member(text).label} | {gm:.2f} ± {gc:.2f} | {n:.0f} | {dt_ms:.2f} | " + " | ".join(cells) + " |")
+        print(f"| {cand.label} | {gm:.2f} ± {gc:.2f} | {n:.0f} | {dt_ms:.2f} | " + " | ".join(cells) + " |")
     base, *others = starts
     print(f"\nReturn from the first decision less {base}'s on the same connections (paired; mean ± 95% CI):\n")
     print("| member | " + " | ".join(heads) + " |")
@@ -118,4 +153,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

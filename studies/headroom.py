@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,12 +47,14 @@ import numpy as np
 
 from agents.diagnostics import HeuristicAnswers
 from envs.decision import DecisionProcess
-from envs.errors import ConfigError, out_of_range
+from envs.errors import ConfigError, out_of_range, unknown_name
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
-from envs.metrics import LOWER_IS_BETTER, mean_ci
+from envs.metrics import ALL_METRICS, LOWER_IS_BETTER, mean_ci
 from envs.multipath_env import build_process
+from envs.plugins import cc_id, scheduler_values
 from envs.scenario import Scenario, resolve_scenarios
 from envs.sim.simulator import SimConfig
+from envs.sim.stacks import DEFAULT_STACK, check_ccs
 
 SEARCH_SEED_OFFSET = 2_000_000  # search episodes: neither training nor evaluation seeds
 WAIT_RULE = "wait_rule"
@@ -157,7 +160,9 @@ def blocked_answers(process: DecisionProcess, cand: Candidate) -> HeuristicAnswe
     (``envs/schedulers/wait_rule.py``; its ``k`` is required here, a family given by hand may miss
     it), or a heuristic's rule (``cand.blocked``)."""
     if cand.scheduler == WAIT_RULE:
-        k = dict(cand.params).get("k")
+        params = dict(cand.params)
+        scheduler_values(WAIT_RULE, {key: v for key, v in params.items() if key != "k"})  # a parameter it lacks, named
+        k = params.get("k")
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0.0:
             raise out_of_range("wait_rule k", k, "a number >= 0")
         return HeuristicAnswers(process, WAIT_RULE, {"k": float(k)})
@@ -234,6 +239,8 @@ def search(scenario: Scenario, cc: str, *, runs: int = 10, search_runs: int = 5,
     for name, value in (("runs", runs), ("search_runs", search_runs)):
         if not isinstance(value, int) or value < 1:
             raise out_of_range(name, value, "an integer >= 1")
+    if metric not in ALL_METRICS:
+        raise unknown_name("metric", metric, ALL_METRICS)
     sim = sim or SimConfig()
     higher = metric not in LOWER_IS_BETTER
     n_paths = len(scenario.paths) if scenario.n_paths is None else scenario.n_paths
@@ -348,6 +355,29 @@ def format_live(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def check_cells(scenarios: Sequence[str], ccs: Sequence[str], stack: str = DEFAULT_STACK) -> list[Scenario]:
+    """A script's ``--scenario`` and ``--cc`` before any simulation: the scenarios, or a ConfigError
+    naming the flag and the valid names."""
+    try:
+        found = resolve_scenarios(list(scenarios))
+    except ConfigError as err:
+        raise ConfigError(f"--scenario: {err}") from None
+    try:
+        for cc in ccs:
+            cc_id(cc)  # an unknown name lists the valid ones (the stack lets a plug-in of another name through)
+        check_ccs(stack, ccs)
+    except ConfigError as err:
+        raise ConfigError(f"--cc: {err}") from None
+    return found
+
+
+def check_counts(*counts: tuple[str, int]) -> None:
+    """Refuse a count below 1, naming its flag: ``check_counts(("--runs", args.runs))``."""
+    for flag, n in counts:
+        if n < 1:
+            raise out_of_range(flag, n, "an integer >= 1")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m studies.headroom", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", nargs="+", default=["ispras_s1"], help="names or YAML files")
@@ -356,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--search-runs", type=int, default=5, help="runs per candidate in the search")
     parser.add_argument("--samples", type=int, default=0, help="random candidates beside the grid")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--metric", default="goodput_mbps")
+    parser.add_argument("--metric", default="goodput_mbps", help="a metric of envs.metrics (lower is better for some)")
     parser.add_argument("--verbose", action="store_true", help="print every candidate's search score")
     parser.add_argument("--live", metavar="JSON", help="print the live runs of benchmarks/headroom_live.py instead")
     args = parser.parse_args(argv)
@@ -366,12 +396,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         except (OSError, ValueError, KeyError, ConfigError) as err:
             raise SystemExit(f"error: {args.live}: {err}") from None
         return
-    try:
-        scenarios = resolve_scenarios(args.scenario)
-        cells = [search(sc, cc, runs=args.runs, search_runs=args.search_runs, samples=args.samples, seed=args.seed,
-                        metric=args.metric) for sc in scenarios for cc in args.cc]
-    except ConfigError as err:
-        raise SystemExit(f"error: {err}") from None
+    check_counts(("--runs", args.runs), ("--search-runs", args.search_runs))
+    if args.samples < 0:
+        raise out_of_range("--samples", args.samples, "an integer >= 0")
+    if args.metric not in ALL_METRICS:
+        raise unknown_name("--metric", args.metric, ALL_METRICS)
+    scenarios = check_cells(args.scenario, args.cc)
+    cells = [search(sc, cc, runs=args.runs, search_runs=args.search_runs, samples=args.samples, seed=args.seed,
+                    metric=args.metric) for sc in scenarios for cc in args.cc]
     if args.verbose:
         for h in cells:
             print(f"{h.scenario} / {h.cc} search ({args.search_runs} runs): "
@@ -380,4 +412,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from envs.errors import debug_argv, ending
+
+    with ending():  # a refused flag: one line naming it, not a traceback
+        main(debug_argv(sys.argv[1:]))

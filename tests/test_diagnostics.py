@@ -4,6 +4,9 @@ ISPRAS reward's in-flight credit (envs/rewards.py)."""
 from __future__ import annotations
 
 import math
+import runpy
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -421,3 +424,79 @@ def test_reward_signal_imitates_a_heuristic_from_a_feature_set():
     assert all(g == row["minrtt"] for g in row["imitation"].values())
     with pytest.raises(ConfigError, match="observation set"):
         imitation_data(rule, ["no_such_set"], s1, "bbr", 1, 5)
+
+
+def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
+    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
+    after checking that it exits non-zero without a traceback."""
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
+    assert end.value.code not in (0, None) and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+S1 = ["--scenario", "ispras_s1", "--cc", "bbr", "--runs", "1"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reward", "throughputt", *S1], "unknown --reward 'throughputt'; valid: chunk, completion, ispras"),
+    (["--reward", "ispras", "--set", "alpah=1", *S1], "--set: unknown reward setting 'alpah'; valid: alpha, beta"),
+    (["--set", "beta", *S1], "--set takes KEY=NUMBER items"),
+    (["--checkpoint", "/nonexistent", *S1], "--checkpoint: not a checkpoint: /nonexistent has no meta.json"),
+    (["--runs", "0", "--scenario", "ispras_s1", "--cc", "bbr"], "--runs must be an integer >= 1, got 0"),
+    (["--gamma", "1.5", *S1], "--gamma must be in [0, 1], got 1.5"),
+    (["--gamma", "nan", *S1], "--gamma must be in [0, 1], got nan"),
+    (["--scenario", "ispras_s9", "--cc", "bbr"], "--scenario: unknown scenario 'ispras_s9'; valid: "),
+    (["--scenario", "ispras_s1", "--cc", "bbr3"], "--cc: unknown cc 'bbr3'; valid: balia, bbr, bbr2"),
+    (["--preset", "dqnn", *S1], "--preset: unknown agent 'dqnn'; valid: "),
+    (["--imitate", "wait_rule", "--heuristic-param", "kk=0.5", *S1],
+     "--imitate wait_rule --heuristic-param kk=0.5: scheduler 'wait_rule' has no parameter 'kk'; valid: k"),
+    (["--coin-at-waits-of", "ecf", "--heuristic-param", "bta=1", *S1],
+     "--coin-at-waits-of ecf --heuristic-param bta=1: scheduler 'ecf' has no parameter 'bta'; valid: beta"),
+    (["--flip-each-decision-of", "minrt", *S1], "--flip-each-decision-of minrt: unknown scheduler 'minrt'; valid: "),
+    (["--coin-at-waits-of", "wait_rule", *S1], "--coin-at-waits-of wait_rule: give the rule's k"),
+    (["--heuristic-param", "k=1", *S1], "--heuristic-param applies to --coin-at-waits-of"),
+    (["--imitate", "minrtt", "--observation", "bogus", *S1], "--observation: unknown observation set 'bogus'"),
+    (["--ascend", "2", *S1], "--ascend takes a number of rounds >= 0, with --flip-each-decision-of"),
+])
+def test_reward_signal_refuses_bad_flags_in_one_line(argv, message, monkeypatch, capsys):
+    """``python -m benchmarks.reward_signal``: a bad flag ends, before any simulation, in one line
+    naming it and what it takes (the valid names, the range); an unknown heuristic parameter is
+    refused by the registry's check (``envs.plugins.scheduler_values``), not as a missing k."""
+    assert message in refused("benchmarks.reward_signal", argv, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--scenario", "ispras_s9"], "--scenario: unknown scenario 'ispras_s9'; valid: "),
+    (["--cc", "bbr3"], "--cc: unknown cc 'bbr3'; valid: balia, bbr, bbr2"),
+    (["--runs", "0"], "--runs must be an integer >= 1, got 0"),
+    (["--k", "-1"], "--k must be >= 0 (inf: minRTT), got -1.0"),
+    (["--eps", "1.5"], "--eps must be in [0, 1], got 1.5"),
+])
+def test_own_ack_outcome_refuses_bad_flags_in_one_line(argv, message, monkeypatch, capsys):
+    assert message in refused("benchmarks.own_ack_outcome", argv, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--scenario", "ispras_s9"], "--scenario: unknown scenario 'ispras_s9'; valid: "),
+    (["--cc", "bbr3"], "--cc: unknown cc 'bbr3'; valid: balia, bbr, bbr2"),
+    (["--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
+    (["--every", "-1"], "--every must be an integer >= 1, got -1"),
+    (["--policy-k", "-2"], "--policy-k must be >= 0 (inf: minRTT), got -2.0"),
+    (["--switch-ms", "-1"], "--switch-ms must be >= 0"),
+])
+def test_rollout_labels_refuses_bad_flags_in_one_line(argv, message, monkeypatch, capsys):
+    assert message in refused("benchmarks.rollout_labels", argv, monkeypatch, capsys)
+
+
+def test_the_wait_rule_member_names_an_unknown_parameter():
+    """``studies.headroom.blocked_answers``: a parameter the wait rule does not have is refused by the
+    registry's check, naming it and the valid ones, before the rule's required k is asked for."""
+    with pytest.raises(ConfigError, match="scheduler 'wait_rule' has no parameter 'kk'; valid: k"):
+        evaluate_candidate(Candidate("wait_rule", (("kk", 0.5),)), short_s1(0.5), "bbr", 1, 5, SimConfig())

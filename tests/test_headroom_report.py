@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import runpy
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +18,7 @@ from agents.diagnostics import BLOCKED_ACTIONS, PolicyDiagnostics, pool_seeds, s
 from envs.errors import ConfigError
 from envs.scenario import resolve_scenarios
 from envs.sim.simulator import SimConfig
-from studies.headroom import Candidate, Headroom, format_live, live_cells
+from studies.headroom import Candidate, Headroom, format_live, live_cells, search
 from studies.report import learning_verdict, worst_cc_table
 from studies.spec import HEURISTIC, TRAIN, Entry, Study
 
@@ -364,3 +367,38 @@ def test_diagnostics_md_gives_each_warning_once(tmp_path):
     assert sum(cells.values()) >= 4  # the dqn (fast_only) and bandit (minRTT) clones under both CCs
     for w, n in cells.items():
         assert text.count(w) == n, (w, text.count(w), n)
+
+
+def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
+    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
+    after checking that it exits non-zero without a traceback."""
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
+    assert end.value.code not in (0, None) and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--metric", "goodput"], "unknown --metric 'goodput'; valid: aggregation_benefit, avg_bitrate_mbps, completion_s"),
+    (["--runs", "0"], "--runs must be an integer >= 1, got 0"),
+    (["--search-runs", "0"], "--search-runs must be an integer >= 1, got 0"),
+    (["--samples", "-1"], "--samples must be an integer >= 0, got -1"),
+    (["--scenario", "ispras_s9"], "--scenario: unknown scenario 'ispras_s9'; valid: "),
+    (["--cc", "bbr3"], "--cc: unknown cc 'bbr3'; valid: balia, bbr, bbr2"),
+])
+def test_headroom_command_line_refuses_bad_flags_in_one_line(argv, message, monkeypatch, capsys):
+    """``python -m studies.headroom``: a bad flag ends, before the search, in one line naming it and
+    the valid values (the metrics: ``envs.metrics.ALL_METRICS``, as evaluate.py's ``metrics=``)."""
+    assert message in refused("studies.headroom", ["--scenario", "ispras_s1", "--cc", "bbr", *argv],
+                              monkeypatch, capsys)
+
+
+def test_headroom_search_refuses_an_unknown_metric():
+    with pytest.raises(ConfigError, match="unknown metric 'goodput'; valid: .*goodput_mbps"):
+        search(resolve_scenarios("ispras_s1")[0], "bbr", metric="goodput")

@@ -3,6 +3,10 @@ buffer's discounts are ``gamma ** (dt / tau)`` of each step's ``dt_s`` info, the
 ``dt_s`` is the time between two decisions, an SB3 DQN trains, saves and loads with the buffer,
 and a bad setting is refused naming its field."""
 
+import runpy
+import sys
+import warnings
+
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -92,3 +96,38 @@ def test_returns_and_the_benchmarks_paired_table(capsys):
     paired = capsys.readouterr().out.split("less minrtt's")[1]
     row = next(line for line in paired.splitlines() if line.startswith("| fast_only"))
     assert len(row.split("|")) == 2 + 4  # undiscounted, per decision, per 40 ms
+
+
+def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
+    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
+    after checking that it exits non-zero without a traceback."""
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
+    assert end.value.code not in (0, None) and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "dqnn"], "--preset: unknown agent 'dqnn'; valid: a2c, dqn"),
+    (["--preset", "linucb"], "--preset linucb has no gamma; give --gamma"),
+    (["--members", "bogus"], "--members bogus: unknown scheduler 'bogus'; valid: atlb, blest"),
+    (["--members", "wait_rule"], "--members wait_rule: give a heuristic's name, or the wait rule as wait_rule:<k>"),
+    (["--members", "wait_rule:-1"], "--members wait_rule:-1: scheduler 'wait_rule': k must be >= 0"),
+    (["--tau", "-5"], "--tau must be > 0 (ms), got -5.0"),
+    (["--gamma", "1.5"], "--gamma must be in [0, 1], got 1.5"),
+    (["--runs", "0"], "--runs must be an integer >= 1, got 0"),
+    (["--set", "alpah=1"], "--set alpah=1: unknown reward setting 'alpah'; valid: alpha"),
+    (["--set", "beta"], "--set takes KEY=VALUE items"),
+    (["--scenario", "ispras_s9"], "--scenario: unknown scenario 'ispras_s9'; valid: "),
+    (["--cc", "bbr3"], "--cc: unknown cc 'bbr3'; valid: "),
+])
+def test_time_discount_returns_refuses_bad_flags_in_one_line(argv, message, monkeypatch, capsys):
+    """``python -m benchmarks.time_discount_returns``: a bad flag ends, before any simulation, in one
+    line naming it and what it takes."""
+    assert message in refused("benchmarks.time_discount_returns", argv, monkeypatch, capsys)
