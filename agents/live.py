@@ -34,7 +34,7 @@ from omegaconf import OmegaConf
 from agents import checkpoint
 from agents.base import OnlineAgent
 from agents.registry import make_agent, preset
-from envs.errors import ConfigError
+from envs.errors import ConfigError, make_writable_dir
 from envs.live.provenance import load_average, provenance
 
 DEFAULT_MODES = ("ecf", "minrtt")
@@ -119,6 +119,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.steps < 1:
         raise ConfigError(f"--steps must be an integer >= 1, got {a.steps}")
+    for flag, where in (("--out", a.out.parent), ("--trace", a.trace.parent if a.trace else None)):
+        try:  # before the live session, whose steps would be lost at the end
+            if where is not None:
+                make_writable_dir(where)
+        except OSError as err:
+            raise ConfigError(f"{flag}: cannot write into {where} ({err.strerror or err})") from None
+    if a.trace is not None and a.trace.is_dir():
+        raise ConfigError(f"--trace {a.trace} is a directory; give the trace's file name")
     cfg = preset(a.agent)
     spec, env_cfg = cfg["agent"], cfg.get("env") or {}
     observation = env_cfg.get("observation", "peekaboo")
@@ -166,5 +174,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     from envs.errors import debug_argv, ending
 
-    with ending():
+    with ending(bad_input_code=2):
         main(debug_argv(sys.argv[1:]))

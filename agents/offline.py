@@ -146,5 +146,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     from envs.errors import debug_argv, ending
 
-    with ending():
+    with ending(bad_input_code=2):
         main(debug_argv(sys.argv[1:]))

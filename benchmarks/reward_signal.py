@@ -442,5 +442,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     from envs.errors import debug_argv, ending
 
-    with ending():  # a refused flag: one line naming it, not a traceback
+    with ending(bad_input_code=2):  # a refused flag: one line naming it, not a traceback
         main(debug_argv(sys.argv[1:]))

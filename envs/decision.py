@@ -186,10 +186,13 @@ class DecisionProcess:
         Applying the actions, the simulation, the rewards and the next features (``last_obs``)
         are one compiled call.
         """
+        given = actions
         try:
             actions = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
         except (TypeError, ValueError):
-            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {actions!r}") from None
+            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {given!r}") from None
+        if isinstance(given, np.ndarray) and given.dtype.kind == "f" and not np.array_equal(actions, given.reshape(-1)):
+            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {given!r}")
         metrics = self._decide(actions)
         if metrics is None:
             terminated, truncated = np.zeros((2, self.sim.B), dtype=bool)
@@ -205,6 +208,8 @@ class DecisionProcess:
             self._one[0] = action
         except (TypeError, ValueError):
             raise ConfigError(f"action must be an integer in [0, {self.n_actions - 1}], got {action!r}") from None
+        if self._one[0] != action:  # a fraction, which the int64 slot would cut (1.5 -> 1)
+            raise ConfigError(f"action must be an integer in [0, {self.n_actions - 1}], got {action!r}")
         metrics = self._decide(self._one)
         info = info_dict(self._info[0], self.sim.current_cc[0], metrics, 0)
         if metrics is None:

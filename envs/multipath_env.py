@@ -68,6 +68,9 @@ class MultipathEnv(gym.Env):
         self.observation_space, self.action_space = spaces(self.process)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if options:  # none is read: the scenario, CC and stack are the env's settings (gymnasium.make)
+            raise ConfigError(f"reset(options=...) takes none, got {sorted(options)}; the scenario, cc and other "
+                              "settings are gymnasium.make's keyword arguments")
         super().reset(seed=seed)
         if seed is not None:
             self.process.sim.seed = int(seed)

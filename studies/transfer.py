@@ -60,7 +60,7 @@ from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
 from agents import checkpoint
-from envs.errors import ConfigError, out_of_range, unknown_name, write_atomic
+from envs.errors import ConfigError, make_writable_dir, out_of_range, unknown_name, write_atomic
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic
 from envs.features import feature_set
 from envs.live.provenance import load_average, utc_now
@@ -976,6 +976,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as err:
         raise ConfigError(f"--ccs: {err}") from None
     out = a.out or Path("outputs") / "transfer" / (a.label or (Path(a.policy).name if a.policy else "report"))
+    try:  # before the policy is trained or measured
+        make_writable_dir(out)
+    except OSError as err:
+        raise ConfigError(f"--out {out}: cannot write the report there ({err.strerror or err})") from None
     path = out / "record.json"
     source = a.record or path
     record = Record.load(source) if source.is_file() else None
@@ -1017,5 +1021,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     from envs.errors import debug_argv, ending
 
-    with ending():
+    with ending(bad_input_code=2):
         main(debug_argv(sys.argv[1:]))

@@ -280,15 +280,21 @@ CASES = [
     ("export", ["checkpoint=0123456789abcdef0123456789abcdef", "tracking_uri={blackhole}", "out={work}/p.h"], 2,
      "tracking_uri={blackhole}: the tracking server did not answer within 3 s"),
     # the argparse tools: their options, before any work (a preset would be trained first)
-    ("studies.transfer", ["--record", "{list_json}", "--side", "none"], 1,
+    ("studies.transfer", ["--record", "{list_json}", "--side", "none"], 2,
      "list.json: a transfer record is a JSON object (format, policy, features, measurements), got a list"),
-    ("studies.transfer", ["--record", "{nokeys_json}", "--side", "none"], 1,
+    ("studies.transfer", ["--record", "{nokeys_json}", "--side", "none"], 2,
      "nokeys.json: the transfer record has no policy, features, measurements"),
-    ("studies.transfer", ["--record", "{work}", "--side", "none"], 1,
+    ("studies.transfer", ["--record", "{work}", "--side", "none"], 2,
      "no measurements: --record {work} is a directory; give its record file"),
-    ("studies.transfer", ["--record", "{work}/missing.json", "--side", "sim", "--policy", "agent=dqn"], 1,
+    ("studies.transfer", ["--record", "{work}/missing.json", "--side", "sim", "--policy", "agent=dqn"], 2,
      "no measurements: --record {work}/missing.json does not exist"),
-    ("studies.transfer", ["--policy", "agent=dqn", "--ccs", "bbr9"], 1, "--ccs: unknown cc 'bbr9'; valid: "),
+    ("studies.transfer", ["--policy", "agent=dqn", "--ccs", "bbr9"], 2, "--ccs: unknown cc 'bbr9'; valid: "),
+    ("studies.transfer", ["--record", "{list_json}", "--side", "none", "--out", "/dev/null/x"], 2,
+     "--out /dev/null/x: cannot write the report there"),  # was a FileNotFoundError of no flag
+    # checked before the live session, whose steps a bad path lost at its end
+    ("agents.live", ["--out", "/dev/null/x/ck", "--steps", "1"], 2, "--out: cannot write into /dev/null/x"),
+    ("agents.live", ["--out", "{work}/ck", "--trace", "{work}", "--steps", "1"], 2,
+     "--trace {work} is a directory; give the trace's file name"),
     ("benchmarks/fidelity.py", ["runs=0"], 2, "--runs must be an integer >= 1, got 0"),
     ("benchmarks/fidelity.py", ["out=/dev/null/x"], 2, "out=/dev/null/x: cannot write the report there"),
     ("benchmarks/sim_speed.py", ["--case", "foo"], 2, "--case: unknown case 'foo'; valid: core, gym, cold, mesh"),
@@ -420,6 +426,17 @@ def gym_cases():
         env.reset(seed=0)
         env.step("x")
 
+    def fractional_action():
+        env = MultipathEnv(scenario="ispras_s1", cc="bbr")
+        env.reset(seed=0)
+        env.step(1.5)  # was cut to 1
+
+    def fractional_actions():
+        from envs.multipath_env import build_process
+        process = build_process(2, scenario="ispras_s1", cc="bbr")
+        process.reset()
+        process.step(np.array([0.0, 0.5]))  # was cut to [0, 0]
+
     def action_out_of_range():
         env = MultipathEnv(scenario="ispras_s1", cc="bbr")
         env.reset(seed=0)
@@ -474,6 +491,10 @@ def gym_cases():
         ("mode of a wrong type", lambda: gym.make("mpsched/Multipath-v0", decision="interval", modes=[5]), ConfigError,
          "modes: each mode is a scheduler name or {scheduler: <name>, params: {...}}, got 5"),
         ("action of a wrong type", action_of_a_wrong_type, ConfigError, "action must be an integer in [0, 1], got 'x'"),
+        ("fractional action", fractional_action, ConfigError, "action must be an integer in [0, 1], got 1.5"),
+        ("fractional actions", fractional_actions, ConfigError, "actions must be integers in [0, 1], got array([0. , 0.5])"),
+        ("reset options", lambda: gym.make("mpsched/Multipath-v0").reset(seed=0, options={"scenari": "x"}), ConfigError,
+         "reset(options=...) takes none, got ['scenari']"),  # was ignored
     ]
 
 
@@ -482,7 +503,8 @@ GYM_IDS = ["step before reset", "packet step before reset", "simulator before re
            "unknown scenario", "negative bandwidth", "dt out of range", "blocked on one path", "batch on one connection",
            "batch on the vector env", "scenario with a wrong type", "cc list with an unknown name", "cc as a mapping",
            "string for a number", "fraction for an integer", "string for a flag", "NaN reward weight",
-           "infinite episode cap", "unknown mode outside interval mode", "mode of a wrong type", "action of a wrong type"]
+           "infinite episode cap", "unknown mode outside interval mode", "mode of a wrong type", "action of a wrong type",
+           "fractional action", "fractional actions", "reset options"]
 
 
 @pytest.mark.parametrize("name", GYM_IDS)
