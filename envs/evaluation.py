@@ -159,9 +159,13 @@ def to_table(header: dict, stats: dict[str, dict], note: str | None = None) -> s
     for i in range(n):
         cells = [fmt.format(_scaled(stats[k]["per_run"][i], scale)) for k, _, fmt, scale in cols]
         lines.append(f"{i:>3} | " + " | ".join(cells))
-    cells = [(fmt + " ± " + fmt).format(_scaled(stats[k]["mean"], scale), _scaled(stats[k]["ci95"], scale))
-             for k, _, fmt, scale in cols]
-    lines.append("mean ± 95% CI | " + " | ".join(cells))
+    if n < 2:  # a CI needs two runs (mean_ci gives 0, which would read as a certain value)
+        cells = [fmt.format(_scaled(stats[k]["mean"], scale)) for k, _, fmt, scale in cols]
+        lines.append("mean (one run: no CI) | " + " | ".join(cells))
+    else:
+        cells = [(fmt + " ± " + fmt).format(_scaled(stats[k]["mean"], scale), _scaled(stats[k]["ci95"], scale))
+                 for k, _, fmt, scale in cols]
+        lines.append("mean ± 95% CI | " + " | ".join(cells))
     per_path = ", ".join(f"path {i + 1}: {m:.2f}" for i, m in enumerate(stats["per_path_goodput_mbps"]["mean"]))
     lines.append(f"per-path goodput Mbit/s (mean): {per_path}")
     if note:

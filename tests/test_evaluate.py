@@ -30,6 +30,13 @@ def test_table_shows_runs_and_confidence_interval():
     assert "mean ± 95% CI" in out.stdout and out.stdout.count("\n") >= 6
 
 
+def test_one_run_shows_no_confidence_interval():
+    """A CI needs two runs: with one the table says so instead of printing ± 0.00."""
+    out = run("scheduler=minrtt", "scenario=ispras_s3", "cc=cubic", "runs=1", "file_mb=1")
+    assert out.returncode == 0, out.stderr
+    assert "mean (one run: no CI)" in out.stdout and "±" not in out.stdout
+
+
 def test_workload_override_and_metric_selection():
     out = run("scenario=leeyoo_static", "workload=dash", "workload.chunks=4", "cc=cubic", "runs=2",
               "metrics=[avg_bitrate_mbps,rebuffer_s,download_time_s]", "format=json")
