@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig, Simulator
 
 EVAL_SEED_OFFSET = 1_000_000  # evaluation episodes never reuse training seeds
+MAX_BATCH = 2048  # connections simulated at once by evaluate_heuristic (about 0.2 MB each at 2 paths, 10 s)
 REPORTED = ("goodput_mbps", "completion_s", "mean_rtt_ms", "loss_rate", "reorder_max_bytes")
 """What a table shows when no metric list is given (and what live runs compare)."""
 
@@ -42,12 +44,19 @@ _COLUMNS = {
 def evaluate_heuristic(scenario: Scenario, cc: str, scheduler: str, runs: int, seed: int = 0,
                        config: SimConfig | None = None, cc_params: dict | None = None,
                        scheduler_params: dict | None = None, window_s: float = 1.0) -> dict[str, np.ndarray]:
-    """Per-run metrics (arrays of length ``runs``) of ``scheduler`` under ``cc``."""
-    sim = Simulator(scenario, cc, scheduler=scheduler, batch=runs, seed=seed, config=config,
-                    cc_overrides={cc: cc_params} if cc_params else None, scheduler_overrides=scheduler_params)
-    sim.reset()
-    sim.run()
-    return sim.results(window_s)
+    """Per-run metrics (arrays of length ``runs``) of ``scheduler`` under ``cc``; more than
+    ``MAX_BATCH`` runs are simulated ``MAX_BATCH`` at a time, each run as in one batch
+    (``SimConfig.first_connection``), so that memory stays bounded."""
+    config = config or SimConfig()
+    parts = []
+    for first in range(0, runs, MAX_BATCH):
+        sim = Simulator(scenario, cc, scheduler=scheduler, batch=min(MAX_BATCH, runs - first), seed=seed,
+                        config=replace(config, first_connection=config.first_connection + first),
+                        cc_overrides={cc: cc_params} if cc_params else None, scheduler_overrides=scheduler_params)
+        sim.reset()
+        sim.run()
+        parts.append(sim.results(window_s))
+    return parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 # When the live harness's second flow starts, after its first (``envs.live.bottleneck.two_flow_queue``):

@@ -158,6 +158,29 @@ def test_batch_independence(cc):
     assert len(set(eight.results()["goodput_mbps"].tolist())) > 1
 
 
+def test_first_connection_runs_a_batch_as_the_tail_of_a_larger_one():
+    """``SimConfig.first_connection``: connections 5-7 of a batch of 8 are a batch of 3 numbered from
+    5; ``evaluate_heuristic`` splits a batch above ``MAX_BATCH`` so, with the same runs."""
+    from envs import evaluation
+    from envs.sim.simulator import SimConfig
+    scen = ispras_bulk()
+    eight = run(scen, "bbr", seed=9, batch=8)
+    tail = Simulator(scen, "bbr", batch=3, seed=9, config=SimConfig(first_connection=5))
+    tail.reset()
+    tail.run()
+    for key, values in eight.results().items():
+        np.testing.assert_array_equal(values[5:8], tail.results()[key], err_msg=key)
+    whole = evaluation.evaluate_heuristic(scen, "bbr", "minrtt", 7, seed=3)
+    saved, evaluation.MAX_BATCH = evaluation.MAX_BATCH, 3
+    try:
+        split = evaluation.evaluate_heuristic(scen, "bbr", "minrtt", 7, seed=3)
+    finally:
+        evaluation.MAX_BATCH = saved
+    for key, values in whole.items():
+        np.testing.assert_array_equal(values, split[key], err_msg=key)
+    assert len(set(whole["goodput_mbps"].tolist())) > 1
+
+
 def test_common_draws_run_every_connection_as_connection_zero():
     """``SimConfig.common_draws``: every connection runs connection 0's episode (its random streams
     on a jittery, lossy path), so that a batch compares what the connections are told to do on

@@ -47,8 +47,15 @@ class SimConfig:
     # every connection draws connection 0's episodes (scenario, CC, random streams): common random
     # numbers across the batch, so that connections differ only by what they are told to do
     common_draws: bool = False
+    # the index of the batch's first connection among a larger set of runs: connection b draws as
+    # connection first_connection + b would, so a large batch run as several gives the same runs
+    # (envs.evaluation.evaluate_heuristic)
+    first_connection: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.first_connection, bool) or not isinstance(self.first_connection, int) \
+                or self.first_connection < 0:
+            raise out_of_range("first_connection", self.first_connection, "an integer >= 0")
         if not 0.01 <= self.dt_ms <= 100:
             raise out_of_range("dt_ms", self.dt_ms, "in [0.01, 100]")
         if self.mss is not None and not 500 <= self.mss <= 9000:
@@ -254,8 +261,9 @@ class Simulator:
         return scen, self.ccs[int(rng.integers(len(self.ccs)))], rng
 
     def _drawer(self, b: int) -> int:
-        """The connection whose draws connection b takes (``SimConfig.common_draws``: connection 0's)."""
-        return 0 if self.cfg.common_draws else b
+        """The connection whose draws connection b takes (``SimConfig.common_draws``: connection 0's;
+        ``SimConfig.first_connection`` numbers the batch's connections from there)."""
+        return 0 if self.cfg.common_draws else self.cfg.first_connection + b
 
     def _configure(self, b: int) -> None:
         scen, cc, rng = self.episode_draw(b, int(self.episode[b]))
@@ -303,7 +311,8 @@ class Simulator:
             for i, (t_s, value) in enumerate(transit_schedule(net, route)):
                 self.atrace[b, p, i] = (round(t_s * 1000 / dt_ms), value if value >= 0 else round(value * 1000 / dt_ms))
         f = nsub
-        arrivals = np.random.default_rng([self.seed, b, int(self.episode[b]), 1])  # apart from the episode's draws
+        # apart from the episode's draws
+        arrivals = np.random.default_rng([self.seed, self.cfg.first_connection + b, int(self.episode[b]), 1])
         for k, link in enumerate(net.links):
             comp = link.competing
             schedule = comp.flows_schedule or [(0.0, comp.flows)]
