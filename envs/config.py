@@ -108,8 +108,23 @@ def ccs(cfg: DictConfig) -> dict[str, dict[str, float]]:
     node = plain(cfg.cc)
     if not isinstance(node, dict) or not node:
         raise ConfigError("cc: select one or more CCs, e.g. cc=bbr2, cc=[cubic,bbr] or cc=mix")
-    stacks.check_ccs(schema.env_config(cfg.env).stack if cfg.get("env") is not None else stacks.DEFAULT_STACK, node)
+    try:
+        stacks.check_ccs(schema.env_config(cfg.env).stack if cfg.get("env") is not None else stacks.DEFAULT_STACK, node)
+    except ConfigError as err:
+        group = _choice("cc")
+        if group is None or group in node:  # the CC the command line named
+            raise
+        raise ConfigError(f"cc={group} selects {', '.join(node)}: {err}") from None
     return {name: dict((spec or {}).get("params") or {}) for name, spec in node.items()}
+
+
+def _choice(group: str) -> str | None:
+    """The option of config group ``group`` Hydra composed (``cc=mix``: ``mix``), where Hydra ran."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return None
+    choice = HydraConfig.get().runtime.choices.get(group)
+    return None if choice is None else str(choice)
 
 
 def sim_config(env: DictConfig) -> SimConfig:

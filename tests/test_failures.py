@@ -127,6 +127,8 @@ def damaged(trained: Path, work: Path, name: str, how: str) -> Path:
 CASES = [
     # train.py: config values
     ("train.py", ["seed=-1"], 1, "seed must be an integer >= 0 and <= 4293967295, got -1"),
+    ("train.py", ["cc=mix", "stack=linux"], 1,
+     "cc=mix selects reno, cubic, bbr, bbr2: cc 'bbr2' is not in stack 'linux'"),  # named only bbr2
     ("train.py", ["seed=4294967296"], 1, "seed must be an integer >= 0 and <= 4293967295, got 4294967296"),
     ("train.py", ["seed=abc"], 1, "Value 'abc' of type 'str' could not be converted to Integer\n    full_key: seed"),
     ("train.py", ["train.steps=0"], 1, "train.steps must be an integer >= 1"),
