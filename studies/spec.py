@@ -105,6 +105,9 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
     a study, one only a study reads (``headroom=true scheduler=ecf``)."""
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~")
+        if key == "transport" or key.startswith("live."):  # this is the simulator side (evaluate.py's live one returned)
+            raise ConfigError(f"{key}= is read by live runs only (backend=live, or compare=[sim,live]); this run is "
+                              "simulated (its stack: stack=xquic|linux)")
         if any(key == k or key.startswith(k + ".") for k in POLICY_ENV):
             raise ConfigError(f"{key}= is not read by evaluate.py: a checkpoint is evaluated with the observation, "
                               "decision and reward it was trained with, a heuristic observes nothing, and a learner "

@@ -234,6 +234,8 @@ CASES = [
     ("evaluate.py", ["scheduler={ckpt}", "env.observation=full", "runs=1"], 1,
      "env.observation= is not read by evaluate.py: a checkpoint is evaluated with the observation"),
     ("evaluate.py", ["scheduler=[minrtt,ecf]", "env.reward.alpha=2", "runs=1"], 1, "env.reward.alpha= is not read"),
+    ("evaluate.py", ["transport=xquic", "runs=1"], 1, "transport= is read by live runs only (backend=live, or "),
+    ("evaluate.py", ["live.emulation=netem", "runs=1"], 1, "live.emulation= is read by live runs only"),
     # a checkpoint that fits no cell: its 2 paths against the mesh's 6 (was n/a, exit 0, "0 failed")
     ("evaluate.py", ["scheduler={ckpt}", "scenario=mptcp_tut_mesh_e0", "cc=bbr", "runs=1"], 1,
      "no cell could be evaluated (dqn_cubic / mptcp_tut_mesh_e0 / bbr: checkpoint "),
