@@ -53,7 +53,7 @@ class SimConfig:
     first_connection: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.first_connection, bool) or not isinstance(self.first_connection, int) \
+        if isinstance(self.first_connection, bool) or not isinstance(self.first_connection, (int, np.integer)) \
                 or self.first_connection < 0:
             raise out_of_range("first_connection", self.first_connection, "an integer >= 0")
         if not 0.01 <= self.dt_ms <= 100:
