@@ -56,7 +56,7 @@ def run_study(cfg: DictConfig) -> None:
     print(f"{len(result['results'])} cells ({len(result['failed'])} failed, {len(empty)} n/a) in "
           f"{result['wall_s']:.1f} s; outputs in {files['results.md'].parent}")
     print(f"MLflow run:  {result['run_id']} in {result['tracking_uri']}")
-    if len(result["failed"]) + len(empty) == len(result["results"]):  # nothing was measured
+    if not any(r["metrics"] for r in result["results"].values()):  # nothing was measured
         key, why = next(iter({**empty, **result["failed"]}.items()))
         raise ConfigError(f"no cell could be evaluated ({' / '.join(key)}: {why})")
 

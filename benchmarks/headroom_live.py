@@ -136,5 +136,5 @@ def main() -> None:
 if __name__ == "__main__":
     from envs.errors import ending
 
-    with ending(bad_input_code=2):  # a failed verification or a refused input: one line, not a traceback
+    with ending():  # a failed verification or a refused input: one line, not a traceback
         main()

@@ -186,14 +186,15 @@ class DecisionProcess:
         Applying the actions, the simulation, the rewards and the next features (``last_obs``)
         are one compiled call.
         """
-        given = actions
         try:
-            actions = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {given!r}") from None
-        if isinstance(given, np.ndarray) and given.dtype.kind == "f" and not np.array_equal(actions, given.reshape(-1)):
-            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {given!r}")
-        metrics = self._decide(actions)
+            ints = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
+            exact = (isinstance(actions, np.ndarray) and actions.dtype.kind in "iub") or np.array_equal(
+                ints, np.asarray(actions).reshape(-1))  # not a fraction the cast cut
+        except (TypeError, ValueError, OverflowError):
+            exact = False
+        if not exact:
+            raise ConfigError(f"actions must be integers in [0, {self.n_actions - 1}], got {actions!r}")
+        metrics = self._decide(ints)
         if metrics is None:
             terminated, truncated = np.zeros((2, self.sim.B), dtype=bool)
         else:
@@ -206,7 +207,7 @@ class DecisionProcess:
         terminated, truncated and the info dict (no per-step arrays to allocate or copy)."""
         try:
             self._one[0] = action
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"action must be an integer in [0, {self.n_actions - 1}], got {action!r}") from None
         if self._one[0] != action:  # a fraction, which the int64 slot would cut (1.5 -> 1)
             raise ConfigError(f"action must be an integer in [0, {self.n_actions - 1}], got {action!r}")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from envs.errors import out_of_range
 from envs.metrics import capped, mean_ci
 from envs.scenario import Scenario, scenario_from_dict
 from envs.sim.simulator import SimConfig, Simulator
@@ -47,6 +48,8 @@ def evaluate_heuristic(scenario: Scenario, cc: str, scheduler: str, runs: int, s
     """Per-run metrics (arrays of length ``runs``) of ``scheduler`` under ``cc``; more than
     ``MAX_BATCH`` runs are simulated ``MAX_BATCH`` at a time, each run as in one batch
     (``SimConfig.first_connection``), so that memory stays bounded."""
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise out_of_range("runs", runs, "an integer >= 1")
     config = config or SimConfig()
     parts = []
     for first in range(0, runs, MAX_BATCH):
@@ -56,6 +59,7 @@ def evaluate_heuristic(scenario: Scenario, cc: str, scheduler: str, runs: int, s
         sim.reset()
         sim.run()
         parts.append(sim.results(window_s))
+        del sim  # before the next chunk's state is made
     return parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 

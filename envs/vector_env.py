@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from envs.errors import ConfigError
 from envs.multipath_env import build_process, spaces
 
 
@@ -32,6 +33,9 @@ class MultipathVectorEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if options:  # none is read, as in mpsched/Multipath-v0
+            raise ConfigError(f"reset(options=...) takes none, got {sorted(options)}; the scenario, cc and other "
+                              "settings are gymnasium.make_vec's keyword arguments")
         if seed is not None:
             self.process.sim.seed = int(seed)
             self.process.sim.episode[:] = 0

@@ -38,7 +38,8 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     """Validate, train, evaluate, write the report into ``out_dir`` and log it to MLflow (one run
     per study). Returns the study, its cell results and the written files."""
     study = spec.from_config(cfg, out_dir)  # every name and checkpoint checked before any work
-    cluster.probe(study.ray)
+    if tasks.use_ray(study.workers, study.ray, heavy=bool(study.learned)):
+        cluster.probe(study.ray)  # before any work (a study on this machine never asks the cluster)
     out_dir.mkdir(parents=True, exist_ok=True)
     import mlflow
 

@@ -168,6 +168,11 @@ def test_first_connection_runs_a_batch_as_the_tail_of_a_larger_one():
     tail = Simulator(scen, "bbr", batch=3, seed=9, config=SimConfig(first_connection=5))
     tail.reset()
     tail.run()
+    churn = load_scenario("kato_churn_3")  # competing flows arriving at random: a stream of their own
+    whole, part = (Simulator(churn, "bbr", batch=n, seed=9, config=SimConfig(first_connection=k))
+                   for n, k in ((4, 0), (2, 2)))
+    whole.reset(), part.reset()
+    assert np.array_equal(whole.atrace[2:4], part.atrace) and not np.array_equal(whole.atrace[0], whole.atrace[1])
     for key, values in eight.results().items():
         np.testing.assert_array_equal(values[5:8], tail.results()[key], err_msg=key)
     whole = evaluation.evaluate_heuristic(scen, "bbr", "minrtt", 7, seed=3)
@@ -196,6 +201,9 @@ def test_common_draws_run_every_connection_as_connection_zero():
                 assert getattr(twins, name)[b].tobytes() == getattr(twins, name)[0].tobytes(), name
     assert len(set(twins.rng[:3].tolist())) == 1 and len(set(twins.rng[3:].tolist())) == 1
     assert_state_equal(run(scen, "bbr", seed=9), twins, rows=slice(0, 1))
+    churn = Simulator(load_scenario("kato_churn_3"), "bbr", batch=2, seed=9, config=SimConfig(common_draws=True))
+    churn.reset()
+    assert np.array_equal(churn.atrace[0], churn.atrace[1])  # the competing flows' arrivals too
 
 
 @pytest.mark.parametrize("cc", CC_NAMES)

@@ -48,12 +48,12 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def closed_port():
-    """host:port where nothing listens (a port just given up), as a mistyped Ray cluster address."""
+    """host:port where nothing listens, as a mistyped Ray cluster address: a bound socket that never
+    listens, held for the module (a connection is refused; nobody else can take the port)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    yield f"127.0.0.1:{sock.getsockname()[1]}"
     sock.close()
-    return f"127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
@@ -296,8 +296,9 @@ CASES = [
     ("studies.transfer", ["--record", "{list_json}", "--side", "none", "--out", "/dev/null/x"], 2,
      "--out /dev/null/x: cannot write the report there"),  # was a FileNotFoundError of no flag
     # checked before the live session, whose steps a bad path lost at its end
-    ("agents.live", ["--out", "/dev/null/x/ck", "--steps", "1"], 2, "--out: cannot write into /dev/null/x"),
-    ("agents.live", ["--out", "{work}/ck", "--trace", "{work}", "--steps", "1"], 2,
+    # (exit code 1: the live tools' LiveError is a ConfigError, and a failed testbed is no bad argument)
+    ("agents.live", ["--out", "/dev/null/x/ck", "--steps", "1"], 1, "--out: cannot write into /dev/null/x"),
+    ("agents.live", ["--out", "{work}/ck", "--trace", "{work}", "--steps", "1"], 1,
      "--trace {work} is a directory; give the trace's file name"),
     ("benchmarks/fidelity.py", ["runs=0"], 2, "--runs must be an integer >= 1, got 0"),
     ("benchmarks/fidelity.py", ["out=/dev/null/x"], 2, "out=/dev/null/x: cannot write the report there"),
@@ -441,6 +442,17 @@ def gym_cases():
         process.reset()
         process.step(np.array([0.0, 0.5]))  # was cut to [0, 0]
 
+    def fractional_action_list():
+        from envs.multipath_env import build_process
+        process = build_process(2, scenario="ispras_s1", cc="bbr")
+        process.reset()
+        process.step([1.5, 0.0])
+
+    def _stepped(action):
+        env = MultipathEnv(scenario="ispras_s1", cc="bbr")
+        env.reset(seed=0)
+        env.step(action)
+
     def action_out_of_range():
         env = MultipathEnv(scenario="ispras_s1", cc="bbr")
         env.reset(seed=0)
@@ -497,6 +509,11 @@ def gym_cases():
         ("action of a wrong type", action_of_a_wrong_type, ConfigError, "action must be an integer in [0, 1], got 'x'"),
         ("fractional action", fractional_action, ConfigError, "action must be an integer in [0, 1], got 1.5"),
         ("fractional actions", fractional_actions, ConfigError, "actions must be integers in [0, 1], got array([0. , 0.5])"),
+        ("fractional action list", fractional_action_list, ConfigError,
+         "actions must be integers in [0, 1], got [1.5, 0.0]"),
+        ("infinite action", lambda: _stepped(float("inf")), ConfigError, "action must be an integer in [0, 1], got inf"),
+        ("vector reset options", lambda: gym.make_vec("mpsched/Multipath-v0", num_envs=2).reset(
+            seed=0, options={"cc": "bbr"}), ConfigError, "reset(options=...) takes none, got ['cc']"),
         ("reset options", lambda: gym.make("mpsched/Multipath-v0").reset(seed=0, options={"scenari": "x"}), ConfigError,
          "reset(options=...) takes none, got ['scenari']"),  # was ignored
     ]
@@ -508,7 +525,8 @@ GYM_IDS = ["step before reset", "packet step before reset", "simulator before re
            "batch on the vector env", "scenario with a wrong type", "cc list with an unknown name", "cc as a mapping",
            "string for a number", "fraction for an integer", "string for a flag", "NaN reward weight",
            "infinite episode cap", "unknown mode outside interval mode", "mode of a wrong type", "action of a wrong type",
-           "fractional action", "fractional actions", "reset options"]
+           "fractional action", "fractional actions", "fractional action list", "infinite action",
+           "vector reset options", "reset options"]
 
 
 @pytest.mark.parametrize("name", GYM_IDS)

@@ -365,6 +365,19 @@ def test_a_new_xquic_path_shows_no_rtt_sample_until_its_first():
     assert sim.obs[0, 1, OBS_SRTT] == sample and sim.obs[0, 1, OBS_RTTVAR] == sample / 2.0
 
 
+def test_a_slow_xquic_path_takes_its_min_rtt_from_its_first_sample():
+    """min_rtt comes from the first sample (RFC 9002 sec. 5.2; XQUIC's ctl_minrtt starts at its
+    maximum), not from the 250 ms shown before it: a 600 ms path's is its own, not 250 ms."""
+    paths = [{"bandwidth_mbps": 20, "delay_ms": 10}, {"bandwidth_mbps": 5, "delay_ms": 300}]
+    sim = Simulator(scenario_from_dict({"name": "slow", "workload": {"type": "bulk", "duration_s": 3.0},
+                                        "paths": paths}), "cubic", scheduler="rr", batch=1, seed=0,
+                    config=SimConfig(stack="xquic"))
+    sim.reset()
+    assert sim.obs[0, 1, OBS_MIN_RTT] == 0.25
+    sim.run()
+    assert sim.obs[0, 1, OBS_SENT] > 0 and sim.obs[0, 1, OBS_MIN_RTT] >= 0.6
+
+
 def test_an_unused_xquic_path_takes_its_setup_sample():
     """A path that carries no data (fast_only: path 0 is the faster by what the sender sees) has the
     peer's delayed ACK of its PATH_CHALLENGE as its first sample, 25 ms (XQC_DEFAULT_MAX_ACK_DELAY)

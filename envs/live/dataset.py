@@ -185,5 +185,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     from envs.errors import debug_argv, ending
 
-    with ending(bad_input_code=2):
+    with ending():
         main(debug_argv(sys.argv[1:]))

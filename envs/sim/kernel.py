@@ -261,10 +261,11 @@ def _setup_sample(o, fb, f):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _first_sample(o, f, sample):
-    """A path's first RTT sample sets srtt and rttvar (RFC 6298 sec. 2.2, RFC 9002 sec. 5.3)."""
+    """A path's first RTT sample sets srtt, rttvar (RFC 6298 sec. 2.2, RFC 9002 sec. 5.3) and min_rtt
+    (RFC 9002 sec. 5.2; XQUIC's ctl_minrtt starts at XQC_MAX_UINT32_VALUE), whatever it showed before."""
     o[f, OBS_SRTT] = sample
     o[f, OBS_RTTVAR] = sample / 2.0
-    o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], sample)
+    o[f, OBS_MIN_RTT] = sample
     o[f, OBS_LATEST_RTT] = sample
 
 

@@ -312,7 +312,7 @@ class Simulator:
                 self.atrace[b, p, i] = (round(t_s * 1000 / dt_ms), value if value >= 0 else round(value * 1000 / dt_ms))
         f = nsub
         # apart from the episode's draws
-        arrivals = np.random.default_rng([self.seed, self.cfg.first_connection + b, int(self.episode[b]), 1])
+        arrivals = np.random.default_rng([self.seed, self._drawer(b), int(self.episode[b]), 1])
         for k, link in enumerate(net.links):
             comp = link.competing
             schedule = comp.flows_schedule or [(0.0, comp.flows)]
