@@ -103,8 +103,8 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
     a study file, one the file sets in its own words (``runs=2 study=headroom`` ran the file's 10
     runs without a word), naming the study's key to override instead (``study.runs=2``); without
     a study, one only a study reads (``headroom=true scheduler=ecf``)."""
-    for o in overrides:
-        key = o.split("=", 1)[0].lstrip("+~")
+    given_keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
+    for key in given_keys:
         if key == "transport" or key.startswith("live."):  # this is the simulator side (evaluate.py's live one returned)
             raise ConfigError(f"{key}= is read by live runs only (backend=live, or compare=[sim,live]); this run is "
                               "simulated (its stack: stack=xquic|linux)")
@@ -112,7 +112,7 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> None:
             raise ConfigError(f"{key}= is not read by evaluate.py: a checkpoint is evaluated with the observation, "
                               "decision and reward it was trained with, a heuristic observes nothing, and a learner "
                               "a study trains takes its train_overrides (study.train_overrides=[...])")
-    keys = [o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in overrides]
+    keys = [key.split(".", 1)[0] for key in given_keys]
     if not wanted(cfg):
         for key in keys:
             if key in STUDY_ONLY:

@@ -7,9 +7,11 @@ not depend on which examples a run happened to draw (Hypothesis docs, "Settings:
 """
 
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,3 +94,18 @@ def skip_if_inconclusive(out: subprocess.CompletedProcess) -> None:
     attempt was inconclusive (``verified_or_skip``'s case, in a child process): skip with its words."""
     if out.returncode != 0 and "verification inconclusive" in out.stderr:
         pytest.skip(f"this machine could not run the emulation on time: {out.stderr[-2000:]}")
+
+
+def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
+    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
+    after checking that it exits non-zero without a traceback."""
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
+    assert end.value.code not in (0, None) and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: ")
+    return line

@@ -4,26 +4,9 @@ non-zero exit, no traceback."""
 
 from __future__ import annotations
 
-import runpy
-import sys
-import warnings
-
 import pytest
 
-
-def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
-    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
-    after checking that it exits non-zero without a traceback."""
-    monkeypatch.setattr(sys, "argv", [module, *argv])
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
-        runpy.run_module(module, run_name="__main__", alter_sys=False)
-    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
-    assert end.value.code not in (0, None) and "Traceback" not in err
-    [line] = err.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
+from conftest import refused
 
 
 @pytest.mark.parametrize("argv, message", [

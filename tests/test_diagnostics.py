@@ -4,9 +4,6 @@ ISPRAS reward's in-flight credit (envs/rewards.py)."""
 from __future__ import annotations
 
 import math
-import runpy
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +19,7 @@ from envs.sim.simulator import SimConfig
 from envs.schedulers import wait_rule
 from studies.headroom import Candidate, Headroom, candidates, evaluate_candidate, gain, search
 from studies.runner import merge_seeds
+from conftest import refused
 
 DATA = Path(__file__).parent / "data"
 
@@ -424,21 +422,6 @@ def test_reward_signal_imitates_a_heuristic_from_a_feature_set():
     assert all(g == row["minrtt"] for g in row["imitation"].values())
     with pytest.raises(ConfigError, match="observation set"):
         imitation_data(rule, ["no_such_set"], s1, "bbr", 1, 5)
-
-
-def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
-    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
-    after checking that it exits non-zero without a traceback."""
-    monkeypatch.setattr(sys, "argv", [module, *argv])
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
-        runpy.run_module(module, run_name="__main__", alter_sys=False)
-    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
-    assert end.value.code not in (0, None) and "Traceback" not in err
-    [line] = err.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 S1 = ["--scenario", "ispras_s1", "--cc", "bbr", "--runs", "1"]

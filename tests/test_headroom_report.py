@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import runpy
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +18,7 @@ from envs.sim.simulator import SimConfig
 from studies.headroom import Candidate, Headroom, format_live, live_cells, search
 from studies.report import learning_verdict, worst_cc_table
 from studies.spec import HEURISTIC, TRAIN, Entry, Study
+from conftest import refused
 
 LIVE = Path(__file__).parent / "data" / "headroom_live.json"
 
@@ -367,21 +365,6 @@ def test_diagnostics_md_gives_each_warning_once(tmp_path):
     assert sum(cells.values()) >= 4  # the dqn (fast_only) and bandit (minRTT) clones under both CCs
     for w, n in cells.items():
         assert text.count(w) == n, (w, text.count(w), n)
-
-
-def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
-    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
-    after checking that it exits non-zero without a traceback."""
-    monkeypatch.setattr(sys, "argv", [module, *argv])
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
-        runpy.run_module(module, run_name="__main__", alter_sys=False)
-    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
-    assert end.value.code not in (0, None) and "Traceback" not in err
-    [line] = err.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -3,9 +3,6 @@ buffer's discounts are ``gamma ** (dt / tau)`` of each step's ``dt_s`` info, the
 ``dt_s`` is the time between two decisions, an SB3 DQN trains, saves and loads with the buffer,
 and a bad setting is refused naming its field."""
 
-import runpy
-import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -16,6 +13,7 @@ from agents.sb3 import SB3Agent, check_hyperparams
 from agents.time_discount import TimeDiscountReplayBuffer, time_discount
 from envs.errors import ConfigError
 from envs.vector_env import SB3VecEnv
+from conftest import refused
 
 TD = {"replay_buffer_class": "TimeDiscountReplayBuffer", "replay_buffer_kwargs": {"time_constant_ms": 20}}
 
@@ -96,21 +94,6 @@ def test_returns_and_the_benchmarks_paired_table(capsys):
     paired = capsys.readouterr().out.split("less minrtt's")[1]
     row = next(line for line in paired.splitlines() if line.startswith("| fast_only"))
     assert len(row.split("|")) == 2 + 4  # undiscounted, per decision, per 40 ms
-
-
-def refused(module: str, argv: list[str], monkeypatch, capsys) -> str:
-    """``python -m module *argv`` run in this process as ``__main__``: its one line ``error: ...``,
-    after checking that it exits non-zero without a traceback."""
-    monkeypatch.setattr(sys, "argv", [module, *argv])
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    with warnings.catch_warnings(), pytest.raises(SystemExit) as end:
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
-        runpy.run_module(module, run_name="__main__", alter_sys=False)
-    err = capsys.readouterr().err + (end.value.code if isinstance(end.value.code, str) else "")
-    assert end.value.code not in (0, None) and "Traceback" not in err
-    [line] = err.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 @pytest.mark.parametrize("argv, message", [

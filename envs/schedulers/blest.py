@@ -13,12 +13,9 @@ packet was sent with at most one MSS of receive window left), down by ``step`` o
 1.3 is the Linux implementation's ``max_lambda`` (which starts at 1.2 and steps +0.04/-0.01 on
 retransmissions; set the parameters to get that).
 
-A second path without an RTT sample yet gets the packet (a new XQUIC path has none until the
-peer acknowledges its PATH_CHALLENGE or its first data; ``StackProfile.unsampled_rtt``): the
-rule's estimates would read XQUIC's initial 250 ms there. The C version inside XQUIC
-(bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs on purpose in one state:
-it does not wait for F while F has nothing in flight (XQUIC would never call the scheduler
-again: the connection would stall)."""
+A second path without an RTT sample yet gets the packet, and the C version inside XQUIC
+(bindings/src/mps_rules.c; parity test in tests/test_xquic.py) differs in one state, as ECF's do
+(envs/schedulers/ecf.py says why)."""
 
 from collections.abc import Mapping
 
