@@ -65,10 +65,20 @@ class Setup:
     stack_draw: StackDraw | None = None  # the stack profile drawn per training episode (train.randomise)
     select: str = TrainSettings.select  # which agent a run ends with
     validation_runs: int = TrainSettings.validation_runs
+    config_hash: str = ""  # what the run trains (``identity_hash``): a study's or report's agent cache key
 
-    @property
-    def config_hash(self) -> str:
-        return hashlib.sha256(self.config_yaml.encode()).hexdigest()[:12]
+
+# sections of the config that say where a run is logged, not what it trains
+NOT_TRAINED = ("mlflow",)
+
+
+def identity_hash(cfg: DictConfig) -> str:
+    """12 hex digits of the resolved config without ``NOT_TRAINED``: the same agent trained into
+    another MLflow store or experiment has the same hash, so a study's ``agents_dir`` reuses it."""
+    whole = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(whole, dict)  # a config's root is a mapping
+    trained = {k: v for k, v in whole.items() if k not in NOT_TRAINED}
+    return hashlib.sha256(OmegaConf.to_yaml(trained).encode()).hexdigest()[:12]
 
 
 def setup(cfg: DictConfig, out_dir: Path) -> Setup:
@@ -88,7 +98,8 @@ def setup(cfg: DictConfig, out_dir: Path) -> Setup:
                  int(cfg.seed), int(t.steps), int(t.n_envs), int(t.eval_every), int(t.eval_runs),
                  int(t.checkpoint_every), out_dir, OmegaConf.to_yaml(cfg, resolve=True), config.sim_config(cfg.env),
                  int(t.torch_threads), train_scenarios=randomised, stack_draw=draw, select=select,
-                 validation_runs=int(t.get("validation_runs", TrainSettings.validation_runs)))
+                 validation_runs=int(t.get("validation_runs", TrainSettings.validation_runs)),
+                 config_hash=identity_hash(cfg))
 
 
 def apply_runtime(s: Setup) -> None:
@@ -221,7 +232,8 @@ _COLUMNS = {"goodput_mbps": "goodput Mbit/s", "completion_s": "completion s", "i
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
-    """Markdown table of ``compare_with_minrtt`` rows: every metric they carry, mean ± 95% CI."""
+    """Markdown table of ``compare_with_minrtt`` rows: every metric they carry, mean ± 95% CI (a
+    row of one run has no CI and says so: ``mean_ci`` gives 0, which would read as a certain value)."""
     metrics = [m for m in _COLUMNS if any(m in r for r in rows)]
     lines = ["| scenario | cc | scheduler | " + " | ".join(f"{_COLUMNS[m]} (95% CI)" for m in metrics) + " |",
              "|---|---|---|" + "---|" * len(metrics)]
@@ -229,7 +241,8 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
         cells = []
         for m in metrics:
             v, ci = r.get(m, math.nan), r.get(m.rsplit("_", 1)[0] + "_ci95", math.nan)
-            cells.append("n/a" if math.isnan(v) else f"{v:.3f} ± {ci:.3f}")
+            spread = "(one run: no CI)" if r.get("runs", 2) < 2 else f"± {ci:.3f}"
+            cells.append("n/a" if math.isnan(v) else f"{v:.3f} {spread}")
         lines.append(f"| {r['scenario']} | {r['cc']} | {r['scheduler']} | " + " | ".join(cells) + " |")
     lines += [f"\n{note}" for note in capped_notes(rows)]
     diag = [r for r in rows if "diagnostics" in r]

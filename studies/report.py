@@ -219,7 +219,7 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     copies is from the cell's searched best (held-out; a heuristic outside the study's schedulers
     at its search-seed score against the search's, ``Copied``), pooled over a learner's training seeds
     and, when it has several, each seed's policy on its own; and for every cell whose headroom
-    exceeds ``HEADROOM_MATTERS`` beyond the CIs, the learners' recovered share with its interval
+    exceeds ``HEADROOM_MATTERS`` beyond its CI (``Headroom.significant``), the learners' recovered share with its interval
     (the learner's 95% CI, over its training seeds when it has several)."""
     found = {(h.scenario, h.cc): h for h in cells}
     index = {e.label: i for i, e in enumerate(study.schedulers)}
@@ -251,7 +251,7 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
         bad += not ok
         shown = ", ".join(f"{g.name} {100 * g.gap:+.1f}% below" if np.isfinite(g.gap) else f"{g.name} not scored"
                           for g in gaps)
-        note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CIs)"
+        note = "" if ok or h.significant else " (the best beats minRTT only within the 95% CI of their paired difference)"
         if not ok and d.action_names == BLOCKED_ACTIONS and h.blocked_best is not None:
             # the learner decides only at blocked decisions: how far is it from what such a policy reaches?
             within = any(g.blocked_gap <= CLONE_TOLERANCE for g in gaps)
@@ -272,7 +272,7 @@ def learning_verdict(study: Study, results: dict, cells: list, means: np.ndarray
     if seeded:
         out.append(f"Per training seed: {seeds_bad} of {seeds_total} seed policies in {seeded} learner cells copy a "
                    f"heuristic more than {100 * CLONE_TOLERANCE:.0f}% below the best, in {cells_seed_bad} cell(s).")
-    out += ["", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the CIs) "
+    out += ["", f"Cells where scheduling matters (headroom over minRTT > {100 * HEADROOM_MATTERS:.0f}% beyond the 95% CI) "
             f"and the learners' recovered share (>= {100 * RECOVER_SHARE:.0f}% counts as found):", ""]
     matters = [h for h in cells if h.significant and h.headroom > HEADROOM_MATTERS]
     for h in matters:

@@ -483,3 +483,13 @@ def test_the_wait_rule_member_names_an_unknown_parameter():
     registry's check, naming it and the valid ones, before the rule's required k is asked for."""
     with pytest.raises(ConfigError, match="scheduler 'wait_rule' has no parameter 'kk'; valid: k"):
         evaluate_candidate(Candidate("wait_rule", (("kk", 0.5),)), short_s1(0.5), "bbr", 1, 5, SimConfig())
+
+
+def test_a_one_run_row_says_it_has_no_ci():
+    """``train.eval_runs=1``: one episode per row, whose CI ``mean_ci`` gives as 0; the table says
+    there is none instead of printing "± 0.000"."""
+    rows = [{"scenario": "s", "cc": "bbr", "scheduler": s, "runs": runs, "goodput_mbps": 2.0, "goodput_ci95": 0.0}
+            for s, runs in (("dqn", 1), ("minrtt", 3))]
+    text = format_rows(rows)
+    assert "| s | bbr | dqn | 2.000 (one run: no CI) |" in text
+    assert "| s | bbr | minrtt | 2.000 ± 0.000 |" in text

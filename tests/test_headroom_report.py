@@ -200,6 +200,24 @@ def test_verdict_flags_each_training_seed_on_its_own():
     assert d.warnings[0].startswith("seed 0: constant policy: 'wait'")
 
 
+def test_headroom_is_judged_on_the_paired_difference_of_common_seeds():
+    """The best and minRTT run on the same held-out seeds, so their per-run difference carries
+    little of the network's noise: on ispras_s2 under BBRv1 the wait rule's gain lies within the
+    two means' CIs at 10 runs but far beyond the CI of the paired difference. Without a paired CI
+    (``diff_ci`` NaN) the two CIs add up, as before."""
+    from envs.scenario import load_scenario
+    h = search(load_scenario("ispras_s2"), "bbr", runs=10, seed=0,
+               family=[Candidate("minrtt"), Candidate("wait_rule", (("k", 1.25),))])
+    gap = h.best_mean - h.minrtt_mean
+    assert h.best.label == "wait_rule(k=1.25)" and 0.0 < gap < h.best_ci + h.minrtt_ci, h
+    assert h.diff_ci < gap / 2 and h.significant, h
+    unpaired = Headroom("s", "bbr", "goodput_mbps", h.best, h.best_mean, h.best_ci, h.minrtt_mean, h.minrtt_ci)
+    assert math.isnan(unpaired.diff_ci) and not unpaired.significant
+    assert math.isnan(unpaired.recovered(h.best_mean)) and h.recovered(h.best_mean) == 1.0
+    same = search(load_scenario("ispras_s2"), "bbr", runs=4, seed=0, family=[Candidate("minrtt")])
+    assert same.diff_ci == 0.0 and not same.significant  # minRTT against itself
+
+
 def test_verdict_says_when_no_learner_finds_the_headroom():
     study, res = small_study(), results()
     for cc in ("cubic", "bbr"):

@@ -223,6 +223,8 @@ def test_checkpoint_by_mlflow_run_id(tmp_path, two_path_agent):
 
 
 def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, capfd, ray_session):
+    """The second run logs to another MLflow store: where a run is logged is not what it trains,
+    so the agent is reused (``agents.training.identity_hash``)."""
     study = {"name": "tiny", "scenarios": ["ispras_s3"], "ccs": ["bbr"], "runs": 2,
              "train_overrides": ["scenario=ispras_s3", "file_mb=1", "train.steps=300", "train.eval_every=0",
                                  "train.eval_runs=2"],
@@ -236,7 +238,9 @@ def test_study_trains_with_agents_training_and_reuses_the_checkpoint(tmp_path, c
     assert client.get_run(meta["mlflow_run_id"]).info.status == "FINISHED"  # train.py's own MLflow run
     stamp = (Path(entry.checkpoint) / "meta.json").stat().st_mtime_ns
     capfd.readouterr()
-    second = run_study(cfg, tmp_path / "b")
+    other_store = evaluate_cfg(tmp_path, "duration_s=1", f"agents_dir={tmp_path}/agents", study=study,
+                               tracking=tmp_path / "other.db")
+    second = run_study(other_store, tmp_path / "b")
     assert "lin: reusing" in capfd.readouterr().err
     assert (Path(entry.checkpoint) / "meta.json").stat().st_mtime_ns == stamp
     np.testing.assert_allclose(second["results"][("lin", "ispras_s3", "bbr")]["metrics"]["goodput_mbps"],
@@ -422,3 +426,13 @@ def test_study_training_entries_compose_into_train_configs(tmp_path, name):
             assert train_cfg["train"]["steps"] == 200_000 and train_cfg["env"]["decision"] == "interval"
         else:
             assert train_cfg["train"]["steps"] == 60_000
+
+
+def test_the_agent_cache_key_is_what_is_trained_not_where_it_is_logged():
+    from agents.training import identity_hash
+    from studies.spec import compose_train
+    base = identity_hash(compose_train(["agent=linucb"]))
+    assert identity_hash(compose_train(["agent=linucb", "mlflow.tracking_uri=sqlite:////elsewhere.db",
+                                        "mlflow.experiment=other"])) == base
+    assert identity_hash(compose_train(["agent=linucb", "train.steps=1234"])) != base
+    assert identity_hash(compose_train(["agent=linucb", "seed=1"])) != base
