@@ -21,19 +21,24 @@ beside one that waits at some, so the pool of the two is neither constant nor a 
 In the blocked mode a decision point is a moment when the fast path has no window and another
 path has: minRTT would send on the second path there (action 1) and fast_only would wait (action
 0), so a constant policy is also a clone of one of them. The packet mode compares paths (action
-i = path i, the last action = wait); the interval mode reports action shares only.
+i = path i, the last action = wait). In the interval mode every action is a heuristic (a mode,
+which schedules the interval): the policy agrees with a mode's heuristic at the intervals it picks
+it, so a policy that keeps one mode is a clone of that heuristic (``mode_heuristics``) and is
+judged like any clone against the cell's searched best.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-from envs.plugins import scheduler_id, scheduler_params
+from envs.decision import mode_labels, mode_specs
+from envs.plugins import scheduler_id, scheduler_label, scheduler_params, scheduler_values
 from envs.plugins.dispatch import pick
 from envs.sim.layout import CN_N_SUB, N_SCHED, SCHED_STATE
 
@@ -114,8 +119,8 @@ class PolicyDiagnostics:
         if self.per_seed:
             out.update({f"{prefix}/seeds": float(len(self.per_seed)),
                         f"{prefix}/seeds_degenerate": float(len(self.seeds_flagged))})
-        out.update({f"{prefix}/share/{a}": s for a, s in zip(self.action_names, self.action_shares)})
-        out.update({f"{prefix}/agree/{h}": v for h, v in self.agreement.items()})
+        out.update({f"{prefix}/share/{_metric_name(a)}": s for a, s in zip(self.action_names, self.action_shares)})
+        out.update({f"{prefix}/agree/{_metric_name(h)}": v for h, v in self.agreement.items()})
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
 
@@ -125,7 +130,7 @@ def action_names(process: DecisionProcess) -> tuple[str, ...]:
         return BLOCKED_ACTIONS
     if mode == "packet":
         return (*[f"path{i + 1}" for i in range(process.n_actions - 1)], "wait")
-    return tuple(f"{i}:{m['scheduler'] if isinstance(m, dict) else m}" for i, m in enumerate(process.decision.modes))
+    return tuple(f"{i}:{label}" for i, label in enumerate(mode_labels(process.decision.modes)))
 
 
 class HeuristicAnswers:
@@ -151,6 +156,19 @@ class HeuristicAnswers:
         return self._answer
 
 
+def _metric_name(label: str) -> str:
+    """A label as MLflow takes it in a metric's name (``wait_rule(k=1.25)`` -> ``wait_rule_k_1.25_``)."""
+    return re.sub(r"[^/\w.\- :]", "_", label)
+
+
+def mode_heuristics(process: DecisionProcess) -> tuple[str, ...]:
+    """The interval mode's modes as heuristics, each with every parameter (its defaults filled
+    in), as one label (``envs.plugins.scheduler_label``: ``minrtt``, ``wait_rule(k=1)``), the
+    form ``studies.headroom`` names its searched members in."""
+    return tuple(scheduler_label(name, scheduler_values(name, params))
+                 for name, params in mode_specs(process.decision.modes))
+
+
 class DecisionLog:
     """Collects a policy's decisions on ``process`` and, beside them, each reference heuristic's
     answer on the same sender state. Call ``record(actions)`` before every ``process.step`` of
@@ -163,7 +181,8 @@ class DecisionLog:
         mode = process.decision.mode
         self.compared = references if mode in ("blocked", "packet") else ()
         self._heuristics = {h: HeuristicAnswers(process, h) for h in self.compared}
-        self._same = dict.fromkeys(self.compared, 0)
+        self._modes = mode_heuristics(process) if mode == "interval" else ()
+        self._same = dict.fromkeys((*self.compared, *self._modes), 0)
 
     def record(self, actions: np.ndarray) -> None:
         s = self.process.sim
@@ -172,6 +191,8 @@ class DecisionLog:
         self.counts += np.bincount(acts[live], minlength=self.process.n_actions)[: self.process.n_actions]
         for h, heuristic in self._heuristics.items():
             self._same[h] += int(np.count_nonzero(heuristic.answer(live)[live] == acts[live]))
+        for i, h in enumerate(self._modes):  # picking mode i is its heuristic's decision
+            self._same[h] += int(np.count_nonzero(acts[live] == i))
 
     def result(self) -> PolicyDiagnostics:
         return summarise(self.names, self.counts, self._same)

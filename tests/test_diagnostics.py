@@ -493,3 +493,32 @@ def test_a_one_run_row_says_it_has_no_ci():
     text = format_rows(rows)
     assert "| s | bbr | dqn | 2.000 (one run: no CI) |" in text
     assert "| s | bbr | minrtt | 2.000 ± 0.000 |" in text
+
+
+def test_a_policy_keeping_one_interval_mode_is_a_clone_of_that_modes_heuristic():
+    """In the interval mode every action is a heuristic: a policy that keeps minRTT's mode is
+    minRTT (clone of ``minrtt``), one that keeps the wait rule's mode is the rule with its
+    parameters (``wait_rule(k=1)``, the form the headroom search names its members in), and one
+    that alternates is neither. Before, interval policies were reported constant and never a clone,
+    so the study verdict did not judge them."""
+    from agents.diagnostics import DecisionLog, action_names, mode_heuristics
+    from envs.multipath_env import build_process
+    modes = [{"scheduler": "minrtt"}, {"scheduler": "wait_rule"}, {"scheduler": "wait_rule", "params": {"k": 1.25}}]
+    found = {}
+    for label, pick in (("min", lambda t: 0), ("rule", lambda t: 1), ("both", lambda t: t % 2)):
+        p = build_process(3, scenario="ispras_s2", cc="bbr", seed=0, decision="interval",
+                          observation="ispras_backlog", interval_ms=50.0, modes=modes)
+        assert mode_heuristics(p) == ("minrtt", "wait_rule(k=1)", "wait_rule(k=1.25)")
+        assert action_names(p) == ("0:minrtt", "1:wait_rule", "2:wait_rule(k=1.25)")
+        log = DecisionLog(p)
+        p.reset()
+        for t in range(20):
+            actions = np.full(3, pick(t), dtype=np.int64)
+            log.record(actions)
+            p.step(actions)
+        found[label] = log.result()
+    assert found["min"].clone_of == ("minrtt",) and found["min"].agreement["wait_rule(k=1)"] == 0.0
+    assert found["rule"].clone_of == ("wait_rule(k=1)",) and found["rule"].constant == "1:wait_rule"
+    assert found["both"].clone_of == () and found["both"].constant is None
+    assert found["both"].agreement["minrtt"] == pytest.approx(0.5, abs=0.05)
+    assert "x/agree/wait_rule_k_1.25_" in found["rule"].metrics("x")  # a name MLflow takes

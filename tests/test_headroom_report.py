@@ -403,3 +403,22 @@ def test_headroom_command_line_refuses_bad_flags_in_one_line(argv, message, monk
 def test_headroom_search_refuses_an_unknown_metric():
     with pytest.raises(ConfigError, match="unknown metric 'goodput'; valid: .*goodput_mbps"):
         search(resolve_scenarios("ispras_s1")[0], "bbr", metric="goodput")
+
+
+def test_verdict_judges_a_learner_that_keeps_one_interval_mode():
+    """A learner over modes (``dqn_modes``) that keeps the wait rule's mode in a cell is a clone of
+    ``wait_rule(k=1)``, read at its search-seed score against the search's best; one that keeps
+    minRTT's mode where minRTT is 21% below the best fails, as a per-packet clone of minRTT does."""
+    study, res = small_study(), results()
+    modes = ("0:minrtt", "1:wait_rule")
+    keeps = {"dqn": summarise(modes, np.array([0, 40]), {"minrtt": 0, "wait_rule(k=1)": 40}),
+             "bandit": summarise(modes, np.array([40, 0]), {"minrtt": 40, "wait_rule(k=1)": 0})}
+    for name, d in keeps.items():
+        res[(name, "hetero_small_file", "bbr")]["diagnostics"] = d
+    h = found("bbr")
+    h.search.append(("wait_rule(k=1)", 18.7))
+    from studies.report import cube
+    means, cis = cube(study, res, "goodput_mbps")
+    text = learning_verdict(study, res, [found("cubic"), h], means, cis)
+    assert "dqn / hetero_small_file / bbr: clone of wait_rule(k=1) (wait_rule(k=1) +1.6% below the best): ok" in text
+    assert "bandit / hetero_small_file / bbr: clone of minrtt (minrtt +21.1% below the best): FAILS" in text
