@@ -187,11 +187,30 @@ def from_config(cfg: DictConfig, out_dir: Path) -> Study:
     study.headroom = _headroom(given.get("headroom", cfg.get("headroom")))
     common = [f"env.stack={sim.stack}", *(str(o) for o in given.get("train_overrides") or [])]
     study.schedulers = [parse_entry(item, common, study) for item in items]
+    for entry in study.schedulers:
+        if entry.kind == CHECKPOINT:
+            _check_fits_some(entry, scenarios)
     labels = [e.label for e in study.schedulers]
     repeated = sorted({x for x in labels if labels.count(x) > 1})
     if repeated:
         raise ConfigError(f"schedulers: repeated label(s) {', '.join(repeated)}; give each entry its own label")
     return study
+
+
+def _check_fits_some(entry: Entry, scenarios: list[Scenario]) -> None:
+    """Refuse, before any work, a checkpoint that acts in none of the study's scenarios (each of
+    its cells would end in the interface error of ``agents.checkpoint.check_compatible``): its
+    policy takes a fixed number of paths. One that fits some is measured there and reports the
+    others as n/a. A scenario that draws its path count (``n_paths``) is decided when it runs."""
+    trained = entry.meta.get("n_paths")
+    if trained is None or any(sc.n_paths is not None for sc in scenarios):
+        return
+    counts = {sc.name: len(sc.paths) for sc in scenarios}
+    if trained not in counts.values():
+        shown = ", ".join(f"{name} {n}" for name, n in counts.items())
+        raise ConfigError(f"checkpoint {entry.source} ({entry.label}) acts on {trained} paths; no scenario of this "
+                          f"run has {trained} (paths: {shown}): give scenarios with {trained} paths or another "
+                          "checkpoint")
 
 
 def _headroom(value: Any) -> dict[str, int] | None:

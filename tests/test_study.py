@@ -170,6 +170,16 @@ def test_a_clone_is_scored_under_the_learners_own_reward_beside_the_cells_blocke
     assert again == got
 
 
+def test_checkpoint_that_fits_no_scenario_is_refused_before_any_work(tmp_path, two_path_agent):
+    """Trained on 2 paths, asked for 3-path scenarios only: one line before Ray or any cell starts
+    (before, every cell ended in the interface error and the run in "no cell could be evaluated")."""
+    cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,{two_path_agent}]", "scenario=[sod_2,sod_3]", "cc=[bbr]",
+                       "runs=2", "duration_s=1", "workers=1")
+    with pytest.raises(ConfigError, match=r"acts on 2 paths; no scenario of this run has 2 \(paths: sod_2 3, "
+                                          r"sod_3 3\)"):
+        spec.from_config(cfg, tmp_path / "out")
+
+
 def test_checkpoint_that_cannot_act_is_reported_per_cell(tmp_path, two_path_agent):
     cfg = evaluate_cfg(tmp_path, f"scheduler=[minrtt,{two_path_agent}]", "scenario=[ispras_s3,sod_2]", "cc=[bbr]",
                        "runs=2", "duration_s=1", "workers=1")
