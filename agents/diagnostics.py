@@ -243,7 +243,7 @@ def format_table(rows: list[tuple[str, ...]], diags: list[PolicyDiagnostics]) ->
     seeds' own policies are flagged (when pooled over seeds), warnings."""
     if not diags:
         return ""
-    actions = max((d.action_names for d in diags), key=len)
+    actions = list(dict.fromkeys(a for d in diags for a in d.action_names))  # every policy's own actions
     refs = list(dict.fromkeys(h for d in diags for h in d.agreement))
     seeded = any(d.per_seed for d in diags)
     head = ["scheduler", "scenario", "cc", "decisions", *[f"{a} %" for a in actions], *[f"= {h} %" for h in refs],

@@ -522,3 +522,14 @@ def test_a_policy_keeping_one_interval_mode_is_a_clone_of_that_modes_heuristic()
     assert found["both"].clone_of == () and found["both"].constant is None
     assert found["both"].agreement["minrtt"] == pytest.approx(0.5, abs=0.05)
     assert "x/agree/wait_rule_k_1.25_" in found["rule"].metrics("x")  # a name MLflow takes
+
+
+def test_the_diagnostics_table_shows_each_policys_own_actions():
+    """A study with per-packet learners and a learner over modes: each row shows its own action
+    shares (before, the modes' shares read n/a under the blocked mode's columns)."""
+    blocked = summarise(("wait", "send_second"), np.array([10, 90]), {"minrtt": 90, "fast_only": 10})
+    modes = summarise(("0:minrtt", "1:wait_rule"), np.array([74, 26]), {"minrtt": 74, "wait_rule(k=1)": 26})
+    table = format_table([("dqn", "s", "bbr"), ("dqn_modes", "s", "bbr")], [blocked, modes])
+    assert "| wait % | send_second % | 0:minrtt % | 1:wait_rule % |" in table
+    assert "| dqn | s | bbr | 100 | 10.0 | 90.0 | n/a | n/a |" in table
+    assert "| dqn_modes | s | bbr | 100 | n/a | n/a | 74.0 | 26.0 |" in table

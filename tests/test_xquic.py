@@ -614,8 +614,12 @@ def test_an_exported_interval_policy_inside_xquic_runs_the_mode_it_picks(testbed
     assert (d["mode"][d["t"] > switch] == modes[1]).all() and (d["mode"][d["t"] < switch] == modes[0]).all()
     rr = d["chosen"][(d["t"] > switch) & (d["chosen"] >= 0)]
     assert set(np.unique(rr)) == {0, 1}  # RR alternates
-    iv = tr.intervals()  # the telemetry stays the 10 ms records only
-    assert (iv["chosen"] == -2).all() and (np.diff(iv["t"]) > 0.005).all()
+    # the telemetry stays the 10 ms records only: none of the policy's decisions among them. The
+    # records keep a 10 ms grid (mps_xquic.c: a late one is followed by the next on time, so two
+    # can be under 5 ms apart on a loaded machine), so there are at most span / 10 ms + 1
+    iv = tr.intervals()
+    assert (iv["chosen"] == -2).all()
+    assert len(iv["t"]) <= (iv["t"][-1] - iv["t"][0]) / 0.01 + 1, np.diff(iv["t"])
 
 
 @needs_live
