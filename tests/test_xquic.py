@@ -616,10 +616,12 @@ def test_an_exported_interval_policy_inside_xquic_runs_the_mode_it_picks(testbed
     assert set(np.unique(rr)) == {0, 1}  # RR alternates
     # the telemetry stays the 10 ms records only: none of the policy's decisions among them. The
     # records keep a 10 ms grid (mps_xquic.c: a late one is followed by the next on time, so two
-    # can be under 5 ms apart on a loaded machine), so there are at most span / 10 ms + 1
+    # can be under 5 ms apart on a loaded machine; the first is where the transfer started, off
+    # the grid), so there are at most span / 10 ms + 2 (a policy decision among them every 20 ms
+    # would add half as many again)
     iv = tr.intervals()
     assert (iv["chosen"] == -2).all()
-    assert len(iv["t"]) <= (iv["t"][-1] - iv["t"][0]) / 0.01 + 1, np.diff(iv["t"])
+    assert len(iv["t"]) <= (iv["t"][-1] - iv["t"][0]) / 0.01 + 2, np.diff(iv["t"])
 
 
 @needs_live
