@@ -422,3 +422,67 @@ def test_verdict_judges_a_learner_that_keeps_one_interval_mode():
     text = learning_verdict(study, res, [found("cubic"), h], means, cis)
     assert "dqn / hetero_small_file / bbr: clone of wait_rule(k=1) (wait_rule(k=1) +1.6% below the best): ok" in text
     assert "bandit / hetero_small_file / bbr: clone of minrtt (minrtt +21.1% below the best): FAILS" in text
+
+
+BLOCKED_LIVE = {name: Path(__file__).parent / "data" / f"blocked_ispras_s2_bbr_{name}_20261201.npz"
+                for name in ("wait_rule", "minrtt")}
+
+
+def _blocked_in_simulator(scheduler: str) -> tuple[np.ndarray, np.ndarray, float, tuple[str, ...]]:
+    """Features and answers at every blocked decision of 20 simulated ispras_s2 / BBRv1 transfers
+    (XQUIC profile) with ``scheduler`` (the wait rule at its default k 1, or minRTT), and the slow
+    path's share of the goodput."""
+    from envs.multipath_env import build_process
+    from studies.headroom import blocked_answers
+    p = build_process(20, scenario="ispras_s2", cc="bbr", seed=10_000, decision="blocked",
+                      observation="ispras_backlog")
+    answers = blocked_answers(p, Candidate("wait_rule", (("k", 1.0),))) if scheduler == "wait_rule" else None
+    p.reset()
+    s = p.sim
+    feats, acts = [], []
+    while not s.done.all():
+        live = ~s.done
+        a = np.maximum(answers.answer(live), 0) if answers is not None else np.ones(len(live), np.int64)
+        feats.append(p.observe()[live])
+        acts.append(a[live])
+        p.step(a)
+    share = s.results()["per_path_goodput_mbps"]
+    return (np.concatenate(feats), np.concatenate(acts), float((share[:, 1] / share.sum(1)).mean()),
+            tuple(f.name for f in p.features))
+
+
+def test_the_live_blocked_decisions_of_the_wait_rule_have_provenance():
+    from envs.live.dataset import BlockedDecisions
+    for name, path in BLOCKED_LIVE.items():
+        d = BlockedDecisions.load(path)
+        prov = d.provenance
+        assert prov["scheduler"] == name and prov["scenario"] == "ispras_s2" and prov["cc"] == "bbr"
+        assert prov["xquic_commit"] and prov["kernel"] and prov["command"].startswith("python -m envs.live.dataset")
+        assert len(prov["runs"]) == 6 and all(r["outcome"] == "finished" for r in prov["runs"])
+        assert len(d) > 6000 and d.feature_names[-1] == "backlog"
+        assert (d.waits > 0) == (name == "wait_rule")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "ispras_s2 under BBRv1 (tests/data/blocked_ispras_s2_bbr_*_20261201.npz, 6 live runs each, every "
+    "4th decision, against 20 simulated): under minRTT live XQUIC's slow path reads a median srtt of "
+    "154 ms at the blocked decisions (its 80 ms path with a full 1-BDP queue), the simulator's 109 ms, "
+    "and the fast path's window is smaller live (median 160 KB against 218 KB, q90 230 against 366 KB: "
+    "BBRv1's windows, docs/fidelity.md); so the wait rule (k 1) waits at 13% of its blocked decisions "
+    "live against 23% simulated and moves bytes onto the slow path live (its share 31.8-33.2% -> "
+    "34.3-35.2%, tests/data/headroom_live_waitrule_20261130.json) where the simulator moves them off "
+    "(30.4% -> 28.7%): the simulator's +4% for the rule there is not live's +0.3-1.8%"))
+def test_the_wait_rule_meets_the_same_blocked_decisions_live_as_in_the_simulator():
+    from envs.live.dataset import BlockedDecisions
+    live = {name: BlockedDecisions.load(path) for name, path in BLOCKED_LIVE.items()}
+    sim = {name: _blocked_in_simulator(name) for name in BLOCKED_LIVE}
+    names = sim["minrtt"][3]
+    assert tuple(live["minrtt"].feature_names) == names
+    col = {n: names.index(n) for n in ("srtt_2", "cwnd_1")}
+    for n, j in col.items():
+        here, there = np.median(sim["minrtt"][0][:, j]), np.median(live["minrtt"].features[:, j])
+        assert abs(here / there - 1.0) <= 0.15, (n, here, there)
+    waits_sim = float(np.mean(sim["wait_rule"][1] == 0))
+    waits_live = live["wait_rule"].waits / len(live["wait_rule"])
+    assert abs(waits_sim / waits_live - 1.0) <= 0.25, (waits_sim, waits_live)
+    assert sim["wait_rule"][2] > sim["minrtt"][2]  # the rule moves bytes onto the slow path, as live
