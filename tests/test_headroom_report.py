@@ -453,7 +453,7 @@ def _blocked_in_simulator(scheduler: str) -> tuple[np.ndarray, np.ndarray, float
 
 def test_the_live_blocked_decisions_of_the_wait_rule_have_provenance():
     """And, on every sender-observable field of minRTT's decisions, the slow path paced at twice its
-    20 Mbit/s link live (BBRv1's Startup gain) while it delivers 16 Mbit/s, as docs/fidelity.md says."""
+    20 Mbit/s link live (a Startup-like gain) while it delivers 16 Mbit/s, as docs/fidelity.md says."""
     from envs.live.dataset import BlockedDecisions
     full = BlockedDecisions.load(Path(__file__).parent / "data" / "blocked_ispras_s2_bbr_minrtt_full_20261201.npz")
     names = list(full.feature_names)
@@ -480,8 +480,8 @@ def test_the_live_blocked_decisions_of_the_wait_rule_have_provenance():
     "live against 23% simulated and moves bytes onto the slow path live (its share 31.8-33.2% -> "
     "34.3-35.2%, tests/data/headroom_live_waitrule_20261130.json) where the simulator moves them off "
     "(30.4% -> 28.7%): the simulator's +4% for the rule there is not live's +0.3-1.8%. Live BBRv1 paces "
-    "the slow path at 40.6 Mbit/s (median; 20 Mbit/s link), Startup's gain, the model's at 24.5: XQUIC's "
-    "Startup ends only on rounds that are not app-limited, and the model has no app-limited samples"))
+    "the slow path at 40.6 Mbit/s (median; 20 Mbit/s link), a Startup-like gain, the model's at 24.5; why "
+    "is not established (docs/fidelity.md: app-limited samples are a candidate the model lacks)"))
 def test_the_wait_rule_meets_the_same_blocked_decisions_live_as_in_the_simulator():
     from envs.live.dataset import BlockedDecisions
     live = {name: BlockedDecisions.load(path) for name, path in BLOCKED_LIVE.items()}
