@@ -236,9 +236,13 @@ CASES = [
     ("evaluate.py", ["scheduler=[minrtt,ecf]", "env.reward.alpha=2", "runs=1"], 1, "env.reward.alpha= is not read"),
     ("evaluate.py", ["transport=xquic", "runs=1"], 1, "transport= is read by live runs only (backend=live, or "),
     ("evaluate.py", ["live.emulation=netem", "runs=1"], 1, "live.emulation= is read by live runs only"),
-    # a checkpoint that fits no cell: its 2 paths against the mesh's 6 (was n/a, exit 0, "0 failed")
+    # a checkpoint that fits no cell: its 2 paths against the mesh's 6, refused before any work (was
+    # n/a, exit 0, "0 failed"; then "no cell could be evaluated" once every cell had run)
     ("evaluate.py", ["scheduler={ckpt}", "scenario=mptcp_tut_mesh_e0", "cc=bbr", "runs=1"], 1,
-     "no cell could be evaluated (dqn_cubic / mptcp_tut_mesh_e0 / bbr: checkpoint "),
+     "(dqn_cubic) acts on 2 paths; no scenario of this run has 2 (paths: mptcp_tut_mesh_e0 6)"),
+    # a scenario that draws its path count is decided as it runs: 3 paths, the cell fails, the run says why
+    ("evaluate.py", ["scheduler={ckpt}", "scenario=mpquic_space", "scenario.mpquic_space.n_paths=3", "cc=bbr",
+                     "runs=1"], 1, "no cell could be evaluated (dqn_cubic / mpquic_space / bbr: checkpoint "),
     ("evaluate.py", ["study=ispras", "scheduler=[minrtt,ecf]"], 1,
      "scheduler= is not read with study=ispras, whose file sets schedulers: ['minrtt', 'ecf', 'blest', "),
     # values the schema or MLflow let through (an OverflowError, NaN rewards, a silent typo, SB3's or torch's
