@@ -30,13 +30,13 @@ judged like any clone against the cell's searched best.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
+from agents.tracking import mlflow_key
 from envs.decision import mode_labels, mode_specs
 from envs.plugins import scheduler_id, scheduler_label, scheduler_params, scheduler_values
 from envs.plugins.dispatch import pick
@@ -119,8 +119,8 @@ class PolicyDiagnostics:
         if self.per_seed:
             out.update({f"{prefix}/seeds": float(len(self.per_seed)),
                         f"{prefix}/seeds_degenerate": float(len(self.seeds_flagged))})
-        out.update({f"{prefix}/share/{_metric_name(a)}": s for a, s in zip(self.action_names, self.action_shares)})
-        out.update({f"{prefix}/agree/{_metric_name(h)}": v for h, v in self.agreement.items()})
+        out.update({f"{prefix}/share/{mlflow_key(a)}": s for a, s in zip(self.action_names, self.action_shares)})
+        out.update({f"{prefix}/agree/{mlflow_key(h)}": v for h, v in self.agreement.items()})
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
 
@@ -154,11 +154,6 @@ class HeuristicAnswers:
         _answers(self._sid, self._prm, self._state, s.obs[:, :s.P], s.cobs, s.cn[:, CN_N_SUB], s.mss, self._rng,
                  live, p.decision.mode == "blocked", p.n_actions, self._answer)
         return self._answer
-
-
-def _metric_name(label: str) -> str:
-    """A label as MLflow takes it in a metric's name (``wait_rule(k=1.25)`` -> ``wait_rule_k_1.25_``)."""
-    return re.sub(r"[^/\w.\- :]", "_", label)
 
 
 def mode_heuristics(process: DecisionProcess) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 from urllib.parse import urlparse
+
+
+def mlflow_key(key: str) -> str:
+    """``key`` in the characters MLflow allows in metric, parameter and tag names
+    (``wait_rule(k=1.25)`` -> ``wait_rule_k_1.25_``)."""
+    return re.sub(r"[^\w\-./ :]", "_", key)
 
 LOCAL_DEFAULT = "sqlite:///mlflow.db"  # MLflow's own default: mlflow.db in the working directory
 # MLflow 3.13 stopped opening a directory store (``file:``, a plain path) unless this is true

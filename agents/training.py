@@ -139,7 +139,7 @@ def make_env(s: Setup, batch: int, seed: int, scenarios: list[Scenario] | None =
 def interface(s: Setup, process: DecisionProcess, scenarios: list[Scenario]) -> dict[str, Any]:
     """What an agent of this setup needs from the environment of ``process`` on ``scenarios``
     (``agents.checkpoint.INTERFACE``): a checkpoint acts only where this matches its own."""
-    fixed = [len(sc.paths) for sc in scenarios if sc.n_paths is None]
+    fixed = [sc.fixed_paths for sc in scenarios if sc.fixed_paths is not None]
     out = {"agent": s.agent_spec.get("name"), "kind": s.agent_spec.get("kind", "sb3"),
            "observation": s.env_kwargs["observation"], "n_features": len(process.features),
            "n_actions": int(process.n_actions), "n_paths": min(fixed) if fixed else process.sim.P,

@@ -82,7 +82,7 @@ class DecisionProcess:
         self.sim = sim
         self.decision = decision
         self.reward_spec = reward_spec
-        n_paths = {len(s.paths) for s in sim.scenarios if s.n_paths is None}
+        n_paths = {s.fixed_paths for s in sim.scenarios if s.fixed_paths is not None}
         self.n_paths = sim.P
         if decision.mode in ("blocked",) and sim.P < 2:
             raise ConfigError("decision mode 'blocked' needs scenarios with at least 2 paths")

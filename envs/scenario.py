@@ -669,6 +669,12 @@ class Scenario(_Model):
         return resolve(self.links, [list(path.links or []) for path in self.paths])
 
     @property
+    def fixed_paths(self) -> int | None:
+        """How many paths every draw has, None when ``n_paths`` draws it (what a policy trained on
+        a fixed number of paths can act on: agents.training.interface)."""
+        return len(self.paths) if self.n_paths is None else None
+
+    @property
     def is_distribution(self) -> bool:
         """True if any number is a distribution or n_paths is set: sample() before use."""
         return self.n_paths is not None or any(_has_dist(path) for path in self.paths)

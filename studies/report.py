@@ -6,7 +6,6 @@ figures (grouped bars with 95% CIs, heatmap of normalised scores, transfer matri
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from agents.diagnostics import BLOCKED_ACTIONS, format_table  # noqa: E402
+from agents.tracking import mlflow_key  # noqa: E402
 from envs.metrics import ALL_METRICS, mean_ci  # noqa: E402
 from studies import headroom, robustness  # noqa: E402
 from studies.spec import HEURISTIC, TRAIN, Study  # noqa: E402
@@ -483,8 +483,3 @@ def mlflow_metrics(study: Study, results: dict) -> dict[str, float]:
         if r.get("diagnostics") is not None:
             out.update(r["diagnostics"].metrics(f"diag/{s}/{cc}/{label}"))
     return {mlflow_key(k): float(v) for k, v in out.items() if np.isfinite(v)}
-
-
-def mlflow_key(key: str) -> str:
-    """``key`` in the characters MLflow allows in metric, parameter and tag names."""
-    return re.sub(r"[^\w\-./ :]", "_", key)

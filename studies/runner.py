@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint, cluster
+from agents.tracking import mlflow_key
 from agents.diagnostics import BLOCKED_ACTIONS, pool_seeds
 from envs import compilation, config
 from envs.errors import ConfigError
@@ -65,7 +66,7 @@ def run_study(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                            "schedulers": ",".join(e.label for e in study.schedulers)[:500],
                            "scenarios": ",".join(s.name for s in study.scenarios)[:500],
                            "ccs": ",".join(study.ccs)[:500], "stack": study.sim.stack})
-        mlflow.set_tags({report.mlflow_key(f"train_run/{label}"): run_id
+        mlflow.set_tags({mlflow_key(f"train_run/{label}"): run_id
                          for label, run_id in train_runs.items() if run_id})
         mlflow.log_metrics({"wall_s": elapsed, "failed_cells": len(failed), **report.mlflow_metrics(study, results)})
         for path in files.values():

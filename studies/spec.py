@@ -203,9 +203,9 @@ def _check_fits_some(entry: Entry, scenarios: list[Scenario]) -> None:
     policy takes a fixed number of paths. One that fits some is measured there and reports the
     others as n/a. A scenario that draws its path count (``n_paths``) is decided when it runs."""
     trained = entry.meta.get("n_paths")
-    if trained is None or any(sc.n_paths is not None for sc in scenarios):
+    counts = {sc.name: sc.fixed_paths for sc in scenarios}
+    if trained is None or None in counts.values():
         return
-    counts = {sc.name: len(sc.paths) for sc in scenarios}
     if trained not in counts.values():
         shown = ", ".join(f"{name} {n}" for name, n in counts.items())
         raise ConfigError(f"checkpoint {entry.source} ({entry.label}) acts on {trained} paths; no scenario of this "
