@@ -49,7 +49,7 @@ from envs.fidelity import GRID_MBPS, GRID_SECONDS, grid_scenario  # noqa: E402
 from envs.errors import write_atomic  # noqa: E402
 from envs.live.provenance import load_average, provenance, utc_now  # noqa: E402
 from envs.scenario import WorkloadSpec  # noqa: E402
-from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_DELIVERY_RATE, OBS_INFLIGHT, OBS_LOSSES,  # noqa: E402
+from envs.sim.layout import (COBS_RWND, OBS_ACKED, OBS_CWND, OBS_INFLIGHT, OBS_LOSSES,  # noqa: E402
                              OBS_MIN_RTT, OBS_RETRANS, OBS_RTOS, OBS_SENT, OBS_SRTT)
 from envs.cc import bbr  # noqa: E402
 from envs.sim import stacks  # noqa: E402
@@ -229,7 +229,7 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"network: {dropped:.0f} of {offered:.0f} forward packets dropped ({dropped / max(offered, 1):.2%}); "
                      f"per forward packet {wire:.0f} B of UDP payload, {float(x['delivered']) / max(offered, 1):.0f} B "
                      f"of the file delivered; load {load_average():.2f}"
-                     + (bbr_state(trace.t, obs[:, 0, OBS_DELIVERY_RATE], obs[:, 0, OBS_MIN_RTT], packet)
+                     + (bbr_state(trace.t, np.asarray(iv["cc_bw"][:, 0], float), obs[:, 0, OBS_MIN_RTT], packet)
                         if cc == "bbr" else ""))
                 reads, grams = x["recv_reads"][1], x["recv_datagrams"][1]
                 print(f"   the receiver read {grams} datagrams in {reads} socket reads ({grams / max(reads, 1):.2f} "

@@ -844,3 +844,27 @@ def test_twenty_runs_tell_the_modes_dqns_bbrv2_cells_from_a_loss():
     assert cells[("ispras_s1", "bbr2")].ratio_live == pytest.approx(1.034, abs=5e-4)
     assert [k for k, c in cells.items() if c.sign_live == "+"] == [("ispras_s2", "bbr")]
     assert [k for k, c in cells.items() if c.sign_match is False] == [("ispras_s1", "bbr")]
+
+
+QLEARNING_RATE = DATA / "transfer_qlearning_rate_20261201.json"
+
+
+def test_the_qlearning_presets_delivery_rate_is_a_sample_live_under_cubic_as_in_the_simulator():
+    """The Q-learning preset reads each path's delivery rate (``ispras_q_roles``). Live XQUIC gave
+    it 0.0 at every CUBIC decision of transfer_qlearning_20261129.json: the extension read BBR's
+    bandwidth estimate, which CUBIC does not have. Since 2026-12-01 it computes the delivery-rate
+    sample for every CC (bindings/src/mps_xquic.c ``rate_sample``; docs/fidelity.md, that day):
+    transfer_qlearning_rate_20261201.json, the same preset re-measured on ispras_s1 and s2 under
+    CUBIC and BBRv1 (5 runs of it and of minRTT each side). The live medians are the simulator's
+    on the fast path (x1.01, x0.91) and above them on the slow one (x1.72, x1.77)."""
+    before, now = recorded("qlearning"), Record.load(QLEARNING_RATE)
+    assert now.policy["agent"] == "qlearning" and now.provenance["xquic_commit"] and now.provenance["kernel"]
+    mid = transfer.QUANTILES.index(0.5)
+    for scen in ("ispras_s1", "ispras_s2"):
+        old = before.get("live", scen, "cubic", POLICY)
+        live, sim = now.get("live", scen, "cubic", POLICY), now.get("sim", scen, "cubic", POLICY)
+        assert old is not None and live is not None and sim is not None
+        for name, (lo, hi) in {"delivery_rate_fast": (0.8, 1.25), "delivery_rate_second": (1.5, 2.0)}.items():
+            assert not any(old.feature_quantiles[name])  # BBR's estimate: none under CUBIC
+            ratio = live.feature_quantiles[name][mid] / sim.feature_quantiles[name][mid]
+            assert lo < ratio < hi, (scen, name, ratio)

@@ -31,8 +31,9 @@ pytestmark = pytest.mark.xquic
 
 from envs.live.xquic import XquicResult, parse_scheduler, rule_params  # noqa: E402 (plain Python; no extension)
 from envs.scenario import resolve_scenarios  # noqa: E402
-from envs.sim.layout import (COBS_ACKED, COBS_BACKLOG, COBS_ELAPSED, COBS_RWND, N_COBS, N_OBS, OBS_AVAILABLE,  # noqa: E402
-                             OBS_CWND, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR, OBS_SRTT)
+from envs.sim.layout import (COBS_ACKED, COBS_BACKLOG, COBS_ELAPSED, COBS_RWND, N_COBS, N_OBS, OBS_ACKED,  # noqa: E402
+                             OBS_AVAILABLE, OBS_CWND, OBS_DELIVERY_RATE, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_RTTVAR,
+                             OBS_SRTT)
 
 MB = 10**6
 MSS = 1200
@@ -423,6 +424,33 @@ def test_a_real_multipath_transfer_completes_over_both_paths(testbed, cc, sched)
     assert len(r.times) > 3 and (np.diff(r.times) > 0).all()  # interval records every 10 ms
     srtt = r.obs[:, :, OBS_SRTT][r.has_subflow]
     assert 0.025 < np.median(srtt) < 0.2  # base RTT 30 ms (seconds, simulator units)
+
+
+@needs_live
+@pytest.mark.live
+@pytest.mark.parametrize("cc", ["cubic", "bbr"])
+def test_the_delivery_rate_is_the_latest_sample_under_every_cc_not_bbrs_estimate(testbed, cc):
+    """``delivery_rate`` means what it means in the simulator and under Linux, the latest
+    delivery-rate sample (bindings/src/mps_xquic.c ``rate_sample``), under every CC: XQUIC computes
+    samples for BBR only, and the extension used to report BBR's bandwidth estimate, 0 under CUBIC.
+    BBR's estimate, the windowed maximum of those samples, is the records' ``cc_bw``
+    (docs/architecture.md, "From the simulator to a real transport")."""
+    from envs.live.xquic import records_to_sim
+    tr, r = transfer(testbed, cc, "minrtt")
+    assert r.extra["outcome"] == "finished", r.extra
+    iv = tr.intervals()
+    obs, _, active = records_to_sim(iv)
+    rate, bw = obs[:, :, OBS_DELIVERY_RATE], np.asarray(iv["cc_bw"], float)
+    delivering = active & (obs[:, :, OBS_ACKED] > 0)
+    for k, path in enumerate(testbed.scenario.paths):
+        got = rate[delivering[:, k], k]
+        assert len(got) > 10 and np.mean(got > 0) > 0.9, (k, np.mean(got > 0))
+        assert 0 < np.median(got) <= 1.2 * path.bandwidth_mbps * 1e6 / 8, (k, np.median(got))
+    if cc == "bbr":  # each sample enters BBR's maximum filter: never above it
+        both = delivering & (bw > 0)
+        assert both.sum() > 10 and np.all(rate[both] <= bw[both] + 1.0)
+    else:
+        assert not bw.any()  # CUBIC has no bandwidth estimate
 
 
 @needs_live

@@ -45,6 +45,7 @@ static py::dict records(const std::vector<mps_record> &r, int n_paths) {
     py::array_t<uint64_t> obs({n, (size_t)n_paths, (size_t)MPS_N_OBS});
     py::array_t<uint64_t> cobs({n, (size_t)MPS_N_COBS});
     py::array_t<bool> active({n, (size_t)n_paths});
+    py::array_t<uint64_t> cc_bw({n, (size_t)n_paths});
     auto T = t.mutable_unchecked<1>();
     auto M = mode.mutable_unchecked<1>();
     auto C = chosen.mutable_unchecked<1>();
@@ -52,6 +53,7 @@ static py::dict records(const std::vector<mps_record> &r, int n_paths) {
     auto O = obs.mutable_unchecked<3>();
     auto CO = cobs.mutable_unchecked<2>();
     auto A = active.mutable_unchecked<2>();
+    auto B = cc_bw.mutable_unchecked<2>();
     for (size_t i = 0; i < n; ++i) {
         T(i) = r[i].t;
         M(i) = r[i].mode;
@@ -59,13 +61,14 @@ static py::dict records(const std::vector<mps_record> &r, int n_paths) {
         D(i) = r[i].decisions;
         for (int p = 0; p < n_paths; ++p) {
             A(i, p) = r[i].active[p] != 0;
+            B(i, p) = r[i].cc_bw[p];
             for (int k = 0; k < MPS_N_OBS; ++k) O(i, p, k) = r[i].obs[p][k];
         }
         for (int k = 0; k < MPS_N_COBS; ++k) CO(i, k) = r[i].cobs[k];
     }
     py::dict d;
     d["t"] = t; d["mode"] = mode; d["chosen"] = chosen; d["decisions"] = dec;
-    d["obs"] = obs; d["cobs"] = cobs; d["active"] = active;
+    d["obs"] = obs; d["cobs"] = cobs; d["active"] = active; d["cc_bw"] = cc_bw;
     return d;
 }
 

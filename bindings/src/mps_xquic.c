@@ -69,6 +69,7 @@ struct mps_transfer {
     uint64_t committed;  /* stream offset up to which the scheduler has put the data on a path */
     uint64_t path_ids[MPS_MAX_PATHS];
     int path_ok[MPS_MAX_PATHS];
+    uint64_t rate[MPS_MAX_PATHS];  /* each path's latest valid delivery-rate sample (delivery_rate) */
     int npaths;
     xqc_connection_t *sconn;
     xqc_cid_t scid;
@@ -196,13 +197,31 @@ conn_backlog(mps_transfer *t, xqc_connection_t *conn)
            + (size - framed < credit ? size - framed : credit);
 }
 
-/* one path's OBS_* row in transport units */
+/* The latest delivery-rate sample (bytes/s) of the path's last ACK, or ``last`` when that ACK gave
+ * none: the arithmetic of xqc_generate_sample (xqc_sample.c; draft-cheng-iccrg-delivery-rate-
+ * estimation): the bytes delivered since the newest acknowledged packet left, over the longer of
+ * its send and ACK intervals, no sample when that interval is below min_rtt or the ACK
+ * acknowledged nothing on the path. XQUIC runs it for BBR only, so it is done here on the sampler
+ * XQUIC fills for every CC (xqc_update_sample): the same input under every CC, as Linux's
+ * tcpi_delivery_rate and the simulator's delivery_rate (docs/architecture.md, "From the
+ * simulator to a real transport"). */
+static uint64_t
+rate_sample(const xqc_send_ctl_t *c, uint64_t last)
+{
+    const xqc_sample_t *s = &c->sampler;
+    xqc_usec_t interval = s->ack_elapse > s->send_elapse ? s->ack_elapse : s->send_elapse;
+    if (s->prior_time == 0 || interval == 0 || interval < c->ctl_minrtt)
+        return last;
+    return (uint64_t)(1e6 * (double)(c->ctl_delivered - s->prior_delivered) / (double)interval);
+}
+
+/* path k's OBS_* row of record r in transport units, and its CC's bandwidth estimate */
 static void
-path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t *row)
+path_row(mps_transfer *t, xqc_path_ctx_t *path, int k, int can_send, uint64_t rwnd, mps_record *r)
 {
     xqc_send_ctl_t *c = path->path_send_ctl;
     const xqc_cong_ctrl_callback_t *cc = c->ctl_cong_callback;
-    uint64_t cwnd = cc->xqc_cong_ctl_get_cwnd(c->ctl_cong);
+    uint64_t cwnd = cc->xqc_cong_ctl_get_cwnd(c->ctl_cong), *row = r->obs[k];
     memset(row, 0, sizeof(uint64_t) * MPS_N_OBS);
     row[O_CWND] = cwnd;
     row[O_SWND] = cwnd < rwnd ? cwnd : rwnd;
@@ -212,7 +231,9 @@ path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t 
     row[O_LATEST_RTT] = c->ctl_latest_rtt;
     /* committed to the path and not acknowledged: in flight plus scheduled, not yet sent */
     row[O_INFLIGHT] = (uint64_t)c->ctl_bytes_in_flight + path->path_schedule_bytes;
-    row[O_DELIVERY] = cc->xqc_cong_ctl_get_bandwidth_estimate ? cc->xqc_cong_ctl_get_bandwidth_estimate(c->ctl_cong) : 0;
+    t->rate[k] = rate_sample(c, t->rate[k]);
+    row[O_DELIVERY] = t->rate[k];
+    r->cc_bw[k] = cc->xqc_cong_ctl_get_bandwidth_estimate ? cc->xqc_cong_ctl_get_bandwidth_estimate(c->ctl_cong) : 0;
     /* declared lost (xqc_send_ctl_detect_lost adds each detection's lost_n), and the copies of
      * lost packets sent (xqc_send_ctl_on_packet_sent, XQC_POF_LOST): a copy whose original is
      * acknowledged before it leaves is dropped, so under reordering the second is the smaller,
@@ -220,7 +241,7 @@ path_row(xqc_path_ctx_t *path, int can_send, uint64_t rwnd, int paces, uint64_t 
     row[O_LOSSES] = c->ctl_lost_pkts_number;
     row[O_RETRANS] = c->ctl_lost_count;
     row[O_RTOS] = c->ctl_tlp_count;
-    row[O_PACING] = paces && cc->xqc_cong_ctl_get_pacing_rate ? cc->xqc_cong_ctl_get_pacing_rate(c->ctl_cong) : 0;
+    row[O_PACING] = t->cfg.pacing && cc->xqc_cong_ctl_get_pacing_rate ? cc->xqc_cong_ctl_get_pacing_rate(c->ctl_cong) : 0;
     row[O_AVAILABLE] = can_send ? 1 : 0;
     row[O_ACKED] = c->ctl_delivered;
     row[O_SENT] = c->ctl_bytes_send;
@@ -238,6 +259,7 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
     double now = now_s();
     memset(r->obs, 0, sizeof(r->obs));
     memset(r->active, 0, sizeof(r->active));
+    memset(r->cc_bw, 0, sizeof(r->cc_bw));
     xqc_list_for_each_safe(pos, next, &conn->conn_paths_list) {
         xqc_path_ctx_t *path = xqc_list_entry(pos, xqc_path_ctx_t, path_list);
         int k = path_index(t, path->path_id), can;
@@ -255,7 +277,7 @@ snapshot(mps_transfer *t, xqc_connection_t *conn, xqc_packet_out_t *po, int chec
             can = c->ctl_cong_callback->xqc_cong_ctl_get_cwnd(c->ctl_cong)
                   >= (uint64_t)c->ctl_bytes_in_flight + path->path_schedule_bytes + MSS;
         }
-        path_row(path, can, rwnd, t->cfg.pacing, r->obs[k]);
+        path_row(t, path, k, can, rwnd, r);
         acked += r->obs[k][O_ACKED];
         r->active[k] = 1;
         if (paths)

@@ -85,6 +85,9 @@ typedef struct mps_record {
     uint64_t obs[MPS_MAX_PATHS][MPS_N_OBS];
     uint64_t cobs[MPS_N_COBS];
     uint8_t active[MPS_MAX_PATHS];
+    uint64_t cc_bw[MPS_MAX_PATHS];  /* the CC's own bandwidth estimate (bytes/s; BBR's windowed maximum,
+                                       xqc_cong_ctl_get_bandwidth_estimate; 0 for a CC without one): a
+                                       diagnostic, not a scheduler input */
 } mps_record;
 
 typedef struct mps_result {

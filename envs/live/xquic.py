@@ -378,7 +378,8 @@ class XquicTransfer:
         if not parts:
             return {"t": np.zeros(0), "mode": np.zeros(0, np.int32), "chosen": np.zeros(0, np.int32),
                     "decisions": np.zeros(0, np.uint64), "obs": np.zeros((0, P, len(OBS_NAMES)), np.uint64),
-                    "cobs": np.zeros((0, len(COBS_NAMES)), np.uint64), "active": np.zeros((0, P), bool)}
+                    "cobs": np.zeros((0, len(COBS_NAMES)), np.uint64), "active": np.zeros((0, P), bool),
+                    "cc_bw": np.zeros((0, P), np.uint64)}
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def intervals(self) -> dict:
