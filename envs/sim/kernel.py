@@ -626,12 +626,15 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
                 o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * sample
             else:
                 _first_sample(o, f, sample)
-            # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters;
-            # OBS_MIN_RTT (and RACK's window, recovery.reorder_window) keep the segments' samples
+            # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters
             pkt_rtt = rtt
             if rg[f, slot, RING_PKT_RTT] > 0.0:
                 pkt_rtt = min(rtt, rg[f, slot, RING_PKT_RTT] * dt)
-            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], rtt)
+            # the stack's min_rtt reads the samples its BBR's filter reads (XQUIC ctl_minrtt and
+            # sampler->rtt both from ctl_latest_rtt, xqc_send_ctl.c; Linux tcp_min_rtt and
+            # rs->rtt_us both from ca_rtt_us, tcp_input.c), so it is never above a latest RTT the
+            # sender saw; RACK's window (recovery.reorder_window) is tcp_min_rtt / 4
+            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], pkt_rtt, sample)
             o[f, OBS_LATEST_RTT] = sample
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
