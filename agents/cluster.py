@@ -25,8 +25,9 @@ def address(r: Any) -> str | None:
 
 def probe(r: Any) -> None:
     """Refuse a cluster address (``ray.address`` or ``$RAY_ADDRESS``, as ``host:port`` of the head
-    or ``ray://host:port``) whose head does not accept a connection within PROBE_TIMEOUT_S:
-    ``ray.init`` would retry it for minutes. ``auto`` and ``local`` are Ray's own to resolve."""
+    or ``ray://host:port``) whose head does not accept a connection, or does not answer as gRPC,
+    within PROBE_TIMEOUT_S: ``ray.init`` would retry it for minutes. ``auto`` and ``local`` are
+    Ray's own to resolve."""
     where = address(r)
     if not where or where in ("auto", "local"):
         return
@@ -40,11 +41,40 @@ def probe(r: Any) -> None:
         raise ConfigError(f"{field}={where}: give the cluster's head as host:port (its GCS, e.g. 10.0.0.1:6379) "
                           "or ray://host:port (Ray Client)")
     try:
-        socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+        speaks = _speaks_http2(host, port, PROBE_TIMEOUT_S)
     except OSError as err:
         raise ConfigError(f"{field}={where}: the Ray head did not accept a connection within {PROBE_TIMEOUT_S:g} s "
                           f"({err.strerror or type(err).__name__}); start the cluster (ray start --head), fix the "
                           f"address, or leave {field} unset for a Ray instance on this machine") from None
+    if not speaks:
+        raise ConfigError(f"{field}={where}: something there accepts connections but did not answer as a Ray head "
+                          f"(gRPC) within {PROBE_TIMEOUT_S:g} s; give the port `ray start --head` prints for the "
+                          "GCS (default 6379), or ray://host:10001 for Ray Client, not the dashboard's (8265)")
+
+
+# RFC 9113 sec. 3.4: a client's connection preface (this string, then a SETTINGS frame: 9 bytes of
+# header, type 0x4 at byte 3); a server's preface is a SETTINGS frame, its first frame
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes((0, 0, 0, 4, 0, 0, 0, 0, 0))
+HTTP2_SETTINGS = 4
+
+
+def _speaks_http2(host: str, port: int, timeout: float) -> bool:
+    """Whether ``host:port`` answers an HTTP/2 client preface with a server preface, as the gRPC
+    servers of a Ray head (its GCS, Ray Client) do; a dashboard, SSH or another service does not,
+    and ``ray.init`` would retry it for minutes. Raises OSError when the connection is refused."""
+    with socket.create_connection((host, port), timeout=timeout) as conn:
+        conn.settimeout(timeout)
+        got = b""
+        try:
+            conn.sendall(HTTP2_PREFACE)
+            while len(got) < 9:
+                chunk = conn.recv(9 - len(got))
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:  # reset or silent: no answer
+            return False
+    return len(got) == 9 and got[3] == HTTP2_SETTINGS
 
 
 def connect(r: Any, env_vars: dict[str, str] | None = None) -> bool:

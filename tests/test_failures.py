@@ -123,7 +123,7 @@ def damaged(trained: Path, work: Path, name: str, how: str) -> Path:
 
 # ------------------------------------------------------------------------------- the table
 # (entry point, arguments, exit code, fragment of the one message); {work}, {ckpt}, {cut},
-# {meta_bad}, {blackhole}, {closed_port}, {scen_bad}, {yaml_bad} are filled in below.
+# {meta_bad}, {blackhole}, {silent_port}, {closed_port}, {scen_bad}, {yaml_bad} are filled in below.
 CASES = [
     # train.py: config values
     ("train.py", ["seed=-1"], 1, "seed must be an integer >= 0 and <= 4293967295, got -1"),
@@ -231,6 +231,8 @@ CASES = [
      "runs= is not read with study=headroom, whose file sets runs: 10; override that instead: study.runs=..."),
     ("evaluate.py", ["scheduler=[minrtt,ecf]", "runs=1", "ray.address={closed_port}"], 1,
      "ray.address={closed_port}: the Ray head did not accept a connection within 3 s"),
+    ("evaluate.py", ["scheduler=[minrtt,ecf]", "runs=1", "ray.address={silent_port}"], 1,
+     "ray.address={silent_port}: something there accepts connections but did not answer as a Ray head"),
     ("evaluate.py", ["scheduler={ckpt}", "env.observation=full", "runs=1"], 1,
      "env.observation= is not read by evaluate.py: a checkpoint is evaluated with the observation"),
     ("evaluate.py", ["scheduler=[minrtt,ecf]", "env.reward.alpha=2", "runs=1"], 1, "env.reward.alpha= is not read"),
@@ -271,6 +273,9 @@ CASES = [
     ("tune.py", ["mlflow.tracking_uri={blackhole}"], 1, "the tracking server did not answer within 3 s"),
     ("tune.py", ["ray.address={closed_port}"], 1,
      "ray.address={closed_port}: the Ray head did not accept a connection within 3 s (Connection refused)"),
+    # a port that accepts and never answers (the dashboard's, a typo): ray.init retried it for minutes
+    ("tune.py", ["ray.address={silent_port}"], 1, "ray.address={silent_port}: something there accepts connections "
+     "but did not answer as a Ray head (gRPC) within 3 s; give the port `ray start --head` prints for the GCS"),
     ("tune.py", ["ray.address=head-without-port"], 1, "ray.address=head-without-port: give the cluster's head as host:port"),
     ("tune.py", ["+tune.space.foo=bar"], 1,
      "tune.space: a trial's config (each searched key at its first value) is refused: unknown key 'foo'"),
@@ -327,6 +332,8 @@ class Placeholders(dict):
         work = self["work"]
         if key in ("ckpt", "blackhole", "closed_port"):
             value = self.request.getfixturevalue({"ckpt": "trained"}.get(key, key))
+        elif key == "silent_port":  # host:port of the port that accepts and never answers
+            value = self["blackhole"].removeprefix("http://")
         elif key in ("cut", "meta_bad"):
             value = damaged(self["ckpt"], work, {"cut": "t1", "meta_bad": "t2"}[key], key.split("_")[0])
         elif key == "scen_bad":
