@@ -626,15 +626,17 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
                 o[f, OBS_SRTT] = 0.875 * o[f, OBS_SRTT] + 0.125 * sample
             else:
                 _first_sample(o, f, sample)
-            # the least per-packet sample of this ACK (see _depart), for the CC's min-RTT filters
-            pkt_rtt = rtt
+            # the least RTT sample of this ACK: the least per-packet one (see _depart) and the
+            # stack's own (its latest RTT). The stack's min_rtt and its CC's min-RTT filters read
+            # the same samples (XQUIC ctl_minrtt and BBR's sampler->rtt both ctl_latest_rtt,
+            # xqc_send_ctl.c, xqc_sample.c; its CUBIC every acknowledged packet's RTT, xqc_cubic.c
+            # xqc_cubic_on_ack; Linux tcp_min_rtt and BBR's rs->rtt_us both ca_rtt_us, tcp_input.c),
+            # so neither is above a latest RTT the sender saw; RACK's window
+            # (recovery.reorder_window) is tcp_min_rtt / 4
+            pkt_rtt = min(rtt, sample)
             if rg[f, slot, RING_PKT_RTT] > 0.0:
-                pkt_rtt = min(rtt, rg[f, slot, RING_PKT_RTT] * dt)
-            # the stack's min_rtt reads the samples its BBR's filter reads (XQUIC ctl_minrtt and
-            # sampler->rtt both from ctl_latest_rtt, xqc_send_ctl.c; Linux tcp_min_rtt and
-            # rs->rtt_us both from ca_rtt_us, tcp_input.c), so it is never above a latest RTT the
-            # sender saw; RACK's window (recovery.reorder_window) is tcp_min_rtt / 4
-            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], pkt_rtt, sample)
+                pkt_rtt = min(pkt_rtt, rg[f, slot, RING_PKT_RTT] * dt)
+            o[f, OBS_MIN_RTT] = min(o[f, OBS_MIN_RTT], pkt_rtt)
             o[f, OBS_LATEST_RTT] = sample
             fb[f, FL_RTT_SUM] += rtt
             fb[f, FL_RTT_CNT] += 1.0
