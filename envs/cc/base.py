@@ -14,7 +14,8 @@ under Linux (a segment), XQUIC's ``XQC_MSS`` (1436 bytes of window for a 1200-by
 (initial window, floors, growth per round trip) is therefore the stack's own figure; a CC that
 counts real packets (BBRv2's XQUIC loss test) converts with its own parameter.
 ``rtt`` is the ACK's RTT sample (its latest-sent segment's), ``min_rtt`` the least RTT among the
-packets it acknowledges, each packet with its own jitter (a windowed minimum RTT filter reads it).
+packets it acknowledges, each packet with its own jitter, and the stack's own sample (its latest
+RTT), the samples the stack's min RTT is taken from (a windowed minimum RTT filter reads it).
 ``delivered`` is the bytes acknowledged since that segment was sent and ``rate`` the delivery-rate
 sample, ``delivered`` over the longer of the ACK and send intervals
 (draft-cheng-iccrg-delivery-rate-estimation: ``rs.delivered``, ``rs.delivery_rate``).
