@@ -18,12 +18,6 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 from urllib.parse import urlparse
 
-
-def mlflow_key(key: str) -> str:
-    """``key`` in the characters MLflow allows in metric, parameter and tag names
-    (``wait_rule(k=1.25)`` -> ``wait_rule_k_1.25_``)."""
-    return re.sub(r"[^\w\-./ :]", "_", key)
-
 LOCAL_DEFAULT = "sqlite:///mlflow.db"  # MLflow's own default: mlflow.db in the working directory
 # MLflow 3.13 stopped opening a directory store (``file:``, a plain path) unless this is true
 # (its ``mlflow.environment_variables.MLFLOW_ALLOW_FILE_STORE``; mlflow/mlflow#18534)
@@ -34,6 +28,12 @@ PROBE_TIMEOUT_S = 3.0
 STORE_SCHEMES = ("", "file", "sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc",
                  "uc")
 LOCK_TIMEOUT_S = 120.0
+
+
+def mlflow_key(key: str) -> str:
+    """``key`` in the characters MLflow allows in metric, parameter and tag names
+    (``wait_rule(k=1.25)`` -> ``wait_rule_k_1.25_``)."""
+    return re.sub(r"[^\w\-./ :]", "_", key)
 
 
 def open_store(uri: str | None, experiment: str, field: str = "mlflow.tracking_uri") -> str:

@@ -55,23 +55,16 @@ def row(label: str, t: np.ndarray, acked: np.ndarray, bw: np.ndarray, rate: np.n
 
 def live_rows(scenario: Scenario, runs: int) -> list[str]:
     from envs.live.testbed import verified
-    from envs.live.xquic import XquicTransfer, records_to_sim
+    from envs.live.xquic import XquicBackend
 
     out = []
     with verified(scenario, lambda _: None) as tb:
         for run in range(runs):
-            tr = XquicTransfer(tb, "bbr", scenario.workload, RECORD_MS, "minrtt", 0)
-            try:
-                tr.start()
-                while not tr.wait(0.5):
-                    pass
-                tr.result()
-                iv = tr.intervals()
-            finally:
-                tr.stop()
-            obs, _, _ = records_to_sim(iv)
-            out.append(row(f"live {run}", np.asarray(iv["t"], float), obs[:, 0, OBS_ACKED],
-                           np.asarray(iv["cc_bw"][:, 0], float), obs[:, 0, OBS_DELIVERY_RATE], obs[:, 0, OBS_SRTT]))
+            tr = XquicBackend.transfer(tb, "bbr", scenario.workload, RECORD_MS)
+            r = tr.run()
+            bw = np.asarray(tr.intervals()["cc_bw"][:, 0], float)  # the records r.obs was read from
+            out.append(row(f"live {run}", r.times, r.obs[:, 0, OBS_ACKED], bw, r.obs[:, 0, OBS_DELIVERY_RATE],
+                           r.obs[:, 0, OBS_SRTT]))
     return out
 
 

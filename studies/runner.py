@@ -19,8 +19,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from agents import checkpoint, cluster
-from agents.tracking import mlflow_key
 from agents.diagnostics import BLOCKED_ACTIONS, pool_seeds
+from agents.tracking import mlflow_key
 from envs import compilation, config
 from envs.errors import ConfigError
 from envs.evaluation import EVAL_SEED_OFFSET, evaluate_heuristic

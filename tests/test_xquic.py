@@ -435,13 +435,11 @@ def test_the_delivery_rate_is_the_latest_sample_under_every_cc_not_bbrs_estimate
     samples for BBR only, and the extension used to report BBR's bandwidth estimate, 0 under CUBIC.
     BBR's estimate, the windowed maximum of those samples, is the records' ``cc_bw``
     (docs/architecture.md, "From the simulator to a real transport")."""
-    from envs.live.xquic import records_to_sim
     tr, r = transfer(testbed, cc, "minrtt")
     assert r.extra["outcome"] == "finished", r.extra
-    iv = tr.intervals()
-    obs, _, active = records_to_sim(iv)
-    rate, bw = obs[:, :, OBS_DELIVERY_RATE], np.asarray(iv["cc_bw"], float)
-    delivering = active & (obs[:, :, OBS_ACKED] > 0)
+    obs, bw = r.obs, np.asarray(tr.intervals()["cc_bw"], float)  # the records r.obs was read from
+    rate = obs[:, :, OBS_DELIVERY_RATE]
+    delivering = r.has_subflow & (obs[:, :, OBS_ACKED] > 0)
     for k, path in enumerate(testbed.scenario.paths):
         got = rate[delivering[:, k], k]
         assert len(got) > 10 and np.mean(got > 0) > 0.9, (k, np.mean(got > 0))
