@@ -643,12 +643,13 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             # draft-cheng-iccrg-delivery-rate-estimation (Linux tcp_rate.c, XQUIC xqc_sample.c): over
             # the longer of the ACK interval and the send interval, from the send of the packet
             # newest-acknowledged when this one left to this one's send. The ACK interval runs from
-            # the last delivery before the ACK's newest packet left (xqc_sample.c ack_elapse): about
-            # that packet's own round trip, which under XQUIC is its RTT sample, early under
-            # reordering for the ACKs whose newest packet is the largest acknowledged, the ACKs
-            # whose samples BBR's max filter keeps
+            # the last delivery before the ACK's newest packet left (xqc_sample.c ack_elapse, Linux
+            # prior_mstamp) to now, the span of the data it divides (delivered since that packet
+            # left): here the segment's own round trip, not the stack's RTT sample, which under
+            # reordering is a packet that left later than the segment (docs/transport.md,
+            # "Delivery-rate samples")
             delivered = o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]
-            interval = max(sample, (rg[f, slot, RING_SENT] - rg[f, slot, RING_FIRST_SENT]) * dt)
+            interval = max(rtt, (rg[f, slot, RING_SENT] - rg[f, slot, RING_FIRST_SENT]) * dt)
             o[f, OBS_DELIVERY_RATE] = delivered / interval
             fb[f, FL_FIRST_SENT] = max(fb[f, FL_FIRST_SENT], rg[f, slot, RING_SENT])
             round_start = rg[f, slot, RING_DELIV] >= fb[f, FL_NEXT_ROUND]
