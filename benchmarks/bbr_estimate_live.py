@@ -2,14 +2,15 @@
 
 Per time bin: the path's acknowledged rate (the CC's bytes, from the acknowledged counter), BBR's
 bandwidth estimate (live: ``xqc_cong_ctl_get_bandwidth_estimate``, the records' ``cc_bw``; model:
-its ``BTLBW``), the latest delivery-rate sample (``delivery_rate``) and srtt, as medians over the
-bin's 10 ms records. The default path is ispras_s2's slow one (20 Mbit/s, 40 ms each way, 1% loss,
-2.236 ms of jitter reordering packets, a 1-BDP buffer) with a 10 MB file; docs/fidelity.md
-(2026-12-01) reads it.
+its ``BTLBW``), the latest delivery-rate sample (``delivery_rate``), srtt, the sender's min RTT
+and its window, as medians over the bin's 10 ms records. The default path is ispras_s2's slow one
+(20 Mbit/s, 40 ms each way, 1% loss, 2.236 ms of jitter reordering packets, a 1-BDP buffer) with a
+10 MB file; docs/fidelity.md (2026-12-01) reads it.
 
     python benchmarks/bbr_estimate_live.py                        # the simulator's side only
     sudo flock /tmp/mpsched-live.lock python benchmarks/bbr_estimate_live.py --live --runs 2
     python benchmarks/bbr_estimate_live.py --loss 0 --jitter 0     # the same path, clean
+    python benchmarks/bbr_estimate_live.py --mbps 70 --delay-ms 10 --loss 0.5 --bins 0.1,0.3,0.45,0.7,1,1.5
 
 ``--live`` needs root, the live setup and the mpsched_xquic extension (README, "XQUIC").
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +28,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.cc import bbr  # noqa: E402
 from envs.scenario import Scenario, scenario_from_dict  # noqa: E402
-from envs.sim.layout import CN_DONE, COBS_ELAPSED, OBS_ACKED, OBS_DELIVERY_RATE, OBS_SRTT  # noqa: E402
+from envs.sim.layout import (  # noqa: E402
+    CN_DONE,
+    COBS_ELAPSED,
+    OBS_ACKED,
+    OBS_CWND,
+    OBS_DELIVERY_RATE,
+    OBS_MIN_RTT,
+    OBS_SRTT,
+)
 from envs.sim.simulator import Simulator  # noqa: E402
 
-BINS = ((0.5, 1.0), (1.0, 1.5), (1.5, 2.5), (2.5, 4.0), (4.0, 6.0))  # s into the transfer
+BIN_EDGES = (0.5, 1.0, 1.5, 2.5, 4.0, 6.0)  # s into the transfer
 RECORD_MS = 10.0
+OBS_COLUMNS = (OBS_ACKED, OBS_DELIVERY_RATE, OBS_SRTT, OBS_MIN_RTT, OBS_CWND)  # Series' fields after estimate
+
+
+@dataclass(frozen=True)
+class Series:
+    """One transfer's path, record by record (bytes, bytes/s, s)."""
+    t: np.ndarray
+    estimate: np.ndarray
+    acked: np.ndarray
+    rate: np.ndarray
+    srtt: np.ndarray
+    min_rtt: np.ndarray
+    cwnd: np.ndarray
 
 
 def path_scenario(mbps: float, delay_ms: float, loss_pct: float, jitter_ms: float, file_mb: float) -> Scenario:
@@ -39,21 +62,22 @@ def path_scenario(mbps: float, delay_ms: float, loss_pct: float, jitter_ms: floa
                                           "jitter_ms": jitter_ms, "queue_bdp": 1.0}]})
 
 
-def row(label: str, t: np.ndarray, acked: np.ndarray, bw: np.ndarray, rate: np.ndarray, srtt: np.ndarray) -> str:
-    """``label`` and per bin: acked rate / estimate / sample (Mbit/s) / srtt (ms)."""
+def row(label: str, x: Series, bins: tuple[float, ...]) -> str:
+    """``label`` and per bin: acked rate / estimate / sample (Mbit/s) / srtt / min RTT (ms) / window (KB)."""
     cells = []
-    for lo, hi in BINS:
-        m = (t >= lo) & (t < hi)
+    for lo, hi in zip(bins[:-1], bins[1:]):
+        m = (x.t >= lo) & (x.t < hi)
         if m.sum() < 3:
-            cells.append(f"{'-':>22s}")
+            cells.append(f"{'-':>31s}")
             continue
-        acked_rate = (acked[m].max() - acked[m].min()) / (t[m].max() - t[m].min())
-        cells.append(f"{acked_rate * 8e-6:5.1f}/{np.median(bw[m]) * 8e-6:5.1f}/{np.median(rate[m]) * 8e-6:5.1f}/"
-                     f"{np.median(srtt[m]) * 1e3:4.0f}")
+        acked_rate = (x.acked[m].max() - x.acked[m].min()) / (x.t[m].max() - x.t[m].min())
+        cells.append(f"{acked_rate * 8e-6:5.1f}/{np.median(x.estimate[m]) * 8e-6:5.1f}/"
+                     f"{np.median(x.rate[m]) * 8e-6:5.1f}/{np.median(x.srtt[m]) * 1e3:4.0f}/"
+                     f"{np.median(x.min_rtt[m]) * 1e3:4.1f}/{np.median(x.cwnd[m]) * 1e-3:4.0f}")
     return f"{label:8s} " + "  ".join(cells)
 
 
-def live_rows(scenario: Scenario, runs: int) -> list[str]:
+def live_rows(scenario: Scenario, runs: int, bins: tuple[float, ...]) -> list[str]:
     from envs.live.testbed import verified
     from envs.live.xquic import XquicBackend
 
@@ -63,23 +87,23 @@ def live_rows(scenario: Scenario, runs: int) -> list[str]:
             tr = XquicBackend.transfer(tb, "bbr", scenario.workload, RECORD_MS)
             r = tr.run()
             bw = np.asarray(tr.intervals()["cc_bw"][:, 0], float)  # the records r.obs was read from
-            out.append(row(f"live {run}", r.times, r.obs[:, 0, OBS_ACKED], bw, r.obs[:, 0, OBS_DELIVERY_RATE],
-                           r.obs[:, 0, OBS_SRTT]))
+            out.append(row(f"live {run}", Series(r.times, bw, *(r.obs[:, 0, k] for k in OBS_COLUMNS)), bins))
     return out
 
 
-def sim_rows(scenario: Scenario, runs: int) -> list[str]:
+def sim_rows(scenario: Scenario, runs: int, bins: tuple[float, ...]) -> list[str]:
     sim = Simulator(scenario, "bbr", batch=runs, seed=0)
     sim.reset()
     steps = max(int(RECORD_MS / sim.cfg.dt_ms), 1)
-    cols: list[list[np.ndarray]] = [[], [], [], [], []]
+    times, estimates, obs = [], [], []
     while not (sim.cn[:, CN_DONE] > 0).all():
         sim.advance(steps)
-        for c, x in zip(cols, (sim.cobs[:, COBS_ELAPSED], sim.obs[:, 0, OBS_ACKED], sim.cc[:, 0, bbr.BTLBW],
-                               sim.obs[:, 0, OBS_DELIVERY_RATE], sim.obs[:, 0, OBS_SRTT])):
-            c.append(x.copy())
-    arrays = [np.array(c) for c in cols]  # [records, runs]
-    return [row(f"sim {b}", *(a[:, b] for a in arrays)) for b in range(runs)]
+        times.append(sim.cobs[:, COBS_ELAPSED].copy())
+        estimates.append(sim.cc[:, 0, bbr.BTLBW].copy())
+        obs.append(sim.obs[:, 0, list(OBS_COLUMNS)].copy())
+    t, est, o = np.array(times), np.array(estimates), np.array(obs)  # [records, runs(, columns)]
+    return [row(f"sim {b}", Series(t[:, b], est[:, b], *(o[:, b, i] for i in range(len(OBS_COLUMNS)))), bins)
+            for b in range(runs)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,14 +115,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--file-mb", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--live", action="store_true", help="also live XQUIC (root, live setup)")
+    ap.add_argument("--bins", default=",".join(f"{e:g}" for e in BIN_EDGES),
+                    help="the bins' edges, s into the transfer, increasing (default %(default)s)")
     a = ap.parse_args(argv)
     if a.runs < 1:
         ap.error(f"--runs must be an integer >= 1, got {a.runs}")
+    try:
+        bins = tuple(float(e) for e in a.bins.split(","))
+    except ValueError:
+        ap.error(f"--bins must be numbers separated by commas, got {a.bins!r}")
+    if len(bins) < 2 or any(hi <= lo for lo, hi in zip(bins[:-1], bins[1:])) or bins[0] < 0:
+        ap.error(f"--bins must be at least two increasing edges from 0 s, got {a.bins!r}")
     scenario = path_scenario(a.mbps, a.delay_ms, a.loss, a.jitter, a.file_mb)
     print(f"{a.mbps:g} Mbit/s, {2 * a.delay_ms:g} ms RTT, loss {a.loss:g}%, jitter {a.jitter:g} ms, BBRv1; per bin "
-          f"{', '.join(f'{lo:g}-{hi:g} s' for lo, hi in BINS)}: acked rate / BBR estimate / rate sample (Mbit/s) / "
-          "srtt (ms)")
-    for line in (live_rows(scenario, a.runs) if a.live else []) + sim_rows(scenario, a.runs):
+          f"{', '.join(f'{lo:g}-{hi:g} s' for lo, hi in zip(bins[:-1], bins[1:]))}: acked rate / BBR estimate / "
+          "rate sample (Mbit/s) / srtt / min RTT (ms) / window (KB)")
+    for line in (live_rows(scenario, a.runs, bins) if a.live else []) + sim_rows(scenario, a.runs, bins):
         print(line, flush=True)
 
 
