@@ -41,7 +41,6 @@ from envs.sim.simulator import Simulator  # noqa: E402
 
 BIN_EDGES = (0.5, 1.0, 1.5, 2.5, 4.0, 6.0)  # s into the transfer
 RECORD_MS = 10.0
-OBS_COLUMNS = (OBS_ACKED, OBS_DELIVERY_RATE, OBS_SRTT, OBS_MIN_RTT, OBS_CWND)  # Series' fields after estimate
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,12 @@ class Series:
     srtt: np.ndarray
     min_rtt: np.ndarray
     cwnd: np.ndarray
+
+    @classmethod
+    def of_path(cls, t: np.ndarray, estimate: np.ndarray, obs: np.ndarray) -> Series:
+        """From the records' times, BBR's estimate and the path's observation rows ``[records, N_OBS]``."""
+        return cls(t, estimate, obs[:, OBS_ACKED], obs[:, OBS_DELIVERY_RATE], obs[:, OBS_SRTT],
+                   obs[:, OBS_MIN_RTT], obs[:, OBS_CWND])
 
 
 def path_scenario(mbps: float, delay_ms: float, loss_pct: float, jitter_ms: float, file_mb: float) -> Scenario:
@@ -87,7 +92,7 @@ def live_rows(scenario: Scenario, runs: int, bins: tuple[float, ...]) -> list[st
             tr = XquicBackend.transfer(tb, "bbr", scenario.workload, RECORD_MS)
             r = tr.run()
             bw = np.asarray(tr.intervals()["cc_bw"][:, 0], float)  # the records r.obs was read from
-            out.append(row(f"live {run}", Series(r.times, bw, *(r.obs[:, 0, k] for k in OBS_COLUMNS)), bins))
+            out.append(row(f"live {run}", Series.of_path(r.times, bw, r.obs[:, 0]), bins))
     return out
 
 
@@ -100,10 +105,9 @@ def sim_rows(scenario: Scenario, runs: int, bins: tuple[float, ...]) -> list[str
         sim.advance(steps)
         times.append(sim.cobs[:, COBS_ELAPSED].copy())
         estimates.append(sim.cc[:, 0, bbr.BTLBW].copy())
-        obs.append(sim.obs[:, 0, list(OBS_COLUMNS)].copy())
-    t, est, o = np.array(times), np.array(estimates), np.array(obs)  # [records, runs(, columns)]
-    return [row(f"sim {b}", Series(t[:, b], est[:, b], *(o[:, b, i] for i in range(len(OBS_COLUMNS)))), bins)
-            for b in range(runs)]
+        obs.append(sim.obs[:, 0].copy())
+    t, est, o = np.array(times), np.array(estimates), np.array(obs)  # [records, runs(, N_OBS)]
+    return [row(f"sim {b}", Series.of_path(t[:, b], est[:, b], o[:, b]), bins) for b in range(runs)]
 
 
 def main(argv: list[str] | None = None) -> None:
