@@ -304,7 +304,7 @@ NOT_RESET = -2  # ``_step``'s answer when the core refused a connection that was
 @njit(cache=True, _nrt=False)
 def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, live,
           obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, wl, item, rec, rng,
-          dt, spur_grid, spur_wgrid, spur_prob, stack, hidden, hidden_cgrid,
+          dt, spur_grid, spur_wgrid, spur_prob, stack, hidden, hidden_cgrid, rate_scatter, rate_tgrid,
           reward_prm, prev, rewards, field, path, per, scale, features, info):
     """One decision of every unfinished connection: apply its action (blocked mode when
     ``mode_sid`` is empty: CN_ADVISE, the answer for the rest of the step; else run mode ``a`` for
@@ -312,7 +312,7 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
     next pause, then rewards, features and info rows. Returns the number of finished connections,
     -1 (nothing applied) when an action is out of range, or NOT_RESET.
 
-    The simulator's ``kernel.State`` (obs ... rng) and ``kernel.Constants`` (dt ... hidden_cgrid)
+    The simulator's ``kernel.State`` (obs ... rng) and ``kernel.Constants`` (dt ... rate_tgrid)
     arrive flat, field by field, and are rebuilt here: this is called once per env step, and
     numba's dispatcher types a named tuple of arrays several microseconds slower than the same
     arrays one by one (``benchmarks/record_dispatch.py``), most of a packet-mode step's compiled time."""
@@ -336,7 +336,8 @@ def _step(actions, n_actions, mode_sid, mode_prm, interval_steps, decisions, liv
         decisions[b] += 1
     kernel.advance(kernel.State(obs, cobs, fl, cc, ccp, bn, cn, seg, segi, ring, hole, sched, ctrace, atrace, wl, item,
                                 rec, rng),
-                   kernel.Constants(dt, spur_grid, spur_wgrid, spur_prob, stack, hidden, hidden_cgrid), live, MAX_STEPS)
+                   kernel.Constants(dt, spur_grid, spur_wgrid, spur_prob, stack, hidden, hidden_cgrid, rate_scatter,
+                                    rate_tgrid), live, MAX_STEPS)
     nsub = cn[:, CN_N_SUB]
     for b in range(B):  # the decision's interval, before the snapshot moves on to now
         info[b, INFO_DT] = cobs[b, COBS_ELAPSED] - prev[b, SNAP_ELAPSED] if live[b] else 0.0

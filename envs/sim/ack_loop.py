@@ -50,6 +50,14 @@ whose largest packet is newly acknowledged (RFC 9002 sec. 5.1), so under reorder
 packets and ACKs that overtook others, early ones: its srtt sits below the path's mean round
 trip. ``rtt_sample_table`` tabulates their mean and spread for the core (docs/transport.md,
 "Reordering").
+
+And every ACK's delivery-rate sample (``rate_samples``; draft-cheng-iccrg-delivery-rate-
+estimation, XQUIC ``xqc_sample.c``, Linux ``tcp_rate.c``): the packets acknowledged since the
+newest acknowledged packet left, over the longer of its ACK and send intervals. Under jitter each
+sample's two ends fall on single packets and ACKs, so the samples of a steady stream scatter
+around its rate, and BBR's max filter keeps their top. ``rate_sample_row`` tabulates their mean
+shortfall and spread for the core (``reordering.rate_sample_table``; docs/transport.md,
+"Delivery-rate samples").
 """
 
 from __future__ import annotations
@@ -59,7 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from envs.sim.reordering import COMP_GRID, GRID, PACKET_THRESHOLD, TRAIN_GRID, W_GRID, table_file
+from envs.sim.reordering import COMP_GRID, GRID, PACKET_THRESHOLD, RTT_GRID, TRAIN_GRID, W_GRID, table_file
 
 RULES = ("xquic", "three_later", "rack")
 # the receiver each stack runs: 0 = ACK at once on a packet below the largest received (XQUIC),
@@ -69,6 +77,9 @@ ACK_FREQUENCY = 2  # packets per ACK without reordering: XQUIC xqc_conn.c ack_fr
 STREAM_PACKETS = 20000  # packets counted of a stream (beside its edges), at least
 STREAM_SPAN = 400.0  # jitters of sending time counted, at least (a close stream's declarations come in clusters)
 EDGE = 10.0  # jitters at either end of a pattern left out (their packets miss earlier or later ones)
+RATE_ROUND_TRIPS = 34.0  # round trips of a stream rate_sample_row sends, at least
+RATE_WARMUP = 4.0  # ... of which the first ones' ACKs are left out (their intervals reach before the stream)
+RATE_PACKETS = 300000  # ... in at most this many packets
 # the loop's sender rule and receiver behind each rule of the core's tables (reordering.RULES)
 TABLE_RULES = {"rfc9002": ("xquic", "xquic"), "rack": ("rack", "linux")}
 _TRAINS = np.concatenate([[-1.0], TRAIN_GRID])  # the tables' rows: the evenly spaced stream, then the trains
@@ -174,6 +185,58 @@ def largest_acked_samples(send: np.ndarray, forward: np.ndarray, reverse: np.nda
             timed[m] = top
             m += 1
     return samples[:m], timed[:m]
+
+
+@njit(cache=True)
+def rate_samples(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
+                 ack_every: int, rtt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every ACK's delivery-rate sample (packets per unit time) over a path of mean round trip
+    ``rtt`` (the jitters' mean is 0), and when the ACK arrives; an ACK that acknowledges nothing
+    new, or whose interval is below the least RTT sample so far, gives none.
+
+    The sender's arithmetic of ``xqc_sample.c`` (``xqc_update_sample``, ``xqc_generate_sample``;
+    Linux ``tcp_rate_skb_delivered``, ``tcp_rate_gen``): each packet records, when it leaves,
+    the packets delivered so far, when the latest of them was acknowledged and when the packet
+    newest-acknowledged then had left; an ACK takes, of the packets it newly acknowledges, the
+    one that left last, and divides the packets delivered since that one left by the longer of
+    its ACK interval (now less that delivery time) and its send interval (its send less that
+    send). RTT samples as ``largest_acked_samples``."""
+    n = send.size
+    order, back, covers, largest_of = _acks(send, forward, reverse, receiver, ack_every)
+    back = back + rtt
+    acked = np.zeros(n, np.bool_)
+    po_delivered, po_delivered_time, po_first_sent = np.zeros(n), np.zeros(n), np.zeros(n)
+    delivered, delivered_time, first_sent, min_rtt = 0.0, 0.0, 0.0, np.inf
+    sent, covered, top, m = 0, 0, -1, 0
+    rates, when = np.empty(back.size), np.empty(back.size)
+    for a in np.argsort(back):
+        now = back[a]
+        while sent < n and send[sent] <= now:  # what the sender knows when each packet leaves
+            po_delivered[sent], po_delivered_time[sent], po_first_sent[sent] = delivered, delivered_time, first_sent
+            sent += 1
+        newest = -1
+        for k in range(covered, covers[a]):  # arrivals no earlier ACK covered
+            p = order[k]
+            if not acked[p]:
+                acked[p] = True
+                delivered += 1.0
+                delivered_time = now
+                if newest < 0 or p > newest:
+                    newest = p
+        covered = max(covered, covers[a])
+        if largest_of[a] > top:  # an RTT sample (RFC 9002 sec. 5.1)
+            top = largest_of[a]
+            min_rtt = min(min_rtt, now - send[top])
+        if newest < 0 or po_delivered_time[newest] <= 0.0:
+            continue
+        first_sent = send[newest]
+        interval = max(now - po_delivered_time[newest], send[newest] - po_first_sent[newest])
+        if interval < min_rtt:
+            continue
+        rates[m] = (delivered - po_delivered[newest]) / interval
+        when[m] = now
+        m += 1
+    return rates[:m], when[:m]
 
 
 @njit(cache=True)
@@ -412,6 +475,31 @@ def build_rtt_sample_table(seed: int = 0) -> np.ndarray:
     return np.ascontiguousarray(table.transpose(2, 0, 1).astype(np.float32))
 
 
+def rate_sample_row(rule: str, r: float, w: float, seed: int = 0) -> np.ndarray:
+    """(mean shortfall, spread) of the delivery-rate samples (``rate_samples``) of an evenly
+    spaced stream at spacing ``r`` over a path whose mean round trip is ``w``, both in jitters of
+    a round trip, relative to the stream's rate and multiplied by ``w``, under ``rule``'s stack
+    (``TABLE_RULES``' receiver): the samples of the ACKs after the first few round trips. A
+    stream of more than ``RATE_PACKETS`` is measured at the longest round trip that many packets
+    cover (both figures shrink about as 1 / ``w``, docs/transport.md, "Delivery-rate samples")."""
+    w = min(w, RATE_PACKETS * r / RATE_ROUND_TRIPS)
+    spacing, rtt = r * np.sqrt(2.0), w * np.sqrt(2.0)  # the loop's unit is one direction's jitter
+    n = max(STREAM_PACKETS, int(np.ceil(RATE_ROUND_TRIPS * w / r)))
+    send = np.arange(n) * spacing
+    rng = np.random.default_rng(seed)
+    rates, when = rate_samples(send, rng.standard_normal(n), rng.standard_normal(n), RECEIVERS[TABLE_RULES[rule][1]],
+                               ACK_FREQUENCY, rtt)
+    kept = rates[(when > send[0] + RATE_WARMUP * rtt) & (when <= send[-1])] * spacing
+    return np.array([w * (1.0 - kept.mean()), w * kept.std()])
+
+
+def build_rate_sample_table(rule: str, seed: int = 0) -> np.ndarray:
+    """2 x T x R: ``rate_sample_row`` at every round trip of ``reordering.RTT_GRID`` and spacing
+    of ``GRID`` (shipped as ``rate_sample_<rule>.npy``, single precision)."""
+    table = np.array([[rate_sample_row(rule, float(r), float(w), seed) for r in GRID] for w in RTT_GRID])  # T x R x 2
+    return np.ascontiguousarray(table.transpose(2, 0, 1).astype(np.float32))
+
+
 def detection_row(rule: str, r: float, train: float = -1.0, seed: int = 0) -> np.ndarray:
     """2 x W: the share of the packets that ``rule``'s stack declares lost and the mean lead of a
     declaration over the sender learning of the packet's arrival, at spacing ``r`` (``_pattern``)
@@ -471,7 +559,7 @@ def build_hidden_table(seed: int = 0) -> np.ndarray:
 
 def write_tables() -> None:
     """Regenerate every table the core reads (``reordering.detection_tables``, ``hidden_table``) from the loop:
-    ``python -m envs.sim.ack_loop`` (about 70 s)."""
+    ``python -m envs.sim.ack_loop`` (about 3 minutes, 2 of them the delivery-rate tables)."""
     for rule in TABLE_RULES:
         prob, lead = build_detection_tables(rule)
         np.save(table_file(rule), prob[0])
@@ -481,6 +569,8 @@ def write_tables() -> None:
     np.save(table_file("rfc9002", "indirect"), build_indirect_table())
     np.save(table_file("rfc9002", "rtt_sample"), build_rtt_sample_table())
     np.save(table_file("rack", "hidden"), build_hidden_table())
+    for rule in TABLE_RULES:
+        np.save(table_file(rule, "rate_sample"), build_rate_sample_table(rule))
 
 
 if __name__ == "__main__":

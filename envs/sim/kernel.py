@@ -180,6 +180,8 @@ class Constants(NamedTuple):
     stack: np.ndarray  # per flow [B, F, N_STK], its stack's profile, columns STK_* (envs/sim/stacks.py, envs/sim/recovery.py)
     hidden: np.ndarray  # [C, W, R]: the share of packets one SACK block hides while a hole persists (reordering.hidden_table)
     hidden_cgrid: np.ndarray  # natural logs of its ACK-compression grid (compression delay / jitter, reordering.COMP_GRID)
+    rate_scatter: np.ndarray  # per rule [2, T, R]: the delivery-rate samples' shortfall and spread x round trip / jitter (reordering.rate_sample_table)
+    rate_tgrid: np.ndarray  # natural logs of its round-trip grid (round trip / jitter, reordering.RTT_GRID)
 
 
 @njit(inline="always", cache=True, _nrt=False)
@@ -598,9 +600,10 @@ def _queue_copies(o, fb, C, f, nbytes, lead, dt):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
+def _feedback(b, snd, t, conn, m, stks, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
     The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
+    dt = m.dt
     o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
     c, rg, ho, rng = conn.cn, conn.ring, conn.hole, conn.rng
     slot = t & (rg.shape[1] - 1)
@@ -647,10 +650,15 @@ def _feedback(b, snd, t, conn, dt, stks, nsub, nflows):
             # prior_mstamp) to now, the span of the data it divides (delivered since that packet
             # left): here the segment's own round trip, not the stack's RTT sample, which under
             # reordering is a packet that left later than the segment (docs/transport.md,
-            # "Delivery-rate samples")
+            # "Delivery-rate samples"); under reordering jitter, with the scatter of a sample whose
+            # two ends fall on single packets and ACKs (_sample_scatter)
             delivered = o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]
             interval = max(rtt, (rg[f, slot, RING_SENT] - rg[f, slot, RING_FIRST_SENT]) * dt)
             o[f, OBS_DELIVERY_RATE] = delivered / interval
+            if fb[f, FL_RATE_AT] > 0.0:
+                o[f, OBS_DELIVERY_RATE] *= _sample_scatter(m, int(stks[f, STK_RULE]), fb[f, FL_RATE_AT] - 1.0,
+                                                           rtt / (fb[f, FL_JITTER] * SQRT2 * dt),
+                                                           uniform(rng, snd if f < nsub else b))
             fb[f, FL_FIRST_SENT] = max(fb[f, FL_FIRST_SENT], rg[f, slot, RING_SENT])
             round_start = rg[f, slot, RING_DELIV] >= fb[f, FL_NEXT_ROUND]
             if round_start:
@@ -1710,6 +1718,7 @@ def _depart(b, t, conn, m, nsub, nflows):
                         else:
                             r_jit = mss / max(min(rate, bnb[p, BN_CAP]), 1e-3) / rtt_jit
                         ri, ra, wj, wc = _table_pos(r_jit, window / rtt_jit, spur_r, spur_w)
+                        fb[f, FL_RATE_AT] = ri + ra + 1.0 if n_train < 0.0 else 0.0
                         prob = _lookup_at(ri, ra, wj, wc, n_train, spur_p)
                         if stk[STK_RTT_LARGEST] > 0.0:  # the same for every window: at w = 0
                             sample_mean = _lookup_at(ri, ra, 0, 0.0, n_train, tables[3 * block:4 * block])
@@ -1825,6 +1834,25 @@ def _lookup_at(i, a, j, c, n_train, tables):
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def _sample_scatter(m, rule, at, w, u):
+    """The factor a delivery-rate sample of an evenly paced flow takes under reordering jitter, at
+    ``at`` on the spacing grid (``FL_RATE_AT``) and a round trip of ``w`` jitters, by the uniform
+    ``u``: one draw from the normal of the ACK loop's per-ACK samples (``Constants.rate_scatter``:
+    their mean shortfall and spread relative to the rate, both about proportional to 1 / ``w``,
+    held so beyond the grid's ends). One draw a step, which stands for the ACKs of about a
+    millisecond, whose samples span nearly the same packets (docs/transport.md, "Delivery-rate
+    samples")."""
+    tg = m.rate_tgrid
+    w = max(w, math.exp(tg[0]))
+    i = int(at)
+    j, c = _grid_pos(math.log(w), tg[0], tg[tg.shape[0] - 1], tg.shape[0])
+    table = m.rate_scatter[rule]
+    shortfall = _bilinear(table, 0, i, at - i, j, c)
+    spread = _bilinear(table, 1, i, at - i, j, c)
+    return max(1.0 + (spread * quantile(u) - shortfall) / w, 0.0)
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def _hidden_prob(i, a, j, e, log_c, m):
     """``Constants.hidden`` at a position of ``_table_pos`` (spacing and window over the jitter)
     and ACK compression/jitter ratio c, given as ``log_c`` = log(max(c, 1e-12)) (interpolated in
@@ -1860,7 +1888,7 @@ def _run(b, conn, m, max_steps):
             _receive(t, conn, dt, stks, nsub, nflows)
             if c[CN_RCVBUF_MAX] > c[CN_RCVBUF]:
                 _autotune_window(t, conn, dt, nsub, stks[0])  # the connection's receiver
-            _feedback(b, snd, t, conn, dt, stks, nsub, nflows)
+            _feedback(b, snd, t, conn, m, stks, nsub, nflows)
             # the app's offer (CN_SND_LIMIT) and its end
             complete = workload_step(t, c, conn.wl, conn.item, conn.rec, conn.cobs, dt)
             _refresh_windows(conn, nflows, nsub, stks, dt)  # before a break: terminal obs

@@ -109,7 +109,11 @@ FL_COMP_LOG = 40
 # unsampled_rtt): that sample's value (s) and the step it lands (0: none pending)
 FL_SETUP_RTT = 41
 FL_SAMPLE_AT = 42
-FL_SQ = 43  # first column of the ring
+# where the flow's spacing over its round trip's jitter fell on the reordering tables' spacing grid
+# at its latest departures, plus 1 (0: not paced, or no reordering): the delivery-rate samples'
+# scatter is read there (kernel._sample_scatter)
+FL_RATE_AT = 43
+FL_SQ = 44  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
 SQ_NEW = -1.0  # SQ_FILL of new data

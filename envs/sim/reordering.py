@@ -68,6 +68,7 @@ _MAX_TERMS = 20000
 TRAINS_PER_OCTAVE = 2
 TRAIN_GRID = 2.0 ** (np.arange(21) / TRAINS_PER_OCTAVE)  # n = packets in a train, 1 .. 1024
 COMP_GRID = np.logspace(-2.0, 2.0, 9)  # c = a receiver's ACK compression delay / jitter (hidden_table)
+RTT_GRID = 2.0 ** np.arange(2.0, 7.5, 0.5)  # a path's mean round trip / jitter, 4 .. 128 (rate_sample_table)
 # weights of F on _X giving P(declared) and E[(x - D)+], the latter as
 # sum over x of pdf(x) * sum over t <= x of F(t) dt = sum over t of F(t) * dt * P(x >= t)
 _WEIGHTS = np.stack([_PDF, np.cumsum(_PDF[::-1])[::-1] * (_X[1] - _X[0])])
@@ -164,6 +165,14 @@ def rtt_sample_table(rule: str) -> np.ndarray:
     if rule == "rack":
         return np.zeros((2, 1 + TRAIN_GRID.size, GRID.size))
     return np.load(table_file(rule, "rtt_sample")).astype(np.float64)
+
+
+def rate_sample_table(rule: str) -> np.ndarray:
+    """2 x T x R: the delivery-rate samples of an evenly paced stream under the rule's stack, their
+    mean shortfall below the stream's rate and their spread, relative to it and multiplied by the
+    round trip over its jitter ``RTT_GRID``, at spacing / jitter ``GRID`` (``envs/sim/ack_loop.py``
+    build_rate_sample_table; docs/transport.md, "Delivery-rate samples")."""
+    return np.load(table_file(rule, "rate_sample")).astype(np.float64)
 
 
 def hidden_table() -> np.ndarray:

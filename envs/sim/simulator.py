@@ -22,7 +22,7 @@ from envs.network import transit_schedule
 from envs.scenario import WORKLOAD_TYPES, ArrivalSpec, LinkSpec, PathSpec, Scenario, WorkloadSpec, max_value, min_value
 from envs.sim import kernel
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.reordering import COMP_GRID, GRID, RULES, W_GRID, detection_tables, hidden_table
+from envs.sim.reordering import COMP_GRID, GRID, RTT_GRID, RULES, W_GRID, detection_tables, hidden_table, rate_sample_table
 from envs.sim import stacks
 
 if TYPE_CHECKING:
@@ -123,7 +123,8 @@ class Simulator:
         self.constants = kernel.Constants(self.dt, np.log(GRID), W_GRID,
                                           np.stack([detection_tables(rule) for rule in RULES]),
                                           np.tile(self._stack_row(self.stack), (self.B, self.F, 1)),
-                                          hidden_table(), np.log(COMP_GRID))
+                                          hidden_table(), np.log(COMP_GRID),
+                                          np.stack([rate_sample_table(rule) for rule in RULES]), np.log(RTT_GRID))
 
     def _params(self, cc: str, overrides: dict | None = None, stack: stacks.StackProfile | None = None) -> np.ndarray:
         """CC ``cc``'s parameters under the simulated stack (or the episode's ``stack``): its
