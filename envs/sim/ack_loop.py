@@ -189,7 +189,7 @@ def largest_acked_samples(send: np.ndarray, forward: np.ndarray, reverse: np.nda
 
 @njit(cache=True)
 def rate_samples(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, receiver: int,
-                 ack_every: int, rtt: float) -> tuple[np.ndarray, np.ndarray]:
+                 ack_every: int, rtt: float, first_of_ties: bool) -> tuple[np.ndarray, np.ndarray]:
     """Every ACK's delivery-rate sample (packets per unit time) over a path of mean round trip
     ``rtt`` (the jitters' mean is 0), and when the ACK arrives; an ACK that acknowledges nothing
     new, or whose interval is below the least RTT sample so far, gives none.
@@ -197,10 +197,13 @@ def rate_samples(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, rec
     The sender's arithmetic of ``xqc_sample.c`` (``xqc_update_sample``, ``xqc_generate_sample``;
     Linux ``tcp_rate_skb_delivered``, ``tcp_rate_gen``): each packet records, when it leaves,
     the packets delivered so far, when the latest of them was acknowledged and when the packet
-    newest-acknowledged then had left; an ACK takes, of the packets it newly acknowledges, the
-    one that left last, and divides the packets delivered since that one left by the longer of
-    its ACK interval (now less that delivery time) and its send interval (its send less that
-    send). RTT samples as ``largest_acked_samples``."""
+    newest-acknowledged then had left; an ACK takes, of the packets it newly acknowledges, one
+    that left after the latest delivery, and divides the packets delivered since that one left
+    by the longer of its ACK interval (now less that delivery time) and its send interval (its
+    send less that send). Of the packets sent between the same two deliveries, XQUIC takes the
+    first (``first_of_ties``: ``xqc_update_sample`` walks them in packet-number order and keeps a
+    packet only for a larger ``po_delivered``), Linux the one that left last
+    (``tcp_skb_sent_after``). RTT samples as ``largest_acked_samples``."""
     n = send.size
     order, back, covers, largest_of = _acks(send, forward, reverse, receiver, ack_every)
     back = back + rtt
@@ -221,14 +224,15 @@ def rate_samples(send: np.ndarray, forward: np.ndarray, reverse: np.ndarray, rec
                 acked[p] = True
                 delivered += 1.0
                 delivered_time = now
-                if newest < 0 or p > newest:
+                if newest < 0 or po_delivered[p] > po_delivered[newest] \
+                        or (po_delivered[p] == po_delivered[newest] and (p < newest) == first_of_ties):
                     newest = p
         covered = max(covered, covers[a])
         if largest_of[a] > top:  # an RTT sample (RFC 9002 sec. 5.1)
             top = largest_of[a]
             min_rtt = min(min_rtt, now - send[top])
-        if newest < 0 or po_delivered_time[newest] <= 0.0:
-            continue
+        if newest < 0 or newest >= sent or po_delivered_time[newest] <= 0.0:
+            continue  # nothing new, an ACK the jitters put before its packet left, or before any delivery
         first_sent = send[newest]
         interval = max(now - po_delivered_time[newest], send[newest] - po_first_sent[newest])
         if interval < min_rtt:
@@ -479,7 +483,7 @@ def rate_sample_row(rule: str, r: float, w: float, seed: int = 0) -> np.ndarray:
     """(mean shortfall, spread) of the delivery-rate samples (``rate_samples``) of an evenly
     spaced stream at spacing ``r`` over a path whose mean round trip is ``w``, both in jitters of
     a round trip, relative to the stream's rate and multiplied by ``w``, under ``rule``'s stack
-    (``TABLE_RULES``' receiver): the samples of the ACKs after the first few round trips. A
+    (``TABLE_RULES``' receiver and sampler): the samples of the ACKs after the first few round trips. A
     stream of more than ``RATE_PACKETS`` is measured at the longest round trip that many packets
     cover (both figures shrink about as 1 / ``w``, docs/transport.md, "Delivery-rate samples")."""
     w = min(w, RATE_PACKETS * r / RATE_ROUND_TRIPS)
@@ -487,8 +491,9 @@ def rate_sample_row(rule: str, r: float, w: float, seed: int = 0) -> np.ndarray:
     n = max(STREAM_PACKETS, int(np.ceil(RATE_ROUND_TRIPS * w / r)))
     send = np.arange(n) * spacing
     rng = np.random.default_rng(seed)
-    rates, when = rate_samples(send, rng.standard_normal(n), rng.standard_normal(n), RECEIVERS[TABLE_RULES[rule][1]],
-                               ACK_FREQUENCY, rtt)
+    receiver = TABLE_RULES[rule][1]
+    rates, when = rate_samples(send, rng.standard_normal(n), rng.standard_normal(n), RECEIVERS[receiver],
+                               ACK_FREQUENCY, rtt, receiver == "xquic")
     kept = rates[(when > send[0] + RATE_WARMUP * rtt) & (when <= send[-1])] * spacing
     return np.array([w * (1.0 - kept.mean()), w * kept.std()])
 
