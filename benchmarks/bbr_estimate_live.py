@@ -185,16 +185,17 @@ def main(argv: list[str] | None = None) -> None:
     for side, series in sides:
         for k, x in enumerate(series):
             print(row(f"{side} {k}", x, bins), flush=True)
-    for side, series in sides:
-        for k, x in enumerate(series):
-            print(late_row(f"{side} {k}", late_phase(x, late)), flush=True)
+    lates = {side: [late_phase(x, late) for x in series] for side, series in sides}
+    for side, phases in lates.items():
+        for k, v in enumerate(phases):
+            print(late_row(f"{side} {k}", v), flush=True)
     if a.record:
         from envs.live.provenance import provenance
         record = {"provenance": provenance("python benchmarks/bbr_estimate_live.py", argv if argv is not None else sys.argv[1:]),
                   "path": {"mbps": a.mbps, "delay_ms": a.delay_ms, "loss_pct": a.loss, "jitter_ms": a.jitter,
                            "file_mb": a.file_mb},
                   "late_s": list(late), "quantiles": list(QUANTILES), "cc": "bbr",
-                  "runs": [late_phase(x, late) for x in sides[0][1]]}
+                  "runs": lates["live"]}
         a.record.write_text(json.dumps(record, indent=1) + "\n")
         print(f"wrote {a.record}")
 

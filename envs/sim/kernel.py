@@ -655,10 +655,10 @@ def _feedback(b, snd, t, conn, m, stks, nsub, nflows):
             delivered = o[f, OBS_ACKED] - rg[f, slot, RING_DELIV]
             interval = max(rtt, (rg[f, slot, RING_SENT] - rg[f, slot, RING_FIRST_SENT]) * dt)
             o[f, OBS_DELIVERY_RATE] = delivered / interval
-            rtt_jit = fb[f, FL_JITTER] * SQRT2 * dt  # the round trip's jitter (s)
-            if fb[f, FL_RATE_AT] > 0.0 and rtt_jit > 0.0:
+            if fb[f, FL_RATE_AT] > 0.0:  # the round trip over its jitter, both in steps as _depart has them
                 o[f, OBS_DELIVERY_RATE] *= _sample_scatter(m, int(stks[f, STK_RULE]), fb[f, FL_RATE_AT] - 1.0,
-                                                           rtt / rtt_jit, uniform(rng, snd if f < nsub else b))
+                                                           rtt / dt / (fb[f, FL_JITTER] * SQRT2),
+                                                           uniform(rng, snd if f < nsub else b))
             fb[f, FL_FIRST_SENT] = max(fb[f, FL_FIRST_SENT], rg[f, slot, RING_SENT])
             round_start = rg[f, slot, RING_DELIV] >= fb[f, FL_NEXT_ROUND]
             if round_start:
