@@ -402,7 +402,7 @@ def test_reward_signal_reverses_one_decision_per_connection():
     replay, done, _ = follow(("minrtt", {}), s3, "reno", 3, [frozenset(j for j, _, _, _ in steps)])
     assert replay[0] == steps[-1][1] and (done == 0).sum() == steps[-1][2]
     with pytest.raises(SystemExit, match="differ"):
-        flip_each(("wait_rule", {"k": 1.0}), short_s1(0.5), "bbr", 3)
+        flip_each(("wait_rule", {"k": 1.0}), short_s1(1.0), "bbr", 3)  # 0.5 MB: both runs end at the same step
 
 
 def test_reward_signal_imitates_a_heuristic_from_a_feature_set():

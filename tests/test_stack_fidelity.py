@@ -79,47 +79,31 @@ CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC a
               "ahead (tcp_cubic.c bictcp_update: t += ca->delay_min; 2026-11-28, the ACK's RTT sample before) its "
               "Linux CUBIC moved by at most 7% (10 runs: ispras_s1 10.03 -> 10.07, ispras_s2 12.67 -> 12.62, grid "
               "0.5% / 2 ms 6.51 -> 6.97, 0.5% / 5 ms 5.20 -> 5.41)")
-XQUIC_BBR2_BURSTS = (
-    "the model's XQUIC BBRv2 paces its packets evenly, and evenly spaced packets at its spacing are hardly "
-    "reordered, where live XQUIC's leave in bursts (benchmarks/reordering_declarations.py: dispersion 2.6 and "
-    "3.5 at 2 and 5 ms of jitter, the pacer's budget and the ACKs that free its window; tests/test_ack_loop.py): "
-    "on the grid's 2 ms path the model's BBRv2 declares 3.6-4.5% of its packets lost against live 9.2-11.7% "
-    "(benchmarks/xquic_cubic_live.py grid:0/2 --sim-only, 3 connections, after the first second), so its "
-    "loss-bounded window is cut less. The whole loop on the transfers' own departures gives live's share "
-    "(0.095 and 0.156 against 0.098 and 0.165); the core does not draw its flows' bursts (docs/transport.md, "
-    "'Reordering')")
 GAPS: dict[tuple[str, str], str] = {
-    ("ispras_xquic", "scenario=ispras_s2, cc=bbr2"):
-        "sim 6.59 vs live 5.09 [4.10-5.89] Mbit/s (x1.29; 6.91, x1.36, before its delivery-rate samples "
-        "scattered as each ACK's do, 2026-12-01, evening; 6.51 before they spanned the data "
-        "they divide, 2026-12-01, later; 6.56 before its min-RTT filter read the stack's own RTT "
-        "samples too, 2026-12-01; 4.79, x0.94, while the tables integrated "
-        "each arrival as the sender saw it at once, before 2026-11-30, which declared 0.16 of an evenly spaced "
-        "stream's packets at BBRv2's spacing where XQUIC's receiver and the way back give 0.02): " + XQUIC_BBR2_BURSTS,
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
-        "sim 63.27 vs live 40.10 [29.38-53.06] Mbit/s, 10 live runs (x1.58; 62.84 before its delivery-rate samples "
+        "sim 63.45 vs live 40.10 [29.38-53.06] Mbit/s, 10 live runs (x1.58; 63.27 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 62.84 before its delivery-rate samples "
         "scattered as each ACK's do, 2026-12-01, evening; 62.81 before min_rtt read the "
         "per-packet samples, 2026-12-01; 66.67, x1.66, before "
         "the one SACK block, 2026-11-30; the runs fall near 30, 29.4-31.3 in 5, or near 50, 46.9-53.1 in 5, the "
         "model above both) on the byte buffer (packet buffer: 41.8 [27.9-49.4]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
-        "sim 44.26 vs live 33.67 [33.13-34.40] Mbit/s (x1.31, on the mark's edge; 43.92 before its delivery-rate "
+        "sim 44.05 vs live 33.67 [33.13-34.40] Mbit/s (x1.31, on the mark's edge; 44.26 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 43.92 before its delivery-rate "
         "samples scattered as each ACK's do, 2026-12-01, evening; 44.02 before min_rtt read the "
         "per-packet samples, 2026-12-01; 46.18, x1.37, before the one SACK "
         "block, 2026-11-30) on the byte buffer (packet buffer: 34.78 [34.53-35.24]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
-        "sim 21.63 vs live 11.83 [11.21-12.32] Mbit/s (x1.83; 18.64 before its delivery-rate samples scattered as "
+        "sim 20.26 vs live 11.83 [11.21-12.32] Mbit/s (x1.71; 21.63, x1.83, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 18.64 before its delivery-rate samples scattered as "
         "each ACK's do, 2026-12-01, evening; 18.31 before min_rtt read the per-packet samples, "
         "2026-12-01; 20.50, x1.73, before the one SACK "
         "block, 2026-11-30) on the byte buffer (packet buffer: 11.65 [11.35-12.07]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=bbr"):
-        "sim 30.55 vs live 20.01 [18.24-22.50] Mbit/s (x1.53; 22.83, x1.14, before its delivery-rate samples "
+        "sim 34.40 vs live 20.01 [18.24-22.50] Mbit/s (x1.72; 30.55, x1.53, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 22.83, x1.14, before its delivery-rate samples "
         "scattered as each ACK's do, 2026-12-01, evening, which brought the same path without loss from x0.83 to "
         "x0.92 and XQUIC's BBRv1 at 5 ms from x0.84-0.88 to x0.98-0.99): live Linux BBRv1 under random loss and "
         "reordering keeps less of its rate than the model at 2 and 5 ms alike (the cells above and below), and "
         "which of its loss responses the model misses is not established: " + LINUX_BBR,
     ("ispras_linux", "scenario=ispras_s2, cc=cubic"):
-        "sim 13.43 vs live 10.40 [8.87-12.50] Mbit/s (x1.29; 13.45 before min_rtt read the per-packet samples, "
+        "sim 13.30 vs live 10.40 [8.87-12.50] Mbit/s (x1.28; 13.43 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 13.45 before min_rtt read the per-packet samples, "
         "2026-12-01; seeds 1 and 2 passing and 13.14; "
         "12.91, x1.24, before the one SACK block, 2026-11-30), on the mark's edge. The hidden packets' copies "
         "bring DSACKs that widen RACK's window (reo_wnd steps beyond the first, averaged over a transfer: 5.8 "

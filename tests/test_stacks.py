@@ -4,6 +4,8 @@ reordering, undo, timers, CC constants)."""
 
 from __future__ import annotations
 
+import math
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from envs.sim import recovery, stacks
 from envs.cc.base import CWND, RECOVERY_START, SSTHRESH
 from envs.sim import kernel
 from envs.sim.layout import (CN_T, FL_DSACK_AT, FL_OPEN_AT, FL_REO_STEPS, FL_SENT_PKTS, FL_SPUR_PENDING, N_FL, N_OBS,
-                             OBS_AVAILABLE, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT,
+                             OBS_AVAILABLE, OBS_INFLIGHT, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_PACING_RATE, OBS_SENT, OBS_SRTT,
                              PAUSE_DECISION, PAUSE_NONE)
 from envs.sim.reordering import GRID, W_GRID, indirect_table, rack_row, rfc9002_row, spurious_table
 from envs.sim.simulator import SimConfig, Simulator
@@ -197,18 +199,67 @@ def test_declaration_leads_agree_with_a_monte_carlo() -> None:
             assert row[1, i] == pytest.approx(np.mean(x[declared] - d[declared]), abs=0.03)
 
 
-def test_copies_that_would_leave_after_their_originals_ack_are_dropped() -> None:
-    """A spurious declaration's copies leave first at the flow's sending rate (pacing, at most the
-    window per round trip); those that would wait past the declaration's lead are never queued."""
+def _queued(nbytes: float, pacing: float = 0.0, flight: float = 0.0, cwnd: float = 1e6,
+            pacer_delay: float = 0.0) -> float:
+    """Bytes of copies ``kernel._queue_copies`` queues for ``nbytes`` declared spuriously, their
+    originals' ACKs 3 ms after the declaration on average (1 ms steps), srtt 100 ms, 1000-byte
+    packets."""
     o, fb, C = np.zeros((1, N_OBS)), np.zeros((1, N_FL)), np.zeros((1, 8))
-    o[0, OBS_SRTT], C[0, CWND], o[0, OBS_PACING_RATE] = 0.1, 1e6, 2e6  # window 10 MB/s, pacing 2 MB/s
-    kernel._queue_copies(o, fb, C, 0, 1e4, 3.0, 0.001)  # 3 ms at 2 MB/s: 6000 bytes leave in time
-    assert fb[0, FL_SPUR_PENDING] == pytest.approx(6000.0)
-    kernel._queue_copies(o, fb, C, 0, 1e4, 3.0, 0.001)  # behind those, none
-    assert fb[0, FL_SPUR_PENDING] == pytest.approx(6000.0)
-    fb[0, FL_SPUR_PENDING], o[0, OBS_PACING_RATE] = 0.0, 0.0  # unpaced: the window per round trip
-    kernel._queue_copies(o, fb, C, 0, 1e5, 3.0, 0.001)
-    assert fb[0, FL_SPUR_PENDING] == pytest.approx(3e4)
+    o[0, OBS_SRTT], o[0, OBS_PACING_RATE], o[0, OBS_INFLIGHT], C[0, CWND] = 0.1, pacing, flight, cwnd
+    kernel._queue_copies(o, fb, C, 0, nbytes, 3.0, 0.001, 1000.0, pacer_delay)
+    return float(fb[0, FL_SPUR_PENDING])
+
+
+def test_a_copy_is_cancelled_when_its_originals_ack_comes_before_it_leaves() -> None:
+    """A spurious declaration's copy is queued as the share of it that leaves before its
+    original's ACK: the ACK comes a half-normal lead after the declaration (the rule's mean
+    lead, 3 ms here), the copy leaves once the window has room and the copies ahead of it have
+    left, a paced flow's at its pacer's next release, uniform over max(pacer delay, a packet's
+    time)."""
+    scale = 0.003 * np.sqrt(np.pi)  # P(lead < x) = erf(x / scale)
+    erf = np.vectorize(math.erf)
+    assert _queued(1000.0) == pytest.approx(1000.0)  # unpaced, window room: it leaves at once
+    wait = np.linspace(0.0, 0.001, 20001)  # XQUIC's pacer: at least 1 ms between releases
+    paced = _queued(1000.0, pacing=2e6, pacer_delay=0.001)
+    assert paced == pytest.approx(1000.0 * (1.0 - erf(wait / scale).mean()), rel=1e-4)
+    assert 880.0 < paced < 920.0  # about a tenth cancelled
+    # Linux paces each packet to its own time: half a packet's time (0.25 ms at 2 MB/s) on average
+    assert paced < _queued(1000.0, pacing=2e6) < 1000.0
+    # copies wait behind each other: each later one is cancelled more often
+    shares = np.diff([0.0] + [_queued(1000.0 * k, pacing=2e6, pacer_delay=0.001) for k in range(1, 11)])
+    assert np.all(np.diff(shares) < 0.0) and shares[-1] < 0.5 * shares[0]
+    # a window cut below what is in flight (50 kB over it, ACKs freeing 1.5 MB/s): 34 ms, all cancelled
+    assert _queued(1000.0, flight=1.5e5, cwnd=1e5) < 1e-6
+
+
+COPY_CELLS = [(jitter, cc) for jitter in (2.0, 5.0) for cc in ("bbr", "bbr2", "cubic", "reno")]
+RENO_COPIES = ("Reno keeps copies of 0.25 of its declarations on the 2 ms path (0.18-0.38 per connection) and 0.70 "
+               "on the 5 ms one (0.62-0.75) where live XQUIC keeps 0.43 on both (0.41-0.45, 0.38-0.47; 0.71-0.75 "
+               "and 0.79-0.86 before the originals' ACKs cancelled copies as the window's and pacer's waits "
+               "allow, 2026-12-01): its copies wait for a window each loss halves, and when in the episode "
+               "its declarations come decides how many the ACKs cancel; which part of that the model's window "
+               "deficit misses is not established")
+@pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=RENO_COPIES))
+                                        if cell[1] == "reno" else cell for cell in COPY_CELLS])
+def test_copies_sent_per_declaration_as_live_xquics(jitter: float, cc: str) -> None:
+    """On the grid's path (50 Mbit/s, 40 ms, 1 BDP; 2 and 5 ms of jitter) the model sends copies
+    of as many of its spurious declarations as live XQUIC did (tests/data/declarations_xquic_live.json,
+    ``retransmitted / declared_lost`` after the first second), within 0.1: the paced BBRs lose
+    about a tenth of theirs to the pacer's wait (live 0.84-0.98; the model 0.90-0.95), CUBIC more
+    (live 0.66-0.77), its window cut below what is in flight; 8 connections, 5 s after the first."""
+    import json
+    from benchmarks.reordering_declarations import RECORD, cells
+    from envs.fidelity import grid_scenario
+    from envs.sim.layout import OBS_LOSSES, OBS_RETRANS
+    runs = cells(json.loads(RECORD.read_text()))[(jitter, cc)]
+    live = np.mean([r["retransmitted"] / r["declared_lost"] for r in runs])
+    sim = Simulator(grid_scenario(0.0, jitter, 6.0), cc, "minrtt", batch=8, seed=0, config=SimConfig(stack="xquic"))
+    sim.reset()
+    sim.advance(round(1000 / sim.cfg.dt_ms))
+    before = sim.obs[:, 0, [OBS_LOSSES, OBS_RETRANS]].sum(axis=0)
+    sim.advance(round(5000 / sim.cfg.dt_ms))
+    declared, copies = sim.obs[:, 0, [OBS_LOSSES, OBS_RETRANS]].sum(axis=0) - before
+    assert copies / declared == pytest.approx(live, abs=0.1)
 
 
 def test_copies_of_spurious_declarations_count_as_retransmissions() -> None:
@@ -284,11 +335,11 @@ def test_a_copy_counts_as_delivered_only_when_acknowledged_directly() -> None:
     assert 0.5 < share["xquic"] < 0.97 and share["linux"] > 0.95, share
 
 
-def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:
+def reordering(stack: str, cc: str = "cubic", batch: int = 3) -> dict[str, np.ndarray]:
     """One jittery, loss-free path (5 ms jitter, reordering), 5 s bulk."""
     scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 5},
                                "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 5, "queue_bdp": 1}]})
-    sim = Simulator(scen, cc, batch=3, seed=2, config=SimConfig(stack=stack))
+    sim = Simulator(scen, cc, batch=batch, seed=2, config=SimConfig(stack=stack))
     sim.reset()
     sim.run()
     return sim.results()
@@ -296,12 +347,14 @@ def reordering(stack: str, cc: str = "cubic") -> dict[str, np.ndarray]:
 
 def test_rack_tells_reordering_from_loss_where_rfc9002_thresholds_do_not() -> None:
     """Without random loss, XQUIC's thresholds declare reordered packets lost and CUBIC backs
-    off; Linux's RACK window (min_rtt / 4 = 10 ms, two jitters of a round trip) rarely fires, and
-    DSACK undoes what it does declare."""
-    xquic, linux = reordering("xquic"), reordering("linux")
+    off (about 1 Mbit/s); Linux's RACK window (min_rtt / 4 = 10 ms, two jitters of a round trip)
+    fires far less, and DSACK undoes what it does declare: over 16 connections its CUBIC runs at
+    the link's rate in about 6 (43-45 Mbit/s in 5 s with slow start) and at 12-28 Mbit/s in the
+    others, where RACK fired before DSACKs widened its window."""
+    xquic, linux = reordering("xquic", batch=16), reordering("linux", batch=16)
     print(f"goodput xquic {xquic['goodput_mbps'].mean():.1f}, linux {linux['goodput_mbps'].mean():.1f} Mbit/s")
-    assert linux["goodput_mbps"].mean() > 2.0 * xquic["goodput_mbps"].mean()
-    assert linux["goodput_mbps"].mean() > 0.6 * 50.0  # 5 s with slow start
+    assert linux["goodput_mbps"].mean() > 10.0 * xquic["goodput_mbps"].mean()
+    assert np.count_nonzero(linux["goodput_mbps"] > 0.8 * 50.0) >= 5
 
 
 def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:

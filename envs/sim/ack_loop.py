@@ -362,11 +362,12 @@ def _range_min(table: np.ndarray, a: int, b: int) -> float:
 
 
 @njit(cache=True)
-def _declare(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int, w_grid: np.ndarray) -> np.ndarray:
-    """Per window of ``w_grid``: packets declared and their summed lead, over the ``counted``
-    packets (``rule``: the index in ``RULES``)."""
+def _declared_at(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int, w_grid: np.ndarray) -> np.ndarray:
+    """n x W: when the sender declares each ``counted`` packet lost under each window of
+    ``w_grid`` (inf: a packet not counted, or never seen), whether or not its own ACK comes first
+    (``rule``: the index in ``RULES``)."""
     n, nw = send.size, w_grid.size
-    out = np.zeros((2, nw))
+    at = np.full((n, nw), np.inf)
     later = np.full(n + 1, np.inf)  # later[p]: the first ACK covering any packet from p on
     third = np.full(n + 1, np.inf)  # third[p]: the first ACK covering 3 packets from p on
     low = np.full(PACKET_THRESHOLD, np.inf)  # the least PACKET_THRESHOLD of seen[p:], ascending
@@ -383,27 +384,35 @@ def _declare(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int,
             expect += seen[p] - send[p]
             m += 1
     expect /= max(m, 1)
-    d = np.empty(nw)
     ahead = np.zeros(nw, np.int64)  # per window: the first packet sent that long after p, or later
     sparse = _sparse_min(seen - send) if rule == 2 else np.zeros((1, 1))
     for p in range(n):
         if not counted[p] or not np.isfinite(seen[p]):
             continue
-        o = seen[p]
         if rule < 2:
             by_count = later[min(p + PACKET_THRESHOLD, n)] if rule == 0 else third[p + 1]
             for i in range(nw):
-                d[i] = min(by_count, max(later[p + 1], send[p] + expect + w_grid[i]))
+                at[p, i] = min(by_count, max(later[p + 1], send[p] + expect + w_grid[i]))
         else:  # the ACK of a packet sent g later, plus what is left of the window after g
             for i in range(nw):
                 while ahead[i] < n and send[ahead[i]] - send[p] < w_grid[i]:
                     ahead[i] += 1
                 ahead[i] = max(ahead[i], p + 1)
-                d[i] = min(later[ahead[i]], send[p] + w_grid[i] + _range_min(sparse, p + 1, ahead[i]))
-        for i in range(nw):
-            if d[i] < o:
+                at[p, i] = min(later[ahead[i]], send[p] + w_grid[i] + _range_min(sparse, p + 1, ahead[i]))
+    return at
+
+
+@njit(cache=True)
+def _declare(send: np.ndarray, seen: np.ndarray, counted: np.ndarray, rule: int, w_grid: np.ndarray) -> np.ndarray:
+    """Per window of ``w_grid``: packets declared and their summed lead, over the ``counted``
+    packets (``rule``: the index in ``RULES``)."""
+    at = _declared_at(send, seen, counted, rule, w_grid)
+    out = np.zeros((2, w_grid.size))
+    for p in range(send.size):
+        for i in range(w_grid.size):
+            if at[p, i] < seen[p]:
                 out[0, i] += 1.0
-                out[1, i] += o - d[i]
+                out[1, i] += seen[p] - at[p, i]
     return out
 
 
@@ -419,6 +428,20 @@ def declarations(rule: str, pattern: SendPattern, receiver: str = "xquic", seed:
     sums = _declare(pattern.send, seen, pattern.counted, RULES.index(rule), windows)
     total = np.count_nonzero(pattern.counted & np.isfinite(seen))
     return np.array([sums[0] / total, np.where(sums[0] > 0, sums[1] / np.maximum(sums[0], 1.0), 0.0)])
+
+
+def declaration_leads(rule: str, r: float, w: float, seed: int = 0) -> np.ndarray:
+    """The lead of every spurious declaration over the sender learning of its packet's arrival,
+    under ``rule``'s stack (``TABLE_RULES``) for an evenly spaced stream at spacing ``r`` and
+    time window ``w``, in jitters of a round trip as the tables have them: ``detection_row``'s
+    mean lead is their mean. Their spread decides how many copies the original's ACK cancels
+    before they leave (``kernel._queue_copies`` reads them as a half-normal of that mean)."""
+    sender, receiver = TABLE_RULES[rule]
+    pattern = _pattern(r, -1.0)
+    seen = _seen(pattern, RECEIVERS[receiver], seed)
+    at = _declared_at(pattern.send, seen, pattern.counted, RULES.index(sender), np.array([w * np.sqrt(2.0)]))[:, 0]
+    early = at < seen
+    return (seen[early] - at[early]) / np.sqrt(2.0)
 
 
 def _jitters(pattern: SendPattern, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -141,6 +141,8 @@ DEP_RATE_TAU = 0.01  # s: time constant of a flow's departure-rate EWMA (spuriou
 PKT_RTT_TAIL = 0.125  # segments whose jitter draw is below this quantile give a per-packet RTT sample
 EPS = 1e-6
 SQRT2 = math.sqrt(2.0)
+SQRT_PI = math.sqrt(math.pi)
+INV_SQRT_PI = 1.0 / SQRT_PI
 
 
 class State(NamedTuple):
@@ -583,20 +585,77 @@ def _unschedule(f, o, fb, c, ho):
     fb[f, FL_SCHED] = 0.0
 
 
+def _erf_tables(step: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """erf and its integral plus 1 / sqrt(pi), G(x) = x erf(x) + exp(-x^2) / sqrt(pi), at
+    0, step, .. end + step, for ``_cancelled_share``'s linear interpolation (beyond ``end``,
+    erf is 1 and G(x) = x to within 1e-8)."""
+    x = np.arange(0.0, end + 2.0 * step, step)
+    erf = np.array([math.erf(v) for v in x])
+    return erf, x * erf + np.exp(-x * x) * INV_SQRT_PI
+
+
+ERF_STEP, ERF_END = 1.0 / 1024.0, 4.0
+_ERF, _ERF_INTEGRAL = _erf_tables(ERF_STEP, ERF_END)
+
+
 @njit(inline="always", cache=True, _nrt=False)
-def _queue_copies(o, fb, C, f, nbytes, lead, dt):
-    """Queue the copies of ``nbytes`` declared lost spuriously, ``lead`` steps (the rule's mean,
-    ``envs/sim/reordering.py``) before their originals' ACKs. A copy whose original is acknowledged
-    before it leaves is dropped (XQUIC: xqc_conn.c ``xqc_check_acked_or_dropped_pkt`` ->
-    xqc_send_ctl.c ``xqc_send_ctl_indirectly_ack_or_drop_po``, ``po_origin->po_acked``; Linux:
-    ``tcp_xmit_retransmit_queue`` skips a SACKed segment). Copies leave first, in order, at the
-    flow's sending rate (its pacing rate, at most its window per round trip), so those that would
-    wait longer than the lead behind the copies already queued are never sent."""
-    rate = C[f, CWND] / max(o[f, OBS_SRTT], dt)
+def _interpolate_erf(table, x, beyond):
+    """``table`` (``_ERF`` or ``_ERF_INTEGRAL``) at x >= 0, linearly; ``beyond`` past ERF_END."""
+    if x >= ERF_END:
+        return beyond
+    u = x / ERF_STEP
+    i = int(u)
+    return table[i] + (u - i) * (table[i + 1] - table[i])
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _cancelled_share(a, w):
+    """The chance that a copy is cancelled before it leaves: its original's ACK comes a lead after
+    the declaration, half-normal (P(lead < x) = erf(x), in units of the half-normal's scale x
+    sqrt(2)), and the copy leaves ``a`` after it (the copies queued before it, the window) plus a
+    wait uniform over the pacer's period ``w``: the mean of erf over that wait, (G(a + w) - G(a)) / w
+    with G the integral of erf, from tables so that a copy costs no libm call (within 2e-5 of the
+    exact share)."""
+    if w <= EPS:
+        return _interpolate_erf(_ERF, a, 1.0)
+    b = a + w
+    return (_interpolate_erf(_ERF_INTEGRAL, b, b) - _interpolate_erf(_ERF_INTEGRAL, a, a)) / w
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay):
+    """Queue the copies of ``nbytes`` declared lost spuriously, after the CC's reaction, their
+    originals' ACKs due ``lead`` steps after the declaration on average (the rule's mean,
+    ``envs/sim/reordering.py``). A copy whose original is acknowledged before it leaves is
+    cancelled (XQUIC: xqc_conn.c ``xqc_check_acked_or_dropped_pkt`` -> xqc_send_ctl.c
+    ``xqc_send_ctl_indirectly_ack_or_drop_po``, ``po_origin->po_acked``; Linux:
+    ``tcp_xmit_retransmit_queue`` skips a SACKed segment). The leads spread as the ACK loop's do,
+    about a half-normal of that mean (``ack_loop.declaration_leads``). Copies leave first, in
+    order, once the window has room for them over what is in flight (the ACKs freeing it at about
+    a window per round trip; XQUIC ``xqc_send_packet_check_cc``, Linux ``tcp_cwnd_test``) and
+    the queue ahead has left at the flow's sending rate (its pacing rate, at most its window per
+    round trip); a paced flow's then when its pacer next releases, uniform over max(the stack's
+    ``pacer_delay``, one packet's time). Each copy goes into the queue as the share of it not
+    cancelled (docs/transport.md, "Copies a late ACK cancels")."""
+    srtt = max(o[f, OBS_SRTT], dt)
+    rate = C[f, CWND] / srtt
+    period = 0.0
     if o[f, OBS_PACING_RATE] > 0.0:
         rate = min(rate, o[f, OBS_PACING_RATE])
-    room = lead * dt * rate - fb[f, FL_SPUR_PENDING]
-    fb[f, FL_SPUR_PENDING] += min(nbytes, max(room, 0.0))
+        period = max(pacer_delay, mss / rate)
+    flight = max(o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], 0.0)
+    scale = max(lead * dt, EPS) * SQRT_PI  # a half-normal's scale x sqrt(2), from its mean
+    per_rate = 1.0 / (rate * scale)  # s of queue per byte, in units of the scale
+    per_freed = srtt / (max(flight, mss) * scale)  # ... of window: the ACKs free what is in flight per srtt
+    over = flight - C[f, CWND]  # bytes in flight over the window
+    wait = period / scale
+    left = nbytes
+    while left > EPS:  # each copy behind the ones before it
+        size = min(mss, left)
+        queued = fb[f, FL_SPUR_PENDING]
+        ahead = max(queued * per_rate, (over + queued + size) * per_freed, 0.0)
+        fb[f, FL_SPUR_PENDING] += size * (1.0 - _cancelled_share(ahead, wait))
+        left -= size
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -678,12 +737,13 @@ def _feedback(b, snd, t, conn, m, stks, nsub, nflows):
             o[f, OBS_INFLIGHT] = max(o[f, OBS_INFLIGHT] - lost, 0.0)
             fb[f, FL_LOST_UNNOTIFIED] = max(fb[f, FL_LOST_UNNOTIFIED] - lost, 0.0)
             o[f, OBS_LOSSES] += _packets(lost, mss) + spur
-            if spur > 0.0:
-                _queue_copies(o, fb, C, f, spur * mss, rg[f, slot, RING_SPUR_LEAD] / spur, dt)
             before_loss(t, o, fb, C, f, lost, spur, dt, stks[f])
             cc_on_loss(int(fb[f, FL_CC]), C, Pc, f, nsub, now, lost + spur * mss,
                        rg[f, slot, RING_LOST_SENT] * dt, o[f, OBS_INFLIGHT] - fb[f, FL_SCHED], cc_mss, rng,
                        snd if f < nsub else b)
+            if spur > 0.0:
+                _queue_copies(o, fb, C, f, spur * mss, rg[f, slot, RING_SPUR_LEAD] / spur, dt, mss,
+                              stks[f, STK_PACER_DELAY])
         for j in range(N_RING):
             rg[f, slot, j] = 0.0
         if fb[f, FL_ACTIVE] > 0.0 and f >= nsub and fb[f, FL_BUDGET] <= EPS and o[f, OBS_INFLIGHT] <= EPS:

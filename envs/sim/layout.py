@@ -324,4 +324,5 @@ STK_RTT_LARGEST = 16  # 1: RTT samples only from an ACK's newly acknowledged lar
 STK_ONE_SACK = 17  # 1: a subflow's ACKs name one SACK block and compress while a hole persists (kernel MPTCP)
 STK_COMP_SACK_DELAY = 18  # that receiver's ACK compression delay (s), at most ...
 STK_COMP_SACK_RTT = 19  # ... this fraction of the round trip
-N_STK = 20
+STK_PACER_DELAY = 20  # a paced flow's pacer releases packets at least this far apart (s; 0: each packet's own time)
+N_STK = 21

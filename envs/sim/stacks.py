@@ -23,7 +23,7 @@ from envs.errors import ConfigError, unknown_name
 from envs.sim.layout import (N_STK, STK_CC_MSS, STK_PACKET, STK_PATH_BUFFER, STK_PKT_THRESHOLD, STK_REO_ADAPT,
                              STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
                              STK_RTO_VAR_FLOOR, STK_RTT_LARGEST, STK_RULE, STK_TIME_THRESHOLD, STK_TRAINS, STK_UNDO,
-                             STK_WINDOW_DRS, STK_ONE_SACK, STK_COMP_SACK_DELAY, STK_COMP_SACK_RTT)
+                             STK_WINDOW_DRS, STK_ONE_SACK, STK_COMP_SACK_DELAY, STK_COMP_SACK_RTT, STK_PACER_DELAY)
 from envs.sim.reordering import RULES
 
 DEFAULT_STACK = "xquic"
@@ -86,6 +86,11 @@ class StackProfile:
     one_sack_block: bool
     comp_sack_delay: float  # s
     comp_sack_rtt: float
+    # a paced flow's pacer, out of budget, waits at least pacer_delay s before it sends again, so
+    # a resend queued at a random moment leaves up to max(pacer_delay, one packet's time) later:
+    # what decides whether its original's ACK, coming a short lead after a spurious declaration,
+    # cancels it first (kernel._queue_copies; docs/transport.md, "Copies a late ACK cancels")
+    pacer_delay: float  # s
     # retransmission timer: mult * (srtt + max(4 rttvar, rto_var_floor) + rto_ack_delay), >= rto_min
     rto_mult: float
     rto_var_floor: float  # s
@@ -160,6 +165,9 @@ XQUIC = StackProfile(
     one_sack_block=False,
     comp_sack_delay=0.0,
     comp_sack_rtt=0.0,
+    # xqc_pacing.c xqc_pacing_time_until_send: a pacer short of budget sets its timer for
+    # max(the deficit at the pacing rate, XQC_PACING_DELAY_US = XQC_CLOCK_GRANULARITY_US 1 ms)
+    pacer_delay=0.001,
     # RFC 9002 sec. 6.2.1 PTO = srtt + max(4 rttvar, kGranularity) + max_ack_delay
     # (xqc_send_ctl.h XQC_kGranularity 1 ms; xqc_transport_params.h XQC_DEFAULT_MAX_ACK_DELAY 25 ms).
     # A PTO only probes; the window collapses on persistent congestion, losses spanning
@@ -298,6 +306,9 @@ LINUX = StackProfile(
     one_sack_block=True,
     comp_sack_delay=0.001,
     comp_sack_rtt=0.05,
+    # tcp_output.c tcp_pacing_check: a high-resolution timer to the next packet's own departure
+    # time (tcp_wstamp_ns), one packet's time at the pacing rate
+    pacer_delay=0.0,
     # tcp_input.c tcp_rtt_estimator / tcp_output.c __tcp_set_rto: rto = srtt + max(4 mdev,
     # tcp_rto_min); include/net/tcp.h TCP_RTO_MIN = HZ / 5 (200 ms)
     rto_mult=1.0,
@@ -378,6 +389,7 @@ def stack_vector(prof: StackProfile, packet: float | None = None) -> np.ndarray:
     v[STK_ONE_SACK] = float(prof.one_sack_block)
     v[STK_COMP_SACK_DELAY] = prof.comp_sack_delay
     v[STK_COMP_SACK_RTT] = prof.comp_sack_rtt
+    v[STK_PACER_DELAY] = prof.pacer_delay
     v[STK_RTO_MULT] = prof.rto_mult
     v[STK_RTO_VAR_FLOOR] = prof.rto_var_floor
     v[STK_RTO_ACK_DELAY] = prof.rto_ack_delay
