@@ -62,12 +62,23 @@ def test_a_failed_transfer_quotes_why_and_when_xquic_closed_the_connection():
     assert close_line("") == ""
 
 
-def test_scheduler_names_and_policy_headers_are_checked(tmp_path):
-    assert parse_scheduler("ecf") == ("ecf", None)
-    with pytest.raises(Exception, match="unknown XQUIC scheduler 'fastest'"):
+def test_unknown_scheduler_names_and_missing_policy_headers_are_refused_before_the_extension_loads(tmp_path):
+    with pytest.raises(Exception, match="unknown XQUIC scheduler 'fastest'.*valid: .*minrtt"):
         parse_scheduler("fastest")
     with pytest.raises(Exception, match="does not exist"):
         parse_scheduler(f"policy={tmp_path / 'none.h'}")
+
+
+@needs_ext
+def test_a_scheduler_name_resolves_to_the_installed_extensions_mode():
+    assert parse_scheduler("ecf") == ("ecf", None)
+
+
+def test_a_known_scheduler_without_the_extension_says_how_to_build_it(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "mpsched_xquic", None)  # import fails as when it was never built
+    with pytest.raises(Exception, match=r"needs the mpsched_xquic extension: build it with python -m envs.live.setup --xquic"):
+        parse_scheduler("ecf")
 
 
 def constant_interval_header(path, modes, interval_ms=50.0, answer=0):
