@@ -237,12 +237,11 @@ RENO_COPIES = ("Reno keeps copies of 0.25 of its declarations on the 2 ms path (
                "on the 5 ms one (0.62-0.75) where live XQUIC keeps 0.43 on both (0.41-0.45, 0.38-0.47; 0.71-0.75 "
                "and 0.79-0.86 before the originals' ACKs cancelled copies as the window's and pacer's waits "
                "allow, 2026-12-01): its copies wait for a window each loss halves, and when in the episode "
-               "its declarations come decides how many the ACKs cancel. Per window reduction (benchmarks/"
-               "xquic_cubic_live.py grid:0/2 and grid:0/5 --ccs reno --sim-only --sim-runs 4 beside the record's "
-               "live runs, 2026-12-02): the model declares more (its window read as one train a round trip, which declares more than live's captured departures: benchmarks/reordering_declarations.py, Reno's train 0.113 and 0.153 of what is sent, its own departures through the loop 0.040 and 0.087, live 0.056 and 0.099), 1.6-1.8 against live's 1.2-1.5 at 2 ms and "
-               "1.9-2.1 against 1.4-1.7 at 5 ms (with 5.8-6.0 and 5.7-6.3 reductions a second, live 4.7-5.1 and 5.1-5.7), and sends as many copies as "
-               "live at 2 ms (0.33-0.65, live 0.54-0.62) but twice as many at 5 ms (1.35-1.43, live 0.57-0.79); "
-               "which part of that the model's window deficit misses is not established")
+               "its declarations come decides how many the ACKs cancel. Per window reduction (2026-12-02) the "
+               "model declares more at both jitters (1.6-1.8 against 1.2-1.5, 1.9-2.1 against 1.4-1.7: its window "
+               "read as one train a round trip) and sends live's copies at 2 ms but twice them at 5 ms (1.35-1.43 "
+               "against 0.57-0.79); why it cancels fewer at 5 ms is not established (docs/transport.md, "
+               "\"Copies a late ACK cancels\")")
 @pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=RENO_COPIES))
                                         if cell[1] == "reno" else cell for cell in COPY_CELLS])
 def test_copies_sent_per_declaration_as_live_xquics(jitter: float, cc: str) -> None:

@@ -7,6 +7,7 @@ tests also need what tests/test_live.py needs. Skipped with the reason otherwise
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -75,7 +76,6 @@ def test_a_scheduler_name_resolves_to_the_installed_extensions_mode():
 
 
 def test_a_known_scheduler_without_the_extension_says_how_to_build_it(monkeypatch):
-    import sys
     monkeypatch.setitem(sys.modules, "mpsched_xquic", None)  # import fails as when it was never built
     with pytest.raises(Exception, match=r"needs the mpsched_xquic extension: build it with python -m envs.live.setup --xquic"):
         parse_scheduler("ecf")
