@@ -158,6 +158,49 @@ def sawtooth(tr: Trace, packet: float, wire: float | None = None, skip_s: float 
     }
 
 
+EPISODE_BINS_MS = (0.0, 5.0, 10.0, 20.0, 40.0, float("inf"))
+
+
+def episodes(tr: Trace, packet: float, skip_s: float = 1.0) -> dict[str, Any]:
+    """When, in each window reduction's episode, the declarations and the copies come
+    (``--episodes``): per reduction (the window falling by more than a tenth between two samples),
+    the packets declared lost and the copies sent in the samples' interval that holds the cut
+    ("cut") and then in bins of time after it (``EPISODE_BINS_MS``, up to the next cut), each
+    averaged over the reductions; the packets in flight over the window just after the cut, and
+    how long until in flight is back under the window (the wait a copy queued at the cut has)."""
+    keep = tr.t >= skip_s
+    t, cwnd, inflight = tr.t[keep], tr.cwnd[keep], tr.inflight[keep]
+    losses, retrans = tr.losses[keep], tr.retrans[keep]
+    cuts = np.flatnonzero(cwnd[1:] < 0.9 * cwnd[:-1]) + 1  # the first sample after each cut
+    labels = ["cut"] + [f"{a:g}-{b:g} ms" for a, b in zip(EPISODE_BINS_MS[:-2], EPISODE_BINS_MS[1:-1])] \
+        + [f">{EPISODE_BINS_MS[-2]:g} ms"]
+    declared, copies = np.zeros(len(labels)), np.zeros(len(labels))
+    deficits, clears = [], []
+    for n, k in enumerate(cuts):
+        end = cuts[n + 1] - 1 if n + 1 < len(cuts) else len(t) - 1
+        declared[0] += losses[k] - losses[k - 1]
+        copies[0] += retrans[k] - retrans[k - 1]
+        after_ms = (t[k + 1:end + 1] - t[k]) * 1e3
+        bins = np.searchsorted(EPISODE_BINS_MS, after_ms, side="left")  # (a, b] -> its bin, 1-based
+        np.add.at(declared, bins, np.diff(losses[k:end + 1]))
+        np.add.at(copies, bins, np.diff(retrans[k:end + 1]))
+        deficits.append((inflight[k] - cwnd[k]) / packet)
+        under = np.flatnonzero(inflight[k:end + 1] <= cwnd[k:end + 1])
+        if len(under):
+            clears.append((t[k + under[0]] - t[k]) * 1e3)
+    n = max(len(cuts), 1)
+    return {"reductions": len(cuts), "bins": labels, "declared": (declared / n).tolist(),
+            "copies": (copies / n).tolist(), "deficit_pkts": float(np.mean(deficits)) if deficits else float("nan"),
+            "clear_ms": float(np.median(clears)) if clears else float("nan")}
+
+
+def show_episodes(label: str, ep: dict[str, Any]) -> None:
+    cells = ", ".join(f"{b} {d:.2f}/{c:.2f}" for b, d, c in zip(ep["bins"], ep["declared"], ep["copies"]))
+    print(f"   {label} per reduction ({ep['reductions']}), declared/copies: {cells}; in flight over the window "
+          f"after the cut {ep['deficit_pkts']:.1f} pkts, back under it after {ep['clear_ms']:.0f} ms (median)",
+          flush=True)
+
+
 def bbr_state(t: np.ndarray, bw: np.ndarray, min_rtt: np.ndarray, packet: float, skip_s: float = 1.0) -> str:
     """BBR's bandwidth estimate (bytes/s) and min RTT (s) over the samples after ``skip_s``, and
     the window they set, cwnd_gain 2 x bw x min_rtt, in packets of ``packet`` bytes (without the
@@ -182,7 +225,7 @@ def show(label: str, fig: dict[str, float], extra: str = "") -> None:
 
 
 def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float, sizes: bool,
-         record: Path | None = None, pattern: Path | None = None) -> None:
+         record: Path | None = None, pattern: Path | None = None, by_episode: bool = False) -> None:
     from envs.live.mptcp import network_counters
     from envs.live.testbed import Testbed
     from envs.live.verification import verified_testbed
@@ -231,6 +274,8 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                      f"of the file delivered; load {load_average():.2f}"
                      + (bbr_state(trace.t, np.asarray(iv["cc_bw"][:, 0], float), obs[:, 0, OBS_MIN_RTT], packet)
                         if cc == "bbr" else ""))
+                if by_episode:
+                    show_episodes(f"live {cc} run {run + 1}", episodes(trace, packet))
                 reads, grams = x["recv_reads"][1], x["recv_datagrams"][1]
                 print(f"   the receiver read {grams} datagrams in {reads} socket reads ({grams / max(reads, 1):.2f} "
                       "a read; XQUIC sends the ACKs due once per read, xqc_engine_finish_recv)", flush=True)
@@ -259,7 +304,8 @@ def live(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: flo
                     flush=True)
 
 
-def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float) -> None:
+def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds: float,
+              by_episode: bool = False) -> None:
     loss, jitter = (float(x) for x in cell[len("grid:"):].split("/"))
     scen = grid_scenario(loss, jitter, seconds)
     for cc in ccs:
@@ -280,6 +326,8 @@ def simulated(cell: str, ccs: list[str], runs: int, telemetry_ms: float, seconds
                           c[:, b, COBS_RWND])
             show(f"sim {cc} run {b + 1}", sawtooth(trace, float(sim.mss[b])),
                  bbr_state(t, st[:, b, 0], st[:, b, 1], float(stacks.XQC_PACKET_OUT_SIZE)) if cc == "bbr" else "")
+            if by_episode:
+                show_episodes(f"sim {cc} run {b + 1}", episodes(trace, float(sim.mss[b])))
 
 
 def open_record(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -307,12 +355,14 @@ def main() -> int:
     ap.add_argument("--record", type=Path, help="append every live transfer's figures to this JSON record")
     ap.add_argument("--pattern", type=Path,
                     help="save each live transfer's data packets as they leave the bottleneck (gaps, us) in this directory")
+    ap.add_argument("--episodes", action="store_true",
+                    help="per window reduction, when its declarations and copies come (episodes())")
     a = ap.parse_args()
     ccs = a.ccs.split(",")
     if not a.live_only:
-        simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds)
+        simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.episodes)
     if not a.sim_only:
-        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record, a.pattern)
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record, a.pattern, a.episodes)
     return 0
 
 

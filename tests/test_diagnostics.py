@@ -344,21 +344,22 @@ def test_reward_signal_tosses_its_coin_where_the_wait_rule_waits():
 
 
 def test_own_ack_outcome_times_each_decisions_packet_on_the_path_that_carried_it():
-    """``benchmarks/own_ack_outcome.py``: with minRTT's answer (the rule with k = inf) every decision
-    sends, and its packet is acknowledged over the second path (ispras_s1: 80 ms of base round trip)
-    but where the fast path freed within the decision's step and took it first (5 of 17 here, 2 of 15
-    before BBR's delivery-rate samples scattered as each ACK's do, 2026-12-01): each timed on one
-    path, below 60 ms or above the slow path's 80;
-    reversed every time, every decision waits and its packet goes on the fast path as the sender
-    sees it: the 20 ms one, but in the 25 ms after it opens, before its first RTT sample, when
-    XQUIC shows it at 250 ms and the 80 ms path is F (a quarter of the decisions here); the
-    decisions not seen arriving are counted by the rule's answer and the action."""
+    """``benchmarks/own_ack_outcome.py`` on 4 connections of a 2 MB ispras_s1 file: with minRTT's
+    answer (the rule with k = inf) every decision sends, and its packet is acknowledged over the
+    second path (80 ms of base round trip) but where the fast path freed within the decision's step
+    and took it first (92% of 232 resolved decisions above 80 ms, median 91 ms; 93% of 234 before a
+    copy of a spurious declaration was queued whole or cancelled, 2026-12-02); reversed every time,
+    every decision waits and its packet goes on the fast path as the sender sees it: the 20 ms one,
+    but in the 25 ms after it opens, before its first RTT sample, when XQUIC shows it at 250 ms and
+    the 80 ms path is F (9% of 3,726 here above 60 ms, median 50 ms, at most 117); the decisions not
+    seen arriving are counted by the rule's answer and the action. (A 0.5 MB file resolves 7
+    decisions of 25, too few to tell the paths' shares.)"""
     from benchmarks.own_ack_outcome import collect
-    sends, _ = collect(short_s1(0.5), "bbr", 2, math.inf, 0.0, 5)
+    sends, _ = collect(short_s1(2.0), "bbr", 4, math.inf, 0.0, 5)
     assert sends.delay_ms and set(sends.rule) == {1} and set(sends.action) == {1}
     delay = np.array(sends.delay_ms)
-    assert ((delay < 60.0) | (delay > 80.0)).all() and np.mean(delay > 80.0) > 0.5 and set(sends.unresolved) <= {(1, 1)}
-    waits, _ = collect(short_s1(0.5), "bbr", 2, math.inf, 1.0, 5)
+    assert np.mean(delay > 80.0) > 0.8 and set(sends.unresolved) <= {(1, 1)}
+    waits, _ = collect(short_s1(2.0), "bbr", 4, math.inf, 1.0, 5)
     assert waits.delay_ms and set(waits.action) == {0} and set(waits.unresolved) <= {(1, 0)}
     early = np.array(waits.delay_ms) > 60.0  # waited for the 80 ms path, the 20 ms one unsampled
     assert 0 < early.sum() < 0.5 * early.size and max(waits.delay_ms) < 130.0

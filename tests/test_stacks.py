@@ -199,57 +199,81 @@ def test_declaration_leads_agree_with_a_monte_carlo() -> None:
             assert row[1, i] == pytest.approx(np.mean(x[declared] - d[declared]), abs=0.03)
 
 
+COPY_DRAWS = 20000
+
+
 def _queued(nbytes: float, pacing: float = 0.0, flight: float = 0.0, cwnd: float = 1e6,
-            pacer_delay: float = 0.0) -> float:
+            pacer_delay: float = 0.0) -> np.ndarray:
     """Bytes of copies ``kernel._queue_copies`` queues for ``nbytes`` declared spuriously, their
     originals' ACKs 3 ms after the declaration on average (1 ms steps), srtt 100 ms, 1000-byte
-    packets."""
-    o, fb, C = np.zeros((1, N_OBS)), np.zeros((1, N_FL)), np.zeros((1, 8))
-    o[0, OBS_SRTT], o[0, OBS_PACING_RATE], o[0, OBS_INFLIGHT], C[0, CWND] = 0.1, pacing, flight, cwnd
-    kernel._queue_copies(o, fb, C, 0, nbytes, 3.0, 0.001, 1000.0, pacer_delay)
-    return float(fb[0, FL_SPUR_PENDING])
+    packets: one figure per random stream, ``COPY_DRAWS`` streams (the same for every call, so
+    calls differing in ``nbytes`` draw the same numbers for their first copies)."""
+    rng = np.arange(COPY_DRAWS, dtype=np.uint64) * np.uint64(7919) + np.uint64(12345)
+    out = np.zeros(COPY_DRAWS)
+    for b in range(COPY_DRAWS):
+        o, fb, C = np.zeros((1, N_OBS)), np.zeros((1, N_FL)), np.zeros((1, 8))
+        o[0, OBS_SRTT], o[0, OBS_PACING_RATE], o[0, OBS_INFLIGHT], C[0, CWND] = 0.1, pacing, flight, cwnd
+        kernel._queue_copies(o, fb, C, 0, nbytes, 3.0, 0.001, 1000.0, pacer_delay, rng, b)
+        out[b] = fb[0, FL_SPUR_PENDING]
+    return out
 
 
 def test_a_copy_is_cancelled_when_its_originals_ack_comes_before_it_leaves() -> None:
-    """A spurious declaration's copy is queued as the share of it that leaves before its
-    original's ACK: the ACK comes a half-normal lead after the declaration (the rule's mean
-    lead, 3 ms here), the copy leaves once the window has room and the copies ahead of it have
-    left, a paced flow's at its pacer's next release, uniform over max(pacer delay, a packet's
-    time)."""
+    """A spurious declaration's copy is queued whole or cancelled, with the chance that its
+    original's ACK comes before it leaves: the ACK comes a half-normal lead after the declaration
+    (the rule's mean lead, 3 ms here), the copy leaves once the window has room and the copies
+    ahead of it have left, a paced flow's at its pacer's next release, uniform over max(pacer
+    delay, a packet's time). Never a share of a packet: the queue sends whole packets."""
     scale = 0.003 * np.sqrt(np.pi)  # P(lead < x) = erf(x / scale)
     erf = np.vectorize(math.erf)
-    assert _queued(1000.0) == pytest.approx(1000.0)  # unpaced, window room: it leaves at once
+    assert np.all(_queued(1000.0) == 1000.0)  # unpaced, window room: it leaves at once
     wait = np.linspace(0.0, 0.001, 20001)  # XQUIC's pacer: at least 1 ms between releases
     paced = _queued(1000.0, pacing=2e6, pacer_delay=0.001)
-    assert paced == pytest.approx(1000.0 * (1.0 - erf(wait / scale).mean()), rel=1e-4)
-    assert 880.0 < paced < 920.0  # about a tenth cancelled
+    assert set(np.unique(paced)) == {0.0, 1000.0}
+    kept = 1.0 - erf(wait / scale).mean()  # about nine in ten
+    assert paced.mean() == pytest.approx(1000.0 * kept, abs=4000.0 * math.sqrt(kept * (1.0 - kept) / COPY_DRAWS))
     # Linux paces each packet to its own time: half a packet's time (0.25 ms at 2 MB/s) on average
-    assert paced < _queued(1000.0, pacing=2e6) < 1000.0
+    assert paced.mean() < _queued(1000.0, pacing=2e6).mean() < 1000.0
     # copies wait behind each other: each later one is cancelled more often
-    shares = np.diff([0.0] + [_queued(1000.0 * k, pacing=2e6, pacer_delay=0.001) for k in range(1, 11)])
+    shares = np.diff([0.0] + [_queued(1000.0 * k, pacing=2e6, pacer_delay=0.001).mean() for k in range(1, 11)])
     assert np.all(np.diff(shares) < 0.0) and shares[-1] < 0.5 * shares[0]
     # a window cut below what is in flight (50 kB over it, ACKs freeing 1.5 MB/s): 34 ms, all cancelled
-    assert _queued(1000.0, flight=1.5e5, cwnd=1e5) < 1e-6
+    assert np.all(_queued(1000.0, flight=1.5e5, cwnd=1e5) == 0.0)
 
 
 COPY_CELLS = [(jitter, cc) for jitter in (2.0, 5.0) for cc in ("bbr", "bbr2", "cubic", "reno")]
-RENO_COPIES = ("Reno keeps copies of 0.25 of its declarations on the 2 ms path (0.18-0.38 per connection) and 0.70 "
-               "on the 5 ms one (0.62-0.75) where live XQUIC keeps 0.43 on both (0.41-0.45, 0.38-0.47; 0.71-0.75 "
-               "and 0.79-0.86 before the originals' ACKs cancelled copies as the window's and pacer's waits "
-               "allow, 2026-12-01): its copies wait for a window each loss halves, and when in the episode "
-               "its declarations come decides how many the ACKs cancel. Per window reduction (2026-12-02) the "
-               "model declares more at both jitters (1.6-1.8 against 1.2-1.5, 1.9-2.1 against 1.4-1.7: its window "
-               "read as one train a round trip) and sends live's copies at 2 ms but twice them at 5 ms (1.35-1.43 "
-               "against 0.57-0.79); why it cancels fewer at 5 ms is not established (docs/transport.md, "
-               "\"Copies a late ACK cancels\")")
-@pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=RENO_COPIES))
-                                        if cell[1] == "reno" else cell for cell in COPY_CELLS])
+WINDOW_CUT_COPIES = (
+    "the model declares a packet one detection delay after the ACK of the train that holds it, by which time "
+    "that ACK has refilled the window with new data: after the CC's cut, what is in flight stays over the window "
+    "for a round trip (CUBIC 1.1 packets at 2 ms, Reno 2.2-2.3 at 5 ms, about 40 ms) and nearly every copy is "
+    "cancelled; live XQUIC declares amid its train's ACKs and the rest of them free the room at once (in flight "
+    "at or under the window after the cut): per reduction live CUBIC sends 0.72-0.89 copies within 2 ms of the "
+    "cut at 2 ms of jitter, the model 0.01-0.04; live Reno 0.34-0.44 at 5 ms, the model 0.00-0.03 "
+    "(benchmarks/xquic_cubic_live.py --episodes, 2026-12-02). Until then a queued share of a copy went out as "
+    "a whole packet, which hid it (docs/transport.md, \"Copies a late ACK cancels\")")
+COPY_GAPS = {
+    "cubic": "CUBIC keeps copies of 0.18 of its declarations on the 2 ms path (0.15-0.21 per connection) and 0.36 on "
+             "the 5 ms one (0.32-0.43) where live XQUIC keeps 0.71 on both (0.67-0.75, 0.66-0.77): " + WINDOW_CUT_COPIES,
+    "reno": "Reno keeps copies of 0.03 of its declarations on the 2 ms path (0.00-0.09 per connection) and 0.10 on "
+            "the 5 ms one (0.07-0.15) where live XQUIC keeps 0.43 on both (0.41-0.45, 0.38-0.47): " + WINDOW_CUT_COPIES,
+    "bbr2": "BBRv2 keeps copies of 0.63 of its declarations on the 2 ms path (0.53-0.73 per connection) and 0.58 on "
+            "the 5 ms one (0.45-0.67) where live XQUIC keeps 0.92 and 0.94 (0.89-0.94, 0.89-0.98): paced at 3-4 "
+            "Mbit/s, it copies 0.56-0.71 of what it declares beyond 40 ms into an episode, live 0.88-0.90 "
+            "(benchmarks/xquic_cubic_live.py grid:0/2 --ccs bbr2 --episodes, 2026-12-02); which of the model's waits "
+            "(the pacer's period, a packet's time at that rate, 2-3 ms; the window) is too long is not established. "
+            "Until then a queued share of a copy went out as a whole packet, which hid it (0.95 and 0.94)",
+}
+
+
+@pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=COPY_GAPS[cell[1]]))
+                                        if cell[1] in COPY_GAPS else cell for cell in COPY_CELLS])
 def test_copies_sent_per_declaration_as_live_xquics(jitter: float, cc: str) -> None:
     """On the grid's path (50 Mbit/s, 40 ms, 1 BDP; 2 and 5 ms of jitter) the model sends copies
     of as many of its spurious declarations as live XQUIC did (tests/data/declarations_xquic_live.json,
-    ``retransmitted / declared_lost`` after the first second), within 0.1: the paced BBRs lose
-    about a tenth of theirs to the pacer's wait (live 0.84-0.98; the model 0.90-0.95), CUBIC more
-    (live 0.66-0.77), its window cut below what is in flight; 8 connections, 5 s after the first."""
+    ``retransmitted / declared_lost`` after the first second), within 0.1: BBRv1 loses about a
+    tenth of its copies to the pacer's wait and the originals' ACKs (live 0.84-0.90; the model
+    0.79 and 0.86); 8 connections, 5 s after the first. BBRv2, CUBIC and Reno are findings
+    (``COPY_GAPS``)."""
     import json
     from benchmarks.reordering_declarations import RECORD, cells
     from envs.fidelity import grid_scenario
@@ -351,13 +375,13 @@ def reordering(stack: str, cc: str = "cubic", batch: int = 3) -> dict[str, np.nd
 def test_rack_tells_reordering_from_loss_where_rfc9002_thresholds_do_not() -> None:
     """Without random loss, XQUIC's thresholds declare reordered packets lost and CUBIC backs
     off (about 1 Mbit/s); Linux's RACK window (min_rtt / 4 = 10 ms, two jitters of a round trip)
-    fires far less, and DSACK undoes what it does declare: over 16 connections its CUBIC runs at
-    the link's rate in about 6 (43-45 Mbit/s in 5 s with slow start) and at 12-28 Mbit/s in the
-    others, where RACK fired before DSACKs widened its window."""
-    xquic, linux = reordering("xquic", batch=16), reordering("linux", batch=16)
+    fires far less, and DSACK undoes what it does declare: over 64 connections its CUBIC runs at
+    the link's rate in 17 (over 40 Mbit/s in 5 s with slow start; 17-19 for seeds 2-4) and at
+    12-38 Mbit/s in the others, where RACK fired before DSACKs widened its window."""
+    xquic, linux = reordering("xquic", batch=64), reordering("linux", batch=64)
     print(f"goodput xquic {xquic['goodput_mbps'].mean():.1f}, linux {linux['goodput_mbps'].mean():.1f} Mbit/s")
     assert linux["goodput_mbps"].mean() > 10.0 * xquic["goodput_mbps"].mean()
-    assert np.count_nonzero(linux["goodput_mbps"] > 0.8 * 50.0) >= 5
+    assert np.count_nonzero(linux["goodput_mbps"] > 0.8 * 50.0) >= 12
 
 
 def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:

@@ -623,7 +623,7 @@ def _cancelled_share(a, w):
 
 
 @njit(inline="always", cache=True, _nrt=False)
-def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay):
+def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay, rng, b):
     """Queue the copies of ``nbytes`` declared lost spuriously, after the CC's reaction, their
     originals' ACKs due ``lead`` steps after the declaration on average (the rule's mean,
     ``envs/sim/reordering.py``). A copy whose original is acknowledged before it leaves is
@@ -635,8 +635,10 @@ def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay):
     a window per round trip; XQUIC ``xqc_send_packet_check_cc``, Linux ``tcp_cwnd_test``) and
     the queue ahead has left at the flow's sending rate (its pacing rate, at most its window per
     round trip); a paced flow's then when its pacer next releases, uniform over max(the stack's
-    ``pacer_delay``, one packet's time). Each copy goes into the queue as the share of it not
-    cancelled (docs/transport.md, "Copies a late ACK cancels")."""
+    ``pacer_delay``, one packet's time). Each copy is queued whole or cancelled, by one uniform of
+    the network's stream ``b`` against the chance that its original's ACK comes first (the queue
+    sends whole packets: a share of a copy would go out as a whole one; docs/transport.md,
+    "Copies a late ACK cancels")."""
     srtt = max(o[f, OBS_SRTT], dt)
     rate = C[f, CWND] / srtt
     period = 0.0
@@ -654,14 +656,16 @@ def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay):
         size = min(mss, left)
         queued = fb[f, FL_SPUR_PENDING]
         ahead = max(queued * per_rate, (over + queued + size) * per_freed, 0.0)
-        fb[f, FL_SPUR_PENDING] += size * (1.0 - _cancelled_share(ahead, wait))
+        if uniform(rng, b) >= _cancelled_share(ahead, wait):
+            fb[f, FL_SPUR_PENDING] += size
         left -= size
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def _feedback(b, snd, t, conn, m, stks, nsub, nflows):
     """Sender side: ACKs and loss declarations due at step t; loss detection; RTO timers.
-    The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``."""
+    The connection's own CCs draw from its sender stream ``snd``, competing flows from ``b``;
+    whether an ACK cancels a spurious declaration's copy is the network's, drawn from ``b``."""
     dt = m.dt
     o, co, fb, C, Pc = conn.obs, conn.cobs, conn.fl, conn.cc, conn.ccp
     c, rg, ho, rng = conn.cn, conn.ring, conn.hole, conn.rng
@@ -743,7 +747,7 @@ def _feedback(b, snd, t, conn, m, stks, nsub, nflows):
                        snd if f < nsub else b)
             if spur > 0.0:
                 _queue_copies(o, fb, C, f, spur * mss, rg[f, slot, RING_SPUR_LEAD] / spur, dt, mss,
-                              stks[f, STK_PACER_DELAY])
+                              stks[f, STK_PACER_DELAY], rng, b)
         for j in range(N_RING):
             rg[f, slot, j] = 0.0
         if fb[f, FL_ACTIVE] > 0.0 and f >= nsub and fb[f, FL_BUDGET] <= EPS and o[f, OBS_INFLIGHT] <= EPS:

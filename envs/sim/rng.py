@@ -3,8 +3,8 @@
 Each connection owns two 64-bit states, seeded from the run's seed and the connection's index,
 so a connection's trajectory does not depend on which other connections share its batch:
 the same seed gives the same numbers at B = 1 and at B = 1024. The array holds 2B states:
-``rng[b]`` is the network's stream (random loss, jitter, competing flows' CCs) and
-``rng[B + b]`` the sender's (its scheduler's and its CCs' own draws), so the sender's choices
+``rng[b]`` is the network's stream (random loss, jitter, which copies ACKs cancel, competing
+flows' CCs) and ``rng[B + b]`` the sender's (its scheduler's and its CCs' own draws), so the sender's choices
 never depend on how many draws the hidden network made (docs/transport.md: the scheduler sees
 only what a real sender sees).
 """
