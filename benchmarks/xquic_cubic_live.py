@@ -360,9 +360,9 @@ def main() -> int:
     a = ap.parse_args()
     ccs = a.ccs.split(",")
     if not a.live_only:
-        simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, a.episodes)
+        simulated(a.cell, ccs, a.sim_runs, a.telemetry_ms, a.seconds, by_episode=a.episodes)
     if not a.sim_only:
-        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record, a.pattern, a.episodes)
+        live(a.cell, ccs, a.runs, a.telemetry_ms, a.seconds, a.sizes, a.record, a.pattern, by_episode=a.episodes)
     return 0
 
 

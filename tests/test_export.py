@@ -152,29 +152,9 @@ class Policy:
         self.kw = env_kwargs(env)
         self.h_float, self.h_fixed, self.states = h_float, h_fixed, states
 
-    # the Python policy's outputs (what forward() computes)
-    def outputs(self, x: np.ndarray, double: bool = False) -> np.ndarray:
-        """float32 torch as the agent runs it, or (``double``) the same network evaluated in
-        float64: the Python policy without torch's own float32 rounding."""
-        a = self.agent
-        dt = torch.float64 if double else torch.float32
-        if self.spec.get("kind", "sb3") == "sb3":
-            pol = copy.deepcopy(a.model.policy).to(dt)
-            with torch.no_grad():
-                t = torch.as_tensor(x, dtype=dt)
-                if hasattr(pol, "q_net"):
-                    return pol.q_net.q_net(t).numpy()  # the flatten extractor is a no-op
-                return pol.action_net(pol.mlp_extractor.policy_net(t)).numpy()
-        if self.name == "falcon":
-            net = copy.deepcopy(a.net if a.deployed else a.meta_net).to(dt)
-            with torch.no_grad():
-                return net(torch.as_tensor(x, dtype=dt)).numpy()
-        if self.name == "qlearning":
-            return a.q[a.states(x)]
-        return a.values(x)
-
     def layers(self) -> list[torch.nn.Module] | None:
-        """The network's layers in order (what ``outputs`` runs), or None for a policy without one."""
+        """The network's layers in order (what ``forward()`` computes; the sb3 flatten extractor is a
+        no-op), or None for a policy without one."""
         a = self.agent
         if self.spec.get("kind", "sb3") == "sb3":
             pol = a.model.policy
@@ -184,6 +164,20 @@ class Policy:
         if self.name == "falcon":
             return list((a.net if a.deployed else a.meta_net).body)
         return None
+
+    # the Python policy's outputs (what forward() computes)
+    def outputs(self, x: np.ndarray, double: bool = False) -> np.ndarray:
+        """float32 torch as the agent runs it, or (``double``) the same network evaluated in
+        float64: the Python policy without torch's own float32 rounding."""
+        layers = self.layers()
+        if layers is not None:
+            dt = torch.float64 if double else torch.float32
+            net = torch.nn.Sequential(*copy.deepcopy(layers)).to(dt)
+            with torch.no_grad():
+                return net(torch.as_tensor(x, dtype=dt)).numpy()
+        if self.name == "qlearning":
+            return self.agent.q[self.agent.states(x)]
+        return self.agent.values(x)
 
     def magnitudes(self, x: np.ndarray) -> np.ndarray:
         """What float32's rounding of ``outputs`` scales with: each output's sums taken over the
@@ -256,12 +250,7 @@ class Policy:
         if self.name == "policy_search":  # the last entry of theta: action 1's bias
             a.theta[-1] -= d
             return
-        if self.name == "falcon":
-            last = (a.net if a.deployed else a.meta_net).body[-1]
-        elif hasattr(a.model.policy, "q_net"):
-            last = a.model.policy.q_net.q_net[-1]
-        else:
-            last = a.model.policy.action_net
+        last = self.layers()[-1]
         with torch.no_grad():
             last.bias[1] -= float(d)
 
@@ -373,8 +362,7 @@ def norm_rel_error(c: np.ndarray, p: np.ndarray, magnitude: np.ndarray | None = 
     (``Policy.magnitudes``), or without them of its outputs (an output near 0 next to a larger one
     is compared at the larger one's precision)."""
     p = p.astype(np.float64)
-    m = np.abs(p) if magnitude is None else np.maximum(magnitude, np.abs(p))
-    scale = np.maximum(m.max(axis=1), 1e-30)
+    scale = np.maximum((np.abs(p) if magnitude is None else magnitude).max(axis=1), 1e-30)
     return float((np.abs(c.astype(np.float64) - p).max(axis=1) / scale).max())
 
 
