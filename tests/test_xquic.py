@@ -636,7 +636,11 @@ def test_an_exported_interval_policy_inside_xquic_runs_the_mode_it_picks(testbed
     # one decision every 20 ms, from the first with both paths (minRTT before) to the end of the transfer
     assert 0 < pd["t"][0] < 0.5 and pd["active"].all()
     assert abs(n - 1 - (r.metrics()["completion_s"][0] - pd["t"][0]) / 0.02) <= 2, (n, pd["t"], r.extra)
-    assert sum(r.extra["policy_intervals"]) == n and (np.diff(pd["t"]) > 0.015).all()
+    # on a 20 ms grid from the first (mps_xquic.c): a late one is followed by the next on time, so
+    # two can be under 15 ms apart on a loaded machine, but never two in one interval of the grid
+    # (its origin up to 2 ms before the first, which may come a loop's millisecond late)
+    assert sum(r.extra["policy_intervals"]) == n
+    assert (np.diff(np.floor((pd["t"] - pd["t"][0]) / 0.02 + 0.1)) >= 1).all(), pd["t"]
     assert list(np.unique(pd["chosen"])) == [0, 1]  # minRTT first, then RR
     assert (np.diff(pd["chosen"]) >= 0).all()
     modes = [mpsched_xquic.MODES.index(m) for m in ("minrtt", "rr")]

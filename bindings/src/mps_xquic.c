@@ -389,7 +389,8 @@ policy_pick(mps_transfer *t, const mps_record *r, int lead)
    the next decision. It is asked when the event loop or a get_path call finds the interval over.
    Until it has its paths (the header's MIN_PATHS) mode 0 runs and it is asked again at every
    get_path call (so that it decides before a new path's first packet is scheduled) and every
-   millisecond of the loop; its intervals count from its first answer. */
+   millisecond of the loop; its intervals keep a grid from its first answer, one decision per
+   interval of it. */
 static void
 interval_decide(mps_transfer *t, xqc_connection_t *conn, double now)
 {
@@ -411,9 +412,11 @@ interval_decide(mps_transfer *t, xqc_connection_t *conn, double now)
         r.decisions = t->decisions;
         ring_push(t, 0, &r);
     }
-    t->next_policy += t->cfg.policy_interval_ms / 1000.0;
-    if (t->next_policy < now)
-        t->next_policy = now;
+    /* the next grid point still ahead: a late decision is followed by the next on time, and one
+       later than a whole interval skips the points it missed instead of deciding twice at once */
+    do
+        t->next_policy += t->cfg.policy_interval_ms / 1000.0;
+    while (t->next_policy <= now);
 }
 
 /* po's new data counts as sent once a path is chosen for it (the backlog's, conn_backlog) */
