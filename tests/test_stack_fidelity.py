@@ -81,34 +81,27 @@ CUBIC_RENO = ("not a missing mechanism, as far as measured: live, kernel CUBIC a
               "0.5% / 2 ms 6.51 -> 6.97, 0.5% / 5 ms 5.20 -> 5.41)")
 GAPS: dict[tuple[str, str], str] = {
     ("ispras_linux", "scenario=ispras_s1, cc=bbr"):
-        "sim 62.31 vs live 40.10 [29.38-53.06] Mbit/s, 10 live runs (x1.55; 63.45, x1.58, before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 63.27 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 62.84 before its delivery-rate samples "
+        "sim 62.23 vs live 40.10 [29.38-53.06] Mbit/s, 10 live runs (x1.55; 62.31 before a cancelled copy made no DSACK, 2026-12-02; 63.45, x1.58, before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 63.27 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 62.84 before its delivery-rate samples "
         "scattered as each ACK's do, 2026-12-01, evening; 62.81 before min_rtt read the "
         "per-packet samples, 2026-12-01; 66.67, x1.66, before "
         "the one SACK block, 2026-11-30; the runs fall near 30, 29.4-31.3 in 5, or near 50, 46.9-53.1 in 5, the "
         "model above both) on the byte buffer (packet buffer: 41.8 [27.9-49.4]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=2.0, cc=bbr"):
-        "sim 44.07 vs live 33.67 [33.13-34.40] Mbit/s (x1.31, on the mark's edge; 44.05 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 44.26 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 43.92 before its delivery-rate "
+        "sim 44.16 vs live 33.67 [33.13-34.40] Mbit/s (x1.31, on the mark's edge; 44.07 before a cancelled copy made no DSACK, 2026-12-02; 44.05 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 44.26 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 43.92 before its delivery-rate "
         "samples scattered as each ACK's do, 2026-12-01, evening; 44.02 before min_rtt read the "
         "per-packet samples, 2026-12-01; 46.18, x1.37, before the one SACK "
         "block, 2026-11-30) on the byte buffer (packet buffer: 34.78 [34.53-35.24]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=2.0, jitter_ms=5.0, cc=bbr"):
-        "sim 17.87 vs live 11.83 [11.21-12.32] Mbit/s (x1.51; 20.26, x1.71, before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 21.63, x1.83, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 18.64 before its delivery-rate samples scattered as "
+        "sim 16.59 vs live 11.83 [11.21-12.32] Mbit/s (x1.40; 17.87, x1.51, before a cancelled copy made no DSACK, 2026-12-02; 20.26, x1.71, before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 21.63, x1.83, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 18.64 before its delivery-rate samples scattered as "
         "each ACK's do, 2026-12-01, evening; 18.31 before min_rtt read the per-packet samples, "
         "2026-12-01; 20.50, x1.73, before the one SACK "
         "block, 2026-11-30) on the byte buffer (packet buffer: 11.65 [11.35-12.07]): " + LINUX_BBR,
     ("grid_linux", "loss_pct=0.5, jitter_ms=5.0, cc=bbr"):
-        "sim 34.72 vs live 20.01 [18.24-22.50] Mbit/s (x1.74; 34.40 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 30.55, x1.53, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 22.83, x1.14, before its delivery-rate samples "
+        "sim 34.84 vs live 20.01 [18.24-22.50] Mbit/s (x1.74; 34.72 before a cancelled copy made no DSACK, 2026-12-02; 34.40 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 30.55, x1.53, before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 22.83, x1.14, before its delivery-rate samples "
         "scattered as each ACK's do, 2026-12-01, evening, which brought the same path without loss from x0.83 to "
         "x0.92 and XQUIC's BBRv1 at 5 ms from x0.84-0.88 to x0.98-0.99): live Linux BBRv1 under random loss and "
         "reordering keeps less of its rate than the model at 2 and 5 ms alike (the cells above and below), and "
         "which of its loss responses the model misses is not established: " + LINUX_BBR,
-    ("ispras_linux", "scenario=ispras_s1, cc=cubic"):
-        "sim 10.58 vs live 8.45 [6.78-9.85] Mbit/s (x1.25, on the mark's edge; 10.42, x1.23, passing, before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; ispras_s2 then failing at 13.30 against 10.40 [8.87-12.50], x1.28, now 12.63, x1.22, passing; ispras_s2 13.43 before the originals' ACKs cancelled copies as the window's and pacer's waits allow, 2026-12-01, night; 13.45 before min_rtt read the per-packet samples, "
-        "2026-12-01; seeds 1 and 2 passing and 13.14; "
-        "12.91, x1.24, before the one SACK block, 2026-11-30), on the mark's edge. The hidden packets' copies "
-        "bring DSACKs that widen RACK's window (reo_wnd steps beyond the first, averaged over a transfer: 5.8 "
-        "and 1.3 on the two paths, 4.0 and 0.1 before), which declares fewer of the rest: the declared share "
-        "stays 1.3-1.4% of what is sent: " + CUBIC_RENO,
 }
 # CC orderings the model misses: (stack, scenario) -> why
 ORDER_GAPS: dict[tuple[str, str], str] = {
@@ -120,7 +113,7 @@ ORDER_GAPS: dict[tuple[str, str], str] = {
         "117.69 [114.41-119.03], 112.44 [93.10-118.52], 118.28 [116.58-119.32], within 9%, Reno bimodal live, "
         "100-102 or 114-118): the order among near-equal rates is noise, not a missing scheduling mechanism",
     ("linux", "ispras_s1"):
-        "Spearman 0.50: the model's CUBIC runs above its Reno (10.58 and 9.85 Mbit/s; 10.42 and 9.27 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 10.47 and 9.36 on 2026-12-01; 10.01 and 9.17 before the one "
+        "Spearman 0.50: the model's CUBIC runs above its Reno (10.28 and 9.41 Mbit/s; 10.58 and 9.85 before a cancelled copy made no DSACK, 2026-12-02; 10.42 and 9.27 before a copy of a spurious declaration was queued whole or cancelled, 2026-12-02; 10.47 and 9.36 on 2026-12-01; 10.01 and 9.17 before the one "
         "SACK block, 10.10 and 9.54 with the tables before 2026-11-30), this table's below (8.45 "
         "[6.78-9.85] and 8.56 [8.13-8.91] over 10 runs a cell on the byte buffer, 7.99 and 8.37 in the first 3; "
         "7.69 and 9.21 on the packet buffer); bbr first on both sides. Over 14 live runs (before the extension) "

@@ -8,8 +8,9 @@ One step (default 1 ms) of one connection, in order (docs/transport.md):
    they fill shrink; the in-order point ``rcv_nxt`` and the reorder buffer follow;
 3. sender: ACKs and loss declarations due now update RTT estimators (RFC 6298), delivery-rate
    samples (BBR), the CC, and the retransmission queue (a spurious declaration's copies only
-   where they can leave before their originals' ACKs, ``_queue_copies``); DSACKs widen RACK's window and undo
-   spurious reductions, retransmission timers fire (the stack's, ``envs/sim/recovery.py``);
+   where they can leave before their originals' ACKs, ``_queue_copies``); the DSACKs of the
+   copies sent widen RACK's window, spurious reductions are undone, retransmission timers fire
+   (the stack's, ``envs/sim/recovery.py``);
    the application (``envs/sim/workload.py``) offers data, records, and says when it is complete;
 4. scheduling: what each path's schedule buffer holds leaves as its pacer and window allow;
    then per packet, the scheduler (or the agent, in ``blocked`` mode) picks paths among those
@@ -129,7 +130,7 @@ from numba import njit
 from envs.cc.base import CWND, PACING
 from envs.plugins.dispatch import burst, cc_init, cc_on_ack, cc_on_loss, cc_on_rto, pick
 from envs.sim.layout import *  # noqa: F403 (column names)
-from envs.sim.recovery import before_loss, dsack_due, reorder_window, timeout
+from envs.sim.recovery import before_loss, copy_sent, dsack_due, reorder_window, timeout
 from envs.sim.reordering import DETECTION_BLOCKS, TRAINS_PER_OCTAVE
 from envs.sim.rng import quantile, quantile_min, uniform
 from envs.sim.roles import blocked_rule
@@ -658,6 +659,7 @@ def _queue_copies(o, fb, C, f, nbytes, lead, dt, mss, pacer_delay, rng, b):
         ahead = max(queued * per_rate, (over + queued + size) * per_freed, 0.0)
         if uniform(rng, b) >= _cancelled_share(ahead, wait):
             fb[f, FL_SPUR_PENDING] += size
+            copy_sent(fb, f)
         left -= size
 
 

@@ -10,10 +10,15 @@ stack. docs/transport.md ("Stacks differ") gives the sources:
   RFC 8985 sec. 6.2, tcp_recovery.c tcp_rack_reo_wnd);
 - DSACK (Linux, RFC 2883): a spurious resend is reported one round trip after the declaration
   that caused it; the report widens RACK's window by one step (at most once per round trip,
-  tcp_rack_update_reo_wnd) for the next TCP_RACK_RECOVERY_THRESH (16) recoveries, and proves
-  the reduction spurious: when every declaration of the episode was spurious the reduction is
-  undone (tcp_input.c tcp_try_undo_dsack / Eifel tcp_try_undo_recovery, tcp_undo_cwnd_reduction:
-  cwnd = max(cwnd, prior_cwnd), ssthresh = max(ssthresh, prior_ssthresh));
+  tcp_rack_update_reo_wnd) for the next TCP_RACK_RECOVERY_THRESH (16) recoveries. Only a copy
+  that was sent makes one: a copy cancelled by its original's ACK reaches no receiver
+  (``copy_sent``), and RACK's window stays;
+- undo: when every declaration of the episode was spurious the reduction is undone, about a
+  round trip after the declaration, whether or not a copy left (tcp_input.c tcp_may_undo: by
+  DSACKs, tcp_try_undo_dsack, or at the recovery's end, tcp_try_undo_recovery, where
+  tcp_packet_delayed holds when nothing was retransmitted or the ACK echoes a timestamp from
+  before the first retransmission; tcp_undo_cwnd_reduction: cwnd = max(cwnd, prior_cwnd),
+  ssthresh = max(ssthresh, prior_ssthresh));
 - the retransmission timeout (``timeout``): RFC 6298 / Linux __tcp_set_rto, or RFC 9002's
   persistent congestion after three PTOs (XQUIC).
 """
@@ -23,7 +28,7 @@ import math
 from numba import njit
 
 from envs.cc.base import CWND, SSTHRESH
-from envs.sim.layout import (FL_DSACK_AT, FL_PRIOR_CWND, FL_PRIOR_SSTHRESH, FL_RECOVERY_AT, FL_REO_PERSIST,
+from envs.sim.layout import (FL_COPY_SENT, FL_DSACK_AT, FL_PRIOR_CWND, FL_PRIOR_SSTHRESH, FL_RECOVERY_AT, FL_REO_PERSIST,
                              FL_REO_STEPS, FL_UNDO_OK, OBS_LATEST_RTT, OBS_MIN_RTT, OBS_RTTVAR, OBS_SRTT, STK_REO_ADAPT,
                              STK_REO_PERSIST, STK_REO_WND, STK_RTO_ACK_DELAY, STK_RTO_MIN, STK_RTO_MULT,
                              STK_RTO_VAR_FLOOR, STK_TIME_THRESHOLD, STK_UNDO)
@@ -62,6 +67,7 @@ def before_loss(t, o, fb, C, f, lost, spur, dt, stk):
     if spur > 0.0 and fb[f, FL_DSACK_AT] <= 0.0:
         # the resend reaches the receiver, which already has the original: DSACK one RTT later
         fb[f, FL_DSACK_AT] = t + max(math.floor(o[f, OBS_LATEST_RTT] / dt + 0.5), 1.0)
+        fb[f, FL_COPY_SENT] = 0.0
         fb[f, FL_UNDO_OK] = 1.0 if lost <= 0.0 else 0.0
         fb[f, FL_PRIOR_CWND] = C[f, CWND]
         fb[f, FL_PRIOR_SSTHRESH] = max(C[f, SSTHRESH], 0.75 * C[f, CWND])  # tcp_current_ssthresh
@@ -76,13 +82,23 @@ def before_loss(t, o, fb, C, f, lost, spur, dt, stk):
 
 
 @njit(inline="always", cache=True, _nrt=False)
+def copy_sent(fb, f):
+    """A copy of a spurious declaration is queued (not cancelled): it will reach the receiver,
+    which has its original, so the pending report is a DSACK."""
+    if fb[f, FL_DSACK_AT] > 0.0:
+        fb[f, FL_COPY_SENT] = 1.0
+
+
+@njit(inline="always", cache=True, _nrt=False)
 def dsack_due(t, fb, C, f, stk):
-    """The DSACK of a spurious resend arrives at step t: widen the window, undo the reduction."""
+    """A round trip after a spurious declaration, step t: undo the reduction if the episode's
+    declarations were all spurious; widen the window if a copy was sent (its DSACK)."""
     if stk[STK_UNDO] > 0.0 and fb[f, FL_UNDO_OK] > 0.0:
         C[f, CWND] = max(C[f, CWND], fb[f, FL_PRIOR_CWND])
         C[f, SSTHRESH] = max(C[f, SSTHRESH], fb[f, FL_PRIOR_SSTHRESH])
-    if stk[STK_REO_ADAPT] > 0.0:
+    if stk[STK_REO_ADAPT] > 0.0 and fb[f, FL_COPY_SENT] > 0.0:
         fb[f, FL_REO_STEPS] = min(fb[f, FL_REO_STEPS] + 1.0, MAX_REO_STEPS - 1.0)
         fb[f, FL_REO_PERSIST] = stk[STK_REO_PERSIST]
     fb[f, FL_DSACK_AT] = 0.0
+    fb[f, FL_COPY_SENT] = 0.0
     fb[f, FL_UNDO_OK] = 0.0
