@@ -240,24 +240,32 @@ def test_uncoupled_reno_takes_two_tcps_worth(one_tcp_each):
 # share on the best path) does not hold for that implementation in the model; not checkable live
 # here (upstream Linux has no coupled CC).
 HALF_RATE = ("Linux profile: the coupled CCs count ACKs (segments_per_ack 2), the connection takes {} of the TCP's "
-             "rate (mean over RATES_MBPS; LIA 0.78, OLIA 0.77), below goal 1's one TCP share")
+             "rate (mean over RATES_MBPS; LIA 0.80, OLIA 0.83), below goal 1's one TCP share")
+# XQUIC's OLIA beside a kernel flow: above goal 2's bound in the model, and live
+OLIA_XQUIC = ("XQUIC's profile: OLIA takes 1.46 of the kernel TCP flow's rate (1.13-1.90 per rate), above goal 2's 1.35 "
+              "(1.34, 1.05-1.97 per rate, on the mark's edge, before a declaration fell its detection delay after a "
+              "point within its packet's step, kernel._detect_steps, 2026-12-02, which moves every declaration of "
+              "these loss-free, jitter-free, knife-edged drop-tail runs): in the byte-counted drop-tail buffer the "
+              "kernel flow's 1448-byte packets find no room where XQUIC's 1179-byte ones still do (this test's "
+              "docstring), and live XQUIC's coupled pairs take 1.37-2.04 of a kernel Reno flow on the testbed's byte "
+              "buffer, OLIA 1.62 (tests/test_xquic.py), so goal 2 does not hold live either")
 
 
 @pytest.mark.parametrize(("cc", "stack"), [
-    ("lia", "xquic"), ("olia", "xquic"),
+    ("lia", "xquic"), pytest.param("olia", "xquic", marks=pytest.mark.xfail(strict=True, reason=OLIA_XQUIC)),
     ("balia", "xquic"), ("lia", "linux"), ("olia", "linux"),
-    pytest.param("balia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.69")))])
+    pytest.param("balia", "linux", marks=pytest.mark.xfail(strict=True, reason=HALF_RATE.format("0.68")))])
 def test_coupled_total_is_one_tcp_on_links_shared_with_tcp(cc, stack):
     """RFC 6356 goals 1-2: the connection takes as much as one TCP on its best path, no more.
 
     With equal RTTs and loss rate p the LIA fixed point is w_total = sqrt(2/p), one TCP's window,
     so the ratio is 1 (each link: MPTCP C/3, TCP 2C/3). Tolerance 0.75-1.35 on the mean over
     ``RATES_MBPS``: drop-tail losses fall on the flows unevenly and the 30 s include slow start
-    (measured: XQUIC's profile LIA 1.25, OLIA 1.34 (1.05-1.97 per rate, on the mark's edge; 1.38, a
-    strict xfail, before a new XQUIC path showed no RTT sample until its first), BALIA 1.10 beside
-    a kernel flow of Linux's packet, above one because in the byte-counted drop-tail buffer the
-    kernel flow's 1448-byte packets find no room where XQUIC's 1179-byte ones still do; Linux's
-    0.78, 0.77, 0.69). Under
+    (measured: XQUIC's profile LIA 1.29, OLIA 1.46 (1.13-1.90 per rate, a strict xfail; 1.34 before
+    the declaration step of 2026-12-02, 1.38 before a new XQUIC path showed no RTT sample until its
+    first), BALIA 1.09 beside a kernel flow of Linux's packet, above one because in the
+    byte-counted drop-tail buffer the kernel flow's 1448-byte packets find no room where XQUIC's
+    1179-byte ones still do; Linux's 0.80, 0.83, 0.68). Under
     XQUIC's profile (byte counting, bindings/src/mps_coupled.c) and Linux's (ACK counting, above).
     """
     ratios = []

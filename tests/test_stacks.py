@@ -243,43 +243,55 @@ def test_a_copy_is_cancelled_when_its_originals_ack_comes_before_it_leaves() -> 
 
 COPY_CELLS = [(jitter, cc) for jitter in (2.0, 5.0) for cc in ("bbr", "bbr2", "cubic", "reno")]
 WINDOW_CUT_COPIES = (
-    "the model declares a packet one detection delay after the ACK of the train that holds it, by which time "
-    "that ACK has refilled the window with new data: after the CC's cut, what is in flight stays over the window "
-    "for a round trip (CUBIC 1.1 packets at 2 ms, Reno 2.2-2.3 at 5 ms, about 40 ms) and nearly every copy is "
-    "cancelled; live XQUIC declares amid its train's ACKs and the rest of them free the room at once (in flight "
-    "at or under the window after the cut): per reduction live CUBIC sends 0.72-0.89 copies within 2 ms of the "
-    "cut at 2 ms of jitter, the model 0.01-0.04; live Reno 0.34-0.44 at 5 ms, the model 0.00-0.03 "
-    "(benchmarks/xquic_cubic_live.py --episodes, 2026-12-02). Until then a queued share of a copy went out as "
-    "a whole packet, which hid it (docs/transport.md, \"Copies a late ACK cancels\")")
+    "the model still declares a packet after part of the ACKs of the train that holds it: a train's ACKs come in "
+    "the steps its packets crossed the bottleneck in, so a declaration in a later step than its packet's finds "
+    "the window refilled by that step's ACKs, and after the CC's cut what is in flight stays over the window "
+    "until the next train's ACKs (CUBIC 0.7-0.8 packets at 2 ms, Reno 1.2-1.5 at 5 ms, back under it after "
+    "34-38 ms) and most of those copies are cancelled; live XQUIC's jitter spreads its train's ACKs over "
+    "milliseconds, the declaration amid them, and the rest free the room at once (in flight at or under the window "
+    "after the cut): per reduction live CUBIC sends 0.72-0.89 copies within 2 ms of the cut at 2 ms of jitter, "
+    "the model 0.28-0.33; live Reno 0.34-0.44 at 5 ms, the model 0.28-0.42 (benchmarks/xquic_cubic_live.py "
+    "--episodes, 2026-12-02). Until the declaration fell its detection delay after a point within its "
+    "packet's step (kernel._detect_steps, 2026-12-02) it came at least a step after its packet's ACK, every copy "
+    "behind a refilled window (CUBIC 0.18 and 0.36, Reno 0.03 and 0.10 of the declarations; per reduction 0.01-0.04 "
+    "and 0.00-0.03 in the cut's 2 ms); until earlier that day a queued share of a copy went out as a whole packet, "
+    "which hid it (docs/transport.md, \"Copies a late ACK cancels\")")
 COPY_GAPS = {
-    "cubic": "CUBIC keeps copies of 0.18 of its declarations on the 2 ms path (0.15-0.21 per connection) and 0.36 on "
-             "the 5 ms one (0.32-0.43) where live XQUIC keeps 0.71 on both (0.67-0.75, 0.66-0.77): " + WINDOW_CUT_COPIES,
-    "reno": "Reno keeps copies of 0.03 of its declarations on the 2 ms path (0.00-0.09 per connection) and 0.10 on "
-            "the 5 ms one (0.07-0.15) where live XQUIC keeps 0.43 on both (0.41-0.45, 0.38-0.47): " + WINDOW_CUT_COPIES,
-    "bbr2": "BBRv2 keeps copies of 0.63 of its declarations on the 2 ms path (0.53-0.73 per connection) and 0.58 on "
-            "the 5 ms one (0.45-0.67) where live XQUIC keeps 0.92 and 0.94 (0.89-0.94, 0.89-0.98): paced at 3-4 "
-            "Mbit/s, it copies 0.56-0.71 of what it declares beyond 40 ms into an episode, live 0.88-0.90 "
-            "(benchmarks/xquic_cubic_live.py grid:0/2 --ccs bbr2 --episodes, 2026-12-02). Mostly the pacer's wait: "
-            "with it left out of a copy's chance the model keeps 0.85 and 0.71, with the window's left out 0.72 and "
-            "0.68, with both 0.94 and 0.87. Every paced copy waits a pacer's period in the model (max(1 ms, a "
-            "packet's time at the pacing rate), 2-3 ms here); XQUIC's pacer sends at once while its budget lasts "
-            "(xqc_pacing.c xqc_pacing_time_until_send; up to max(10 packets, 2 ms at the pacing rate), "
-            "XQC_MAX_BURST_NUM, xqc_pacing_max_burst_size), but a copy leaving at once within the flow's pacing "
-            "credit, with that budget as the credit's cap, keeps 0.65 and 0.57 (XQUIC fidelity 55 of 57): the "
-            "model's BBRv2 seldom has a packet of credit left when its copies are queued, and what lets live's copies leave is "
-            "not established. Until then a queued share of a copy went out as a whole packet, which hid it "
-            "(0.95 and 0.94)",
+    (2.0, "cubic"): "CUBIC keeps copies of 0.33 of its declarations on the 2 ms path (0.29-0.36 per connection) where "
+                    "live XQUIC keeps 0.71 (0.67-0.75): " + WINDOW_CUT_COPIES,
+    (5.0, "cubic"): "CUBIC keeps copies of 0.47 of its declarations on the 5 ms path (0.43-0.53 per connection) where "
+                    "live XQUIC keeps 0.71 (0.66-0.77): " + WINDOW_CUT_COPIES,
+    (2.0, "reno"): "Reno keeps copies of 0.30 of its declarations on the 2 ms path (0.25-0.33 per connection) where "
+                   "live XQUIC keeps 0.43 (0.41-0.45): " + WINDOW_CUT_COPIES,
+    (5.0, "reno"): "Reno keeps copies of 0.32 of its declarations on the 5 ms path (0.27-0.36 per connection) where "
+                   "live XQUIC keeps 0.42 (0.38-0.47), 0.10 apart: " + WINDOW_CUT_COPIES,
 }
+BBR2_COPIES = (
+    "BBRv2 keeps copies of 0.65 of its declarations on the 2 ms path (0.54-0.71 per connection) and 0.62 on "
+    "the 5 ms one (0.44-0.73) where live XQUIC keeps 0.92 and 0.94 (0.89-0.94, 0.89-0.98; 0.63 and 0.58 with the "
+    "declaration a step later, before 2026-12-02's kernel._detect_steps): paced at 3-4 Mbit/s, it copied "
+    "0.56-0.71 of what it declares beyond 40 ms into an episode, live 0.88-0.90 (benchmarks/xquic_cubic_live.py "
+    "grid:0/2 --ccs bbr2 --episodes, 2026-12-02, before _detect_steps, as the measurements that follow). Mostly "
+    "the pacer's wait: with it left out of a copy's chance the model kept 0.85 and 0.71, with the window's left out "
+    "0.72 and 0.68, with both 0.94 and 0.87. Every paced copy waits a pacer's period in the model (max(1 ms, a "
+    "packet's time at the pacing rate), 2-3 ms here); XQUIC's pacer sends at once while its budget lasts "
+    "(xqc_pacing.c xqc_pacing_time_until_send; up to max(10 packets, 2 ms at the pacing rate), "
+    "XQC_MAX_BURST_NUM, xqc_pacing_max_burst_size), but a copy leaving at once within the flow's pacing "
+    "credit, with that budget as the credit's cap, kept 0.65 and 0.57 (XQUIC fidelity 55 of 57): the "
+    "model's BBRv2 seldom has a packet of credit left when its copies are queued, and what lets live's copies "
+    "leave is not established. Until then a queued share of a copy went out as a whole packet, which hid it "
+    "(0.95 and 0.94)")
+COPY_GAPS |= {(jitter, "bbr2"): BBR2_COPIES for jitter in (2.0, 5.0)}
 
 
-@pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=COPY_GAPS[cell[1]]))
-                                        if cell[1] in COPY_GAPS else cell for cell in COPY_CELLS])
+@pytest.mark.parametrize("jitter, cc", [pytest.param(*cell, marks=pytest.mark.xfail(strict=True, reason=COPY_GAPS[cell]))
+                                        if cell in COPY_GAPS else cell for cell in COPY_CELLS])
 def test_copies_sent_per_declaration_as_live_xquics(jitter: float, cc: str) -> None:
     """On the grid's path (50 Mbit/s, 40 ms, 1 BDP; 2 and 5 ms of jitter) the model sends copies
     of as many of its spurious declarations as live XQUIC did (tests/data/declarations_xquic_live.json,
     ``retransmitted / declared_lost`` after the first second), within 0.1: BBRv1 loses about a
     tenth of its copies to the pacer's wait and the originals' ACKs (live 0.84-0.90; the model
-    0.79 and 0.86); 8 connections, 5 s after the first. BBRv2, CUBIC and Reno are findings
+    0.78 and 0.86); 8 connections, 5 s after the first. BBRv2, CUBIC and Reno are findings
     (``COPY_GAPS``)."""
     import json
     from benchmarks.reordering_declarations import RECORD, cells
@@ -352,8 +364,8 @@ def test_a_copy_counts_as_delivered_only_when_acknowledged_directly() -> None:
     acknowledged bytes) only when its own ACK comes before that of the packet sent just before it
     or of any later one; the others leave the flight uncounted. On a 5 ms jittery path most of
     BBRv1's copies are (0.75 uncounted, as live XQUIC's on the grid's 2 ms path), not all; under
-    Linux none counts (the original's SACK did: 71 copies here, beside 5 resends of packets one
-    Startup lost at the queue, which count)."""
+    Linux none counts (the original's SACK did; 81 copies here; a resend of a packet a Startup
+    lost at the queue counts, and is left out)."""
     from envs.sim.layout import FL_LOST_PKTS, OBS_ACKED, OBS_INFLIGHT, OBS_RETRANS
     scen = scenario_from_dict({"name": "jittery", "jitter_reorders": True, "workload": {"type": "bulk", "duration_s": 3},
                                "paths": [{"bandwidth_mbps": 50, "delay_ms": 20, "jitter_ms": 5, "queue_bdp": 1}]})
@@ -368,7 +380,8 @@ def test_a_copy_counts_as_delivered_only_when_acknowledged_directly() -> None:
         copies = o[:, OBS_RETRANS] - lost
         assert copies.sum() > 20, (stack, copies)  # RACK declares few, in Startup
         share[stack] = uncounted.sum() / copies.sum()
-    assert 0.5 < share["xquic"] < 0.97 and share["linux"] == pytest.approx(1.0), share
+    # a copy still in flight when the run ends is in neither count's numerator (one of 81 here)
+    assert 0.5 < share["xquic"] < 0.97 and share["linux"] > 0.95, share
 
 
 def reordering(stack: str, cc: str = "cubic", batch: int = 3) -> dict[str, np.ndarray]:
@@ -391,6 +404,23 @@ def test_rack_tells_reordering_from_loss_where_rfc9002_thresholds_do_not() -> No
     print(f"goodput xquic {xquic['goodput_mbps'].mean():.1f}, linux {linux['goodput_mbps'].mean():.1f} Mbit/s")
     assert linux["goodput_mbps"].mean() > 10.0 * xquic["goodput_mbps"].mean()
     assert np.count_nonzero(linux["goodput_mbps"] > 0.8 * 50.0) >= 12
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.6, 1.5, 10.25])
+def test_a_declaration_falls_its_delay_after_a_point_within_the_arrival_step(delay: float) -> None:
+    """A step's arrivals crossed the bottleneck anywhere within it, so a declaration ``delay``
+    steps after one is processed floor(delay) or one more steps after that arrival's step, the
+    latter for a share frac(delay) of a flow's declarations, carried over from one to the next
+    without a random draw (kernel._detect_steps); 1 + floor(delay) before 2026-12-02, half a step
+    late on average and never in the arrival's own step."""
+    from envs.sim import kernel
+    from envs.sim.layout import FL_DETECT_PHASE
+    fb = np.zeros((1, N_FL))
+    steps = np.array([kernel._detect_steps(delay, fb, 0) for _ in range(1000)])
+    assert set(np.unique(steps)) <= {math.floor(delay), math.floor(delay) + 1}
+    # what is carried over is what the steps so far fall short of their delays
+    assert steps.sum() + fb[0, FL_DETECT_PHASE] == pytest.approx(1000 * delay)
+    assert -1e-9 < fb[0, FL_DETECT_PHASE] < 1.0
 
 
 def test_dsack_widens_rack_window_and_undoes_a_spurious_reduction() -> None:

@@ -319,9 +319,9 @@ def _apply_schedules(t, conn, now, stks, nsub, nflows):
 
 @njit(inline="always", cache=True, _nrt=False)
 def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
-    """Steps from a lost packet's would-be arrival to its declaration, at least one and at most
-    ``most``: the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut
-    short by its time threshold, or RACK's window after the next packet's ACK: the window
+    """Time (steps, at most ``most``) from a lost packet's would-be arrival to its declaration:
+    the stack's packet threshold at the bottleneck rate (RFC 9002: 3 packets), cut short by its
+    time threshold, or RACK's window after the next packet's ACK: the window
     ``recovery.reorder_window`` gives a reordered packet, with the lost packet's round trip, not
     at hand here, read as srtt (XQUIC: 9/8 max(srtt, latest RTT) less srtt)."""
     spacing = stk[STK_PACKET] / max(bnb[p, BN_CAP], 1.0)  # the flow's packets at the bottleneck
@@ -330,7 +330,23 @@ def _detect_delay(bnb, p, o, fb, f, stk, dt, most):
     if stk[STK_TIME_THRESHOLD] > 0.0:
         by_packets = min(by_packets, window)
     rack = window if stk[STK_REO_WND] > 0.0 else 0.0
-    return 1 + int(min(max(by_packets, rack), most))
+    return min(max(by_packets, rack), most)
+
+
+@njit(inline="always", cache=True, _nrt=False)
+def _detect_steps(delay, fb, f):
+    """The step a declaration ``delay`` steps after its packet's would-be arrival is processed at,
+    counted from that arrival's step. A step's arrivals stand for packets that crossed the
+    bottleneck anywhere within it, so the declaration falls ``delay`` after a point within the
+    step: floor(delay) steps or one more, the latter for a share frac(delay) of them. The flow
+    carries the fraction over from one declaration to the next (error diffusion), so its
+    declarations keep that share without a random draw (a network without jitter or random loss
+    draws none). Zero puts the declaration in the step that acknowledges its packet, after that
+    step's ACKs and before its sending: the window a cut leaves is not yet refilled by them
+    (docs/transport.md, "Copies a late ACK cancels")."""
+    whole = int(delay + fb[f, FL_DETECT_PHASE])
+    fb[f, FL_DETECT_PHASE] += delay - whole
+    return whole
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -388,7 +404,7 @@ def _receive(t, conn, dt, stks, nsub, nflows):
                     lost = lost - freed if lost - freed > EPS else 0.0
             if lost > 0.0 or spur > 0.0:
                 if det < 0:
-                    det = _detect_delay(bnb, p, o, fb, f, stks[f], dt, Lm - 1 - drev)
+                    det = _detect_steps(_detect_delay(bnb, p, o, fb, f, stks[f], dt, Lm - 1 - drev), fb, f)
                 sl = (t + drev + det) & Lm
                 rg[f, sl, RING_LOST] += lost
                 rg[f, sl, RING_SPUR] += spur
@@ -1732,7 +1748,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         last_arrive = fb[f, FL_LAST_ARRIVE]
         # a competing kernel TCP flow runs the Linux profile's row but is plain TCP: three blocks
         one_sack = stks[f, STK_ONE_SACK] > 0.0 and reorders and f < nsub
-        det = -1  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
+        det = -1.0  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
         hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0
         lead = -1.0  # steps from a declaration to the declared packet's ACK (-1: not looked up yet)

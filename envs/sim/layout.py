@@ -116,7 +116,9 @@ FL_RATE_AT = 43
 # 1 once a copy of the pending DSACK's spurious declarations has been queued: only a copy that
 # reaches the receiver beside its original makes a DSACK (RFC 2883), which widens RACK's window
 FL_COPY_SENT = 44
-FL_SQ = 45  # first column of the ring
+# the fraction of a step the flow's declarations carry over (kernel._detect_steps), in [0, 1)
+FL_DETECT_PHASE = 45
+FL_SQ = 46  # first column of the ring
 SQ_K = 64  # ranges a ring holds (a power of two): each retransmitted hole takes its own
 SQ_SEQ, SQ_BYTES, SQ_FILL = 0, 1, 2  # a range's columns
 SQ_NEW = -1.0  # SQ_FILL of new data
