@@ -1748,7 +1748,7 @@ def _depart(b, t, conn, m, nsub, nflows):
         last_arrive = fb[f, FL_LAST_ARRIVE]
         # a competing kernel TCP flow runs the Linux profile's row but is plain TCP: three blocks
         one_sack = stks[f, STK_ONE_SACK] > 0.0 and reorders and f < nsub
-        det = -1.0  # steps from a packet's arrival to RACK's declaration (_detect_delay), once per step
+        det = -1.0  # time (steps) from a packet's arrival to its declaration, unrounded (_detect_delay), once per step
         hidden = -1.0  # probability a packet arriving while a hole persists is never named
         prob = -1.0
         lead = -1.0  # steps from a declaration to the declared packet's ACK (-1: not looked up yet)

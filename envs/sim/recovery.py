@@ -67,7 +67,6 @@ def before_loss(t, o, fb, C, f, lost, spur, dt, stk):
     if spur > 0.0 and fb[f, FL_DSACK_AT] <= 0.0:
         # the resend reaches the receiver, which already has the original: DSACK one RTT later
         fb[f, FL_DSACK_AT] = t + max(math.floor(o[f, OBS_LATEST_RTT] / dt + 0.5), 1.0)
-        fb[f, FL_COPY_SENT] = 0.0
         fb[f, FL_UNDO_OK] = 1.0 if lost <= 0.0 else 0.0
         fb[f, FL_PRIOR_CWND] = C[f, CWND]
         fb[f, FL_PRIOR_SSTHRESH] = max(C[f, SSTHRESH], 0.75 * C[f, CWND])  # tcp_current_ssthresh
@@ -84,7 +83,8 @@ def before_loss(t, o, fb, C, f, lost, spur, dt, stk):
 @njit(inline="always", cache=True, _nrt=False)
 def copy_sent(fb, f):
     """A copy of a spurious declaration is queued (not cancelled): it will reach the receiver,
-    which has its original, so the pending report is a DSACK."""
+    which has its original, so the pending report is a DSACK. The mark is set only while a report
+    is pending and cleared with it (``dsack_due``), so a new episode starts without one."""
     if fb[f, FL_DSACK_AT] > 0.0:
         fb[f, FL_COPY_SENT] = 1.0
 
